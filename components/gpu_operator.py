@@ -1,0 +1,222 @@
+"""GpuOperator component: NVIDIA's GPU Operator with the host's driver, and a readiness gate.
+
+Children:
+
+* Namespace ``gpu-operator`` labelled ``pod-security.kubernetes.io/enforce=privileged``
+  (the operands mount host paths and run privileged).
+* ``helm.v3.Release`` ``gpu-operator``: chart ``gpu-operator`` from NVIDIA's repository at
+  a pinned version, or from a local chart directory (offline). ``driver.enabled=false``:
+  the host already has the driver (the chapter's premise); toolkit, device plugin, DCGM
+  exporter, NFD and CDI follow config.
+* In the simulated lab only, stand-ins for what the running operator would create,
+  each annotated ``gpulab.dev/simulated: "true"``: the device-plugin DaemonSet (name,
+  labels and node selector the operator gives it) and ClusterPolicy ``status.state``.
+* The gate (``python3 -m gpulab.kube gate``): the Helm wait covers only the chart's own
+  objects; the operands appear later, created by the operator. The gate waits for
+  ClusterPolicy ``cluster-policy`` to be ``ready`` and the device-plugin DaemonSet to be
+  ready, then reads node allocatable and capacity ``nvidia.com/gpu``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.cluster import PYTHON, parse_json_stdout
+from components.localcmd import LocalCommand
+from gpulab import kube
+from gpulab.config import OperatorConfig
+
+NAMESPACE = "gpu-operator"
+RELEASE = "gpu-operator"
+DEVICE_PLUGIN_DS = "nvidia-device-plugin-daemonset"
+SIMULATED_ANNOTATION = "gpulab.dev/simulated"
+#: The device plugin image the chart v26.7.0 values name (devicePlugin.repository/image/version).
+DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+
+
+def helm_values(op: OperatorConfig) -> dict[str, Any]:
+    """The chart values the lab sets (everything else is the chart's default).
+
+    ``driver.enabled`` is always false: the host provides the driver. With
+    ``time_slicing_replicas > 1`` the device plugin gets a time-slicing config, so
+    allocatable becomes physical GPUs x replicas.
+    """
+    values: dict[str, Any] = {
+        # The host provides the NVIDIA driver; the operator must not install one.
+        "driver": {"enabled": False},
+        "toolkit": {"enabled": op.toolkit},
+        "devicePlugin": {"enabled": op.device_plugin},
+        "dcgmExporter": {"enabled": op.dcgm_exporter},
+        "nfd": {"enabled": op.nfd},
+        "cdi": {"enabled": op.cdi},
+    }
+    if op.time_slicing_replicas > 1:
+        values["devicePlugin"]["config"] = {
+            "name": "time-slicing-config",
+            "create": True,
+            "default": "any",
+            "data": {
+                "any": (
+                    "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                    f"    - name: nvidia.com/gpu\n      replicas: {op.time_slicing_replicas}\n"
+                )
+            },
+        }
+    return values
+
+
+def chart_source(op: OperatorConfig) -> str:
+    """``"local:<path>"`` or the repository URL, as exported in ``chartSource``."""
+    return f"local:{op.chart_path}" if op.chart_path else op.chart_repo
+
+
+@dataclass(frozen=True)
+class GpuOperatorArgs:
+    """Inputs.
+
+    Attributes:
+        operator: chart settings (gpulab.config.OperatorConfig).
+        kubeconfig: the cluster's kubeconfig (secret), for the gate.
+        device_plugin_owner: ``"operator"`` or ``"minikube-addon"``; decides which
+            DaemonSet the gate waits for.
+        simulate_operands: create the simulated stand-ins (sim lab only).
+    """
+
+    operator: OperatorConfig
+    kubeconfig: pulumi.Input[str]
+    device_plugin_owner: str = "operator"
+    simulate_operands: bool = False
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """The GPU Operator and its readiness gate (see module docstring).
+
+    Outputs: ``chart_version``, ``chart_source``, ``components`` (dict of bools),
+    ``allocatable_gpus`` / ``capacity_gpus`` (int|None), ``cluster_policy_state``,
+    ``device_plugin_pods`` (list[dict]), ``server_version``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        args: GpuOperatorArgs,
+        provider: k8s.Provider,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        super().__init__("gpulab:gpu_operator:GpuOperator", name, None, opts)
+        op = args.operator
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider)
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={
+                "name": NAMESPACE,
+                "labels": {
+                    # Operands mount host paths and run privileged containers.
+                    "pod-security.kubernetes.io/enforce": "privileged",
+                    "app.kubernetes.io/managed-by": "gpu-lab",
+                },
+            },
+            opts=k8s_opts,
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=RELEASE,
+            chart=op.chart_path or "gpu-operator",
+            version=None if op.chart_path else op.chart_version,
+            repository_opts=None if op.chart_path else k8s.helm.v3.RepositoryOptsArgs(repo=op.chart_repo),
+            namespace=self.namespace.metadata["name"],
+            values=helm_values(op),
+            timeout=op.timeout_seconds,
+            cleanup_on_fail=True,
+            opts=k8s_opts,
+        )
+        gate_after: list[pulumi.Resource] = [self.release]
+        owner_is_addon = args.device_plugin_owner == "minikube-addon"
+        if args.simulate_operands:
+            gate_after += self._simulated_operands(name, k8s_opts, args.kubeconfig)
+        env = {kube.KUBECONFIG_ENV: args.kubeconfig}
+        self.gate = LocalCommand(
+            f"{name}-gate",
+            create=[
+                PYTHON, "-m", "gpulab.kube", "gate",
+                "--device-plugin-namespace", "kube-system" if owner_is_addon else NAMESPACE,
+                "--device-plugin-daemonset", DEVICE_PLUGIN_DS,
+                "--timeout", str(op.timeout_seconds),
+                *(["--no-cluster-policy"] if not op.device_plugin and owner_is_addon else []),
+            ],
+            environment=pulumi.Output.secret(env),
+            # Re-run the gate whenever the release is upgraded.
+            triggers=[self.release.status.apply(lambda s: s.revision if s else None), op.chart_version],
+            timeout=op.timeout_seconds + 60,
+            purpose="operator-gate",
+            # The gate observes what the release's operator creates: a side-effect order.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=gate_after),
+        )
+        facts = parse_json_stdout(self.gate.stdout, "gpulab.kube gate")
+        self.chart_version = pulumi.Output.from_input(op.chart_version)
+        self.chart_source = pulumi.Output.from_input(chart_source(op))
+        self.components = pulumi.Output.from_input(
+            {
+                "driver": False,
+                "toolkit": op.toolkit,
+                "devicePlugin": op.device_plugin,
+                "dcgmExporter": op.dcgm_exporter,
+                "nfd": op.nfd,
+                "cdi": op.cdi,
+            }
+        )
+        self.allocatable_gpus = facts.apply(lambda f: f.get("allocatableGpus"))
+        self.capacity_gpus = facts.apply(lambda f: f.get("capacityGpus"))
+        self.cluster_policy_state = facts.apply(lambda f: f.get("clusterPolicyState"))
+        self.device_plugin_pods = facts.apply(lambda f: f.get("devicePluginPods"))
+        self.server_version = facts.apply(lambda f: f.get("kubernetesVersion"))
+        self.register_outputs(
+            {
+                "chartVersion": self.chart_version,
+                "chartSource": self.chart_source,
+                "components": self.components,
+                "allocatableGpus": self.allocatable_gpus,
+                "capacityGpus": self.capacity_gpus,
+                "clusterPolicyState": self.cluster_policy_state,
+                "devicePluginPods": self.device_plugin_pods,
+            }
+        )
+
+    def _simulated_operands(
+        self, name: str, k8s_opts: pulumi.ResourceOptions, kubeconfig: pulumi.Input[str]
+    ) -> list[pulumi.Resource]:
+        """Stand-ins for the operator's own work; no operator process runs in the sim lab."""
+        labels = {"app": DEVICE_PLUGIN_DS}
+        note = {SIMULATED_ANNOTATION: "true", "gpulab.dev/simulates": "gpu-operator state-device-plugin"}
+        ds = k8s.apps.v1.DaemonSet(
+            f"{name}-sim-device-plugin",
+            metadata={"name": DEVICE_PLUGIN_DS, "namespace": NAMESPACE, "labels": labels, "annotations": note},
+            spec={
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels, "annotations": note},
+                    "spec": {
+                        "nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"},
+                        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                        "priorityClassName": "system-node-critical",
+                        "containers": [{"name": "nvidia-device-plugin", "image": DEVICE_PLUGIN_IMAGE}],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.release])),
+        )
+        status = LocalCommand(
+            f"{name}-sim-clusterpolicy-status",
+            create=[PYTHON, "-m", "gpulab.kube", "simulate-clusterpolicy", "--state", "ready"],
+            environment=pulumi.Output.secret({kube.KUBECONFIG_ENV: kubeconfig}),
+            triggers=[self.release.status.apply(lambda s: s.revision if s else None)],
+            timeout=120,
+            purpose="sim-clusterpolicy-status",
+            # The ClusterPolicy exists only once the release has installed it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+        )
+        return [ds, status]

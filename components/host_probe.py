@@ -1,0 +1,89 @@
+"""HostProbe component: the host's GPUs, driver and CUDA ceiling as stack outputs.
+
+The probe runs while the program runs (preview included), before any other resource is
+registered, so a host without a working driver stops the deployment with the cause and
+the first fix and nothing is created. In the simulated lab it reads a shipped capture
+(see gpulab/probe.py) and says so (``simulated``).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pulumi
+
+from gpulab.probe import HostFacts, probe_capture, probe_nvidia_smi
+
+
+class HostProbe(pulumi.ComponentResource):
+    """Reads the host's GPU facts once and exposes them.
+
+    Args:
+        name: resource name.
+        mode: ``"nvidia-smi"`` (run it here), ``"capture"`` (read ``capture``; simulated) or
+            ``"off"`` (no probe: every fact output is None, e.g. previewing a GPU stack
+            on a laptop).
+        capture: capture name for ``mode="capture"``, e.g. ``"h200-1gpu"``.
+
+    Outputs: ``gpu_count`` (int), ``gpu_models`` (list[str]), ``gpus`` (list[dict], see
+    gpulab.outputs.HOST_GPUS), ``driver_version`` (str), ``max_cuda`` (str|None),
+    ``source`` (str), ``simulated`` (bool), ``facts`` (the :class:`HostFacts` or None;
+    a plain attribute, known at construction).
+
+    Raises:
+        gpulab.preflight.PreflightError: nvidia-smi missing or failing.
+        gpulab.nvsmi.NvidiaSmiParseError: nvidia-smi printed something unparseable.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        mode: str,
+        capture: str = "h200-1gpu",
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        facts: HostFacts | None
+        if mode == "nvidia-smi":
+            facts = probe_nvidia_smi()
+        elif mode == "capture":
+            facts = probe_capture(capture)
+        elif mode == "off":
+            facts = None
+        else:
+            raise ValueError(f"unknown host probe mode {mode!r}")
+        # The facts are also the component's inputs, so policies see them at preview.
+        super().__init__(
+            "gpulab:host_probe:HostProbe",
+            name,
+            {
+                "mode": mode,
+                "source": facts.source if facts else "off",
+                "gpuCount": facts.count if facts else None,
+                "gpuModels": facts.models if facts else None,
+                "driverVersion": facts.driver_version if facts else None,
+                "maxCuda": facts.max_cuda if facts else None,
+                "simulated": bool(facts and facts.simulated),
+            },
+            opts,
+        )
+        self.facts = facts
+        for w in facts.warnings if facts else ():
+            pulumi.log.warn(w, resource=self)
+        self.gpu_count = pulumi.Output.from_input(facts.count if facts else None)
+        self.gpu_models = pulumi.Output.from_input(facts.models if facts else None)
+        self.gpus = pulumi.Output.from_input(facts.gpus_json() if facts else None)
+        self.driver_version = pulumi.Output.from_input(facts.driver_version if facts else None)
+        self.max_cuda = pulumi.Output.from_input(facts.max_cuda if facts else None)
+        self.source = pulumi.Output.from_input(facts.source if facts else "off")
+        self.simulated = pulumi.Output.from_input(bool(facts and facts.simulated))
+        self.register_outputs(
+            {
+                "gpuCount": self.gpu_count,
+                "gpuModels": self.gpu_models,
+                "gpus": self.gpus,
+                "driverVersion": self.driver_version,
+                "maxCuda": self.max_cuda,
+                "source": self.source,
+                "simulated": self.simulated,
+            }
+        )

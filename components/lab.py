@@ -1,0 +1,82 @@
+"""Edge of the program: stack config in, preflight before any resource is registered.
+
+``load_config`` reads every ``gpu-lab:*`` key the engine handed the program and parses
+it once (gpulab.config.parse_config). ``preflight_or_raise`` checks what the chosen
+variant needs on this machine. Both raise before a single resource exists, so a bad
+value or a missing host piece leaves nothing half-made.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from pulumi.runtime.config import CONFIG
+
+from gpulab import outputs as out
+from gpulab.config import LabConfig, parse_config
+from gpulab.preflight import Finding, PreflightError
+from gpulab.probe import HostFacts
+
+
+def load_config() -> LabConfig:
+    """The stack's ``gpu-lab:*`` config, validated (raises gpulab.config.ConfigError)."""
+    raw: dict[str, Any] = dict(CONFIG.get())
+    return parse_config({k: str(v) for k, v in raw.items()})
+
+
+#: Binaries each variant runs on this machine, and where they come from.
+REQUIRED_TOOLS = {
+    "minikube": (("minikube", "install minikube >= 1.32"), ("kubectl", "install kubectl")),
+    "sim": (
+        ("kwokctl", "run `make toolchain` (builds the simulated control plane)"),
+        ("kube-apiserver", "run `make toolchain`"),
+        ("etcd", "run `make toolchain`"),
+        ("kwok", "run `make toolchain`"),
+        ("kubectl", "run `make toolchain`"),
+    ),
+}
+
+
+def tool_findings(cluster: str, which: Any = shutil.which) -> list[Finding]:
+    """One failed Finding per binary the variant needs that is not on PATH."""
+    return [
+        Finding(f"tool-{tool}", False, f"{tool} is not on PATH (needed by the {cluster} lab)", fix)
+        for tool, fix in REQUIRED_TOOLS.get(cluster, ())
+        if which(tool) is None
+    ]
+
+
+def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None) -> None:
+    """Stop before anything is created when this machine cannot build ``cfg``'s lab.
+
+    Raises:
+        PreflightError: every failed check with its cause and first fix.
+    """
+    failed = tool_findings(cfg.cluster)
+    if cfg.cluster == "minikube" and facts is not None:
+        from gpulab import host_checks
+
+        failed += [f for f in host_checks.minikube_host_findings(cfg) if not f.ok]
+    if failed:
+        raise PreflightError(failed)
+
+
+def simulated_fields(cfg: LabConfig) -> list[str]:
+    """Output keys whose values are simulated in this variant (empty for a real GPU lab)."""
+    if not cfg.simulated:
+        return []
+    return [
+        out.HOST_GPU_COUNT,
+        out.HOST_GPU_MODELS,
+        out.HOST_GPUS,
+        out.HOST_DRIVER_VERSION,
+        out.HOST_MAX_CUDA,
+        out.ALLOCATABLE_GPUS,
+        out.CAPACITY_GPUS,
+        out.CLUSTER_POLICY_STATE,
+        out.DEVICE_PLUGIN_PODS,
+        out.SMOKE_PHASE,
+        out.SMOKE_DRIVER_VERSION,
+        out.SMOKE_CUDA_VERSION,
+    ]

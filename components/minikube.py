@@ -1,0 +1,89 @@
+"""MinikubeCluster component: the chapter's single-node GPU cluster.
+
+Two local commands, both scoped to the named profile:
+
+* ``{name}-cluster``: ``gpulab.minikube_ctl up`` (check, then ``minikube start -p P
+  --driver=docker --container-runtime=docker --gpus=all --cpus --memory
+  --kubernetes-version``), ``down`` on destroy. A change of cpus, memory, Kubernetes
+  version or profile replaces it *delete-first*: the new cluster has the same profile
+  name, so create-then-delete would delete the cluster just made.
+* ``{name}-device-plugin-addon``: sets minikube's own ``nvidia-device-plugin`` addon
+  (which ``--gpus=all`` enables) to match the configured device-plugin owner, so exactly
+  one plugin registers ``nvidia.com/gpu``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+
+from components.cluster import PYTHON, ClusterOutputs, parse_json_stdout
+from components.localcmd import LocalCommand
+
+
+@dataclass(frozen=True)
+class MinikubeArgs:
+    """Inputs: ``profile`` (validated safe name), ``cpus``, ``memory_mib`` (MiB),
+    ``kubernetes_version`` (``v1.x.y``), ``addon_device_plugin`` (True when minikube's
+    addon owns the device plugin), ``timeout_seconds`` for start."""
+
+    profile: str
+    cpus: int
+    memory_mib: int
+    kubernetes_version: str
+    addon_device_plugin: bool
+    timeout_seconds: int = 600
+
+
+class MinikubeCluster(pulumi.ComponentResource, ClusterOutputs):
+    """A minikube profile with GPUs passed through (see module docstring).
+
+    Outputs: ``kubeconfig`` (secret str), ``kubernetes_version`` (str), ``profile`` (str),
+    ``addon_state`` (``"enabled"``/``"disabled"``).
+    """
+
+    kind = "minikube"
+
+    def __init__(self, name: str, args: MinikubeArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpulab:minikube:MinikubeCluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        ctl = [PYTHON, "-m", "gpulab.minikube_ctl"]
+        self.cluster = LocalCommand(
+            f"{name}-cluster",
+            create=[
+                *ctl, "up", "--profile", args.profile, "--cpus", str(args.cpus),
+                "--memory-mib", str(args.memory_mib), "--kubernetes-version", args.kubernetes_version,
+                "--gpus", "all",
+            ],
+            delete=[*ctl, "down", "--profile", args.profile],
+            timeout=args.timeout_seconds,
+            delete_before_replace=True,
+            secret_stdout=True,
+            purpose="minikube-start",
+            opts=child,
+        )
+        info = parse_json_stdout(self.cluster.stdout, "minikube_ctl up")
+        state = "enabled" if args.addon_device_plugin else "disabled"
+        self.addon = LocalCommand(
+            f"{name}-device-plugin-addon",
+            create=[*ctl, "addon", "--profile", args.profile, "--state", state],
+            triggers=[self.cluster.id, state],
+            timeout=120,
+            purpose="minikube-addon",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.cluster]),
+        )
+        self.kubeconfig = pulumi.Output.secret(info.apply(lambda i: i["kubeconfig"]))
+        self.kubernetes_version = pulumi.Output.unsecret(info.apply(lambda i: i["kubernetesVersion"]))
+        self.profile = pulumi.Output.from_input(args.profile)
+        self.addon_state = pulumi.Output.from_input(state)
+        self.ready = self.addon
+        self.register_outputs(
+            {
+                "kubeconfig": self.kubeconfig,
+                "kubernetesVersion": self.kubernetes_version,
+                "profile": self.profile,
+                "addonState": self.addon_state,
+            }
+        )

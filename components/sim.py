@@ -1,0 +1,76 @@
+"""SimCluster component: a real control plane with a kwok node that advertises GPUs.
+
+For machines without a GPU (CI, laptops). ``python3 -m gpulab.simcluster up`` starts
+etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on loopback
+(kwokctl, binary runtime, binaries built by ``make toolchain``) and creates one kwok node
+whose capacity and allocatable include ``nvidia.com/gpu: gpus``; ``down`` stops every
+process and removes the cluster's directory. What is simulated, and what is real, is
+listed in README.md ("The simulated lab").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+
+from components.cluster import PYTHON, ClusterOutputs, parse_json_stdout
+from components.localcmd import LocalCommand
+
+
+@dataclass(frozen=True)
+class SimArgs:
+    """Inputs: ``name`` (validated safe cluster name), ``gpus`` on the kwok node,
+    ``workdir`` (relative to the project directory), ``timeout_seconds``."""
+
+    name: str
+    gpus: int
+    workdir: str
+    timeout_seconds: int = 600
+    log_namespace: str = "default"
+    log_pod: str = "gpu-smoke"
+
+
+class SimCluster(pulumi.ComponentResource, ClusterOutputs):
+    """The simulated cluster (see module docstring).
+
+    Outputs: ``kubeconfig`` (secret str), ``kubernetes_version`` (str), ``node`` (str),
+    ``gpus`` (int, simulated), ``simulated`` (always True).
+    """
+
+    kind = "sim"
+
+    def __init__(self, name: str, args: SimArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpulab:sim:SimCluster", name, None, opts)
+        ctl = [PYTHON, "-m", "gpulab.simcluster"]
+        where = ["--name", args.name, "--workdir", args.workdir]
+        self.cluster = LocalCommand(
+            f"{name}-cluster",
+            create=[
+                *ctl, "up", *where, "--gpus", str(args.gpus),
+                "--log-namespace", args.log_namespace, "--log-pod", args.log_pod,
+            ],
+            delete=[*ctl, "down", *where],
+            timeout=args.timeout_seconds,
+            delete_before_replace=True,
+            secret_stdout=True,
+            purpose="sim-cluster",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        info = parse_json_stdout(self.cluster.stdout, "simcluster up")
+        self.kubeconfig = pulumi.Output.secret(info.apply(lambda i: i["kubeconfig"]))
+        self.kubernetes_version = pulumi.Output.unsecret(info.apply(lambda i: i["kubernetesVersion"]))
+        self.node = pulumi.Output.unsecret(info.apply(lambda i: i["node"]))
+        self.gpus = pulumi.Output.from_input(args.gpus)
+        self.simulated = pulumi.Output.from_input(True)
+        self.ready = self.cluster
+        self.register_outputs(
+            {
+                "kubeconfig": self.kubeconfig,
+                "kubernetesVersion": self.kubernetes_version,
+                "node": self.node,
+                "gpus": self.gpus,
+                "simulated": self.simulated,
+            }
+        )

@@ -1,0 +1,113 @@
+"""SmokeTest component: the chapter's first GPU Pod, and the proof that it ran.
+
+* Pod ``gpu-smoke`` (namespace ``default``): ``nvidia-smi`` in the configured CUDA base
+  image, ``limits: nvidia.com/gpu: N``, ``restartPolicy: Never``. Created with
+  ``pulumi.com/skipAwait`` because a run-to-completion Pod is never "Ready"; replaced
+  delete-first (same name).
+* The check (``python3 -m gpulab.kube smoke``): waits for phase ``Succeeded`` (a Pod has
+  no ``complete`` condition), reads the log's nvidia-smi header (driver and CUDA
+  versions) and the Pod's events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.cluster import PYTHON, parse_json_stdout
+from components.localcmd import LocalCommand
+from gpulab import kube
+
+POD_NAME = "gpu-smoke"
+POD_NAMESPACE = "default"
+
+
+@dataclass(frozen=True)
+class SmokeArgs:
+    """Inputs: ``image`` (pinned), ``gpus`` requested, ``timeout_seconds``, the cluster's
+    ``kubeconfig`` (secret) and ``simulated`` (the sim lab: execution is faked by kwok)."""
+
+    image: str
+    kubeconfig: pulumi.Input[str]
+    gpus: int = 1
+    timeout_seconds: int = 300
+    simulated: bool = False
+
+
+def pod_spec(image: str, gpus: int) -> dict[str, object]:
+    """The smoke Pod's spec, as in the chapter (plus an explicit container name)."""
+    return {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "cuda",
+                "image": image,
+                "command": ["nvidia-smi"],
+                "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+            }
+        ],
+    }
+
+
+class SmokeTest(pulumi.ComponentResource):
+    """The smoke Pod and its check (see module docstring).
+
+    Outputs: ``phase``, ``driver_version``, ``cuda_version`` (None on old drivers),
+    ``events`` (list of event reasons), ``node``, ``image``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        args: SmokeArgs,
+        provider: k8s.Provider,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        super().__init__("gpulab:smoke:SmokeTest", name, None, opts)
+        annotations = {"pulumi.com/skipAwait": "true"}
+        if args.simulated:
+            annotations["gpulab.dev/simulated-execution"] = "true"
+        self.pod = k8s.core.v1.Pod(
+            f"{name}-pod",
+            metadata={
+                "name": POD_NAME,
+                "namespace": POD_NAMESPACE,
+                "labels": {"app.kubernetes.io/part-of": "gpu-lab", "app.kubernetes.io/name": "gpu-smoke"},
+                "annotations": annotations,
+            },
+            spec=pod_spec(args.image, args.gpus),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, delete_before_replace=True),
+        )
+        self.check = LocalCommand(
+            f"{name}-check",
+            create=[
+                PYTHON, "-m", "gpulab.kube", "smoke",
+                "--namespace", POD_NAMESPACE, "--pod", POD_NAME,
+                "--timeout", str(args.timeout_seconds),
+            ],
+            environment=pulumi.Output.secret({kube.KUBECONFIG_ENV: args.kubeconfig}),
+            triggers=[self.pod.metadata.apply(lambda m: m.get("uid") if isinstance(m, dict) else m.uid)],
+            timeout=args.timeout_seconds + 60,
+            purpose="smoke-check",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        facts = parse_json_stdout(self.check.stdout, "gpulab.kube smoke")
+        self.phase = facts.apply(lambda f: f.get("smokePhase"))
+        self.driver_version = facts.apply(lambda f: f.get("smokeDriverVersion"))
+        self.cuda_version = facts.apply(lambda f: f.get("smokeCudaVersion"))
+        self.events = facts.apply(lambda f: f.get("smokeEvents"))
+        self.node = facts.apply(lambda f: f.get("smokeNode"))
+        self.image = pulumi.Output.from_input(args.image)
+        self.register_outputs(
+            {
+                "phase": self.phase,
+                "driverVersion": self.driver_version,
+                "cudaVersion": self.cuda_version,
+                "events": self.events,
+                "node": self.node,
+                "image": self.image,
+            }
+        )

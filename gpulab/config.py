@@ -1,0 +1,308 @@
+"""The lab's configuration: parsed once, validated, frozen.
+
+``parse_config`` takes the raw string values of the ``gpu-lab:*`` stack config (as the
+Pulumi engine hands them to the program) and returns a :class:`LabConfig`, or raises
+:class:`ConfigError` listing every invalid key with its value and what is allowed. The
+program calls it before registering any resource, so a bad value never leaves a half-made
+lab. Defaults live here only; ``Pulumi.yaml`` documents the same keys and defaults, and a
+unit test keeps the two in step.
+
+No Pulumi import here: this module is tested without the engine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Final, Mapping
+
+NAMESPACE: Final = "gpu-lab"
+CLUSTER_KINDS: Final = ("minikube", "sim")
+DEVICE_PLUGIN_OWNERS: Final = ("operator", "minikube-addon")
+HOST_PROBES: Final = ("auto", "nvidia-smi", "capture", "off")
+#: Captures shipped in gpulab/captures, selectable with ``hostProbe: capture``.
+CAPTURES: Final = ("h200-1gpu", "h200-2gpu")
+#: Anything interpolated into a command line must match this (no spaces, quotes, `$`, `;`).
+SAFE_NAME: Final = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
+SAFE_TOKEN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,254}$")
+CHART_VERSION: Final = re.compile(r"^v\d+\.\d+\.\d+$")
+K8S_VERSION: Final = re.compile(r"^v1\.\d+\.\d+$")
+# registry/repo:tag or registry/repo@sha256:<64 hex>; "latest" is not a pin.
+IMAGE: Final = re.compile(
+    r"^(?P<repo>[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::\d+/[a-z0-9._/-]+)?)"
+    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9._-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
+)
+#: Environment variable that points the chart at a local directory (offline CI and tests).
+CHART_PATH_ENV: Final = "GPULAB_CHART_PATH"
+DEFAULT_CHART_REPO: Final = "https://helm.ngc.nvidia.com/nvidia"
+MIN_CPUS: Final = 4
+MIN_MEMORY_MIB: Final = 8192
+
+
+class ConfigError(ValueError):
+    """Invalid stack configuration; ``problems`` holds one line per bad key."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(
+            f"invalid gpu-lab configuration ({len(problems)} problem(s)); nothing was created:\n"
+            f"{lines}\nFix with `pulumi config set <key> <value>` (keys and defaults: Pulumi.yaml)."
+        )
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    """GPU Operator chart settings.
+
+    ``chart_path`` set means the chart is installed from that local directory (offline);
+    otherwise from ``chart_repo`` at ``chart_version``. The booleans map to the chart's
+    ``toolkit.enabled``, ``devicePlugin.enabled``, ``dcgmExporter.enabled``, ``nfd.enabled``
+    and ``cdi.enabled``; ``driver.enabled`` is always false (the host provides the driver).
+    """
+
+    chart_version: str = "v26.7.0"
+    chart_repo: str = DEFAULT_CHART_REPO
+    chart_path: str | None = None
+    toolkit: bool = True
+    device_plugin: bool = True
+    dcgm_exporter: bool = True
+    nfd: bool = True
+    cdi: bool = True
+    time_slicing_replicas: int = 1
+    timeout_seconds: int = 600
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    """The whole lab's settings (see Pulumi.yaml for each key's meaning).
+
+    Units: ``memory_mib`` in MiB, every ``*_seconds`` in seconds.
+    """
+
+    cluster: str = "minikube"
+    profile: str = "gpu-lab"
+    cpus: int = 4
+    memory_mib: int = 8192
+    kubernetes_version: str = "v1.34.0"
+    device_plugin_owner: str = "operator"
+    host_probe: str = "auto"
+    capture: str = "h200-1gpu"
+    sim_gpus: int = 1
+    smoke_image: str = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    smoke_gpus: int = 1
+    smoke_timeout_seconds: int = 300
+    cluster_timeout_seconds: int = 600
+    docker_selftest: bool = False
+    operator: OperatorConfig = field(default_factory=OperatorConfig)
+
+    @property
+    def simulated(self) -> bool:
+        """True for the simulated variant (kwok node, captured nvidia-smi)."""
+        return self.cluster == "sim"
+
+    @property
+    def effective_host_probe(self) -> str:
+        """``auto`` resolved: ``capture`` for the sim lab, ``nvidia-smi`` elsewhere."""
+        if self.host_probe != "auto":
+            return self.host_probe
+        return "capture" if self.simulated else "nvidia-smi"
+
+    @property
+    def effective_capture(self) -> str:
+        """The capture the sim lab reads: the one matching ``simGpus`` unless set explicitly."""
+        return self.capture
+
+
+#: key -> (kind, default). Kinds: str, int, bool. Every key in Pulumi.yaml's config block.
+SCHEMA: Final[dict[str, tuple[str, object]]] = {
+    "cluster": ("str", LabConfig.cluster),
+    "profile": ("str", LabConfig.profile),
+    "cpus": ("int", LabConfig.cpus),
+    "memoryMiB": ("int", LabConfig.memory_mib),
+    "kubernetesVersion": ("str", LabConfig.kubernetes_version),
+    "devicePluginOwner": ("str", LabConfig.device_plugin_owner),
+    "hostProbe": ("str", LabConfig.host_probe),
+    "capture": ("str", ""),
+    "simGpus": ("int", LabConfig.sim_gpus),
+    "smokeImage": ("str", LabConfig.smoke_image),
+    "smokeGpus": ("int", LabConfig.smoke_gpus),
+    "smokeTimeoutSeconds": ("int", LabConfig.smoke_timeout_seconds),
+    "clusterTimeoutSeconds": ("int", LabConfig.cluster_timeout_seconds),
+    "dockerSelfTest": ("bool", LabConfig.docker_selftest),
+    "chartVersion": ("str", OperatorConfig.chart_version),
+    "chartRepo": ("str", OperatorConfig.chart_repo),
+    "chartPath": ("str", ""),
+    "toolkit": ("bool", OperatorConfig.toolkit),
+    "devicePlugin": ("bool", OperatorConfig.device_plugin),
+    "dcgmExporter": ("bool", OperatorConfig.dcgm_exporter),
+    "nfd": ("bool", OperatorConfig.nfd),
+    "cdi": ("bool", OperatorConfig.cdi),
+    "timeSlicingReplicas": ("int", OperatorConfig.time_slicing_replicas),
+    "operatorTimeoutSeconds": ("int", OperatorConfig.timeout_seconds),
+}
+
+
+def _strip_ns(key: str) -> str:
+    return key.split(":", 1)[1] if ":" in key else key
+
+
+def parse_config(
+    raw: Mapping[str, str], env: Mapping[str, str] | None = None
+) -> LabConfig:
+    """Validate raw stack config into a :class:`LabConfig`.
+
+    Args:
+        raw: config values as strings, keys with or without the ``gpu-lab:`` namespace
+            (``{"gpu-lab:cpus": "8"}``); keys of other namespaces are ignored.
+        env: environment for the ``GPULAB_CHART_PATH`` override (default ``os.environ``).
+
+    Raises:
+        ConfigError: every problem at once: unknown keys, bad types, unsafe names, cpus < 4,
+            memory < 8192 MiB, a chart version not ``vMAJOR.MINOR.PATCH``, an image without
+            a pinned tag or digest, timeouts <= 0, an unknown cluster kind.
+    """
+    env = os.environ if env is None else env
+    problems: list[str] = []
+    values: dict[str, object] = {}
+    for full_key, text in raw.items():
+        if ":" in full_key and not full_key.startswith(NAMESPACE + ":"):
+            continue
+        key = _strip_ns(full_key)
+        if key not in SCHEMA:
+            problems.append(
+                f"{NAMESPACE}:{key} is not a known key (known: {', '.join(sorted(SCHEMA))})"
+            )
+            continue
+        kind, _ = SCHEMA[key]
+        try:
+            values[key] = _coerce(kind, text)
+        except ValueError:
+            problems.append(f"{NAMESPACE}:{key}={text!r} is not a valid {kind}")
+
+    def get(key: str) -> object:
+        return values.get(key, SCHEMA[key][1])
+
+    def pos_int(key: str) -> int:
+        v = int(get(key))  # type: ignore[call-overload]
+        if v <= 0:
+            problems.append(f"{NAMESPACE}:{key}={v} must be > 0")
+        return v
+
+    cluster = str(get("cluster"))
+    if cluster not in CLUSTER_KINDS:
+        problems.append(f"{NAMESPACE}:cluster={cluster!r} is unknown; allowed: {', '.join(CLUSTER_KINDS)}")
+    profile = str(get("profile"))
+    if not SAFE_NAME.match(profile):
+        problems.append(
+            f"{NAMESPACE}:profile={profile!r} is not safe in a command line; allowed: "
+            f"lowercase letters, digits and '-', 1-40 chars, pattern {SAFE_NAME.pattern}"
+        )
+    cpus = int(get("cpus"))  # type: ignore[call-overload]
+    if cpus < MIN_CPUS:
+        problems.append(f"{NAMESPACE}:cpus={cpus} is below {MIN_CPUS} (the operator's pods sit Pending)")
+    memory = int(get("memoryMiB"))  # type: ignore[call-overload]
+    if memory < MIN_MEMORY_MIB:
+        problems.append(
+            f"{NAMESPACE}:memoryMiB={memory} is below {MIN_MEMORY_MIB} (8 GiB, the chapter's minimum)"
+        )
+    kver = str(get("kubernetesVersion"))
+    if not K8S_VERSION.match(kver):
+        problems.append(f"{NAMESPACE}:kubernetesVersion={kver!r} must look like v1.MINOR.PATCH")
+    owner = str(get("devicePluginOwner"))
+    if owner not in DEVICE_PLUGIN_OWNERS:
+        problems.append(
+            f"{NAMESPACE}:devicePluginOwner={owner!r} is unknown; allowed: {', '.join(DEVICE_PLUGIN_OWNERS)}"
+        )
+    probe = str(get("hostProbe"))
+    if probe not in HOST_PROBES:
+        problems.append(f"{NAMESPACE}:hostProbe={probe!r} is unknown; allowed: {', '.join(HOST_PROBES)}")
+    sim_gpus = pos_int("simGpus")
+    if sim_gpus > 8:
+        problems.append(f"{NAMESPACE}:simGpus={sim_gpus} is above 8 (one simulated node)")
+    capture = str(get("capture")) or ("h200-2gpu" if sim_gpus >= 2 else "h200-1gpu")
+    if capture not in CAPTURES:
+        problems.append(f"{NAMESPACE}:capture={capture!r} is unknown; allowed: {', '.join(CAPTURES)}")
+    image = str(get("smokeImage"))
+    m = IMAGE.match(image)
+    if not m or not (m.group("tag") or m.group("digest")) or m.group("tag") == "latest":
+        problems.append(
+            f"{NAMESPACE}:smokeImage={image!r} is not pinned; use repo:tag (not latest) or "
+            "repo@sha256:<digest>, e.g. nvidia/cuda:12.4.1-base-ubuntu22.04"
+        )
+    chart_version = str(get("chartVersion"))
+    if not CHART_VERSION.match(chart_version):
+        problems.append(
+            f"{NAMESPACE}:chartVersion={chart_version!r} must be vMAJOR.MINOR.PATCH, e.g. v26.7.0"
+        )
+    chart_repo = str(get("chartRepo"))
+    if not re.match(r"^(https://|oci://)[A-Za-z0-9./_-]+$", chart_repo):
+        problems.append(f"{NAMESPACE}:chartRepo={chart_repo!r} must be an https:// or oci:// URL")
+    chart_path = str(get("chartPath")) or env.get(CHART_PATH_ENV, "") or None
+    if chart_path is not None and not os.path.isfile(os.path.join(chart_path, "Chart.yaml")):
+        problems.append(
+            f"chart path {chart_path!r} (from {NAMESPACE}:chartPath or ${CHART_PATH_ENV}) has no "
+            "Chart.yaml; point it at an unpacked gpu-operator chart or unset it to use the repository"
+        )
+    device_plugin = bool(get("devicePlugin"))
+    if owner == "operator" and not device_plugin:
+        problems.append(
+            f"{NAMESPACE}:devicePlugin=false with devicePluginOwner=operator: nothing would register "
+            "nvidia.com/gpu; set devicePlugin=true or devicePluginOwner=minikube-addon"
+        )
+    if owner == "minikube-addon" and device_plugin:
+        problems.append(
+            f"{NAMESPACE}:devicePlugin=true with devicePluginOwner=minikube-addon: two device plugins "
+            "would register nvidia.com/gpu; set devicePlugin=false"
+        )
+    if owner == "minikube-addon" and cluster != "minikube":
+        problems.append(
+            f"{NAMESPACE}:devicePluginOwner=minikube-addon needs cluster=minikube (got {cluster!r})"
+        )
+    replicas = pos_int("timeSlicingReplicas")
+    smoke_gpus = pos_int("smokeGpus")
+    timeouts = {k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")}
+    if problems:
+        raise ConfigError(problems)
+    return LabConfig(
+        cluster=cluster,
+        profile=profile,
+        cpus=cpus,
+        memory_mib=memory,
+        kubernetes_version=kver,
+        device_plugin_owner=owner,
+        host_probe=probe,
+        capture=capture,
+        sim_gpus=sim_gpus,
+        smoke_image=image,
+        smoke_gpus=smoke_gpus,
+        smoke_timeout_seconds=timeouts["smokeTimeoutSeconds"],
+        cluster_timeout_seconds=timeouts["clusterTimeoutSeconds"],
+        docker_selftest=bool(get("dockerSelfTest")),
+        operator=OperatorConfig(
+            chart_version=chart_version,
+            chart_repo=chart_repo,
+            chart_path=os.path.abspath(chart_path) if chart_path else None,
+            toolkit=bool(get("toolkit")),
+            device_plugin=device_plugin,
+            dcgm_exporter=bool(get("dcgmExporter")),
+            nfd=bool(get("nfd")),
+            cdi=bool(get("cdi")),
+            time_slicing_replicas=replicas,
+            timeout_seconds=timeouts["operatorTimeoutSeconds"],
+        ),
+    )
+
+
+def _coerce(kind: str, text: str) -> object:
+    if kind == "int":
+        return int(str(text).strip())
+    if kind == "bool":
+        t = str(text).strip().lower()
+        if t in ("true", "1", "yes"):
+            return True
+        if t in ("false", "0", "no"):
+            return False
+        raise ValueError(text)
+    return str(text)

@@ -1,0 +1,53 @@
+"""Runs the minikube lab's host preflight: the commands, then gpulab.preflight's checks.
+
+I/O lives here; every decision is a pure function in gpulab.preflight, tested on recorded
+output. Docker is asked through the live daemon (``docker info``), not config files, so a
+runtime that is configured in ``/etc/docker/daemon.json`` but not loaded is caught.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpulab import preflight
+from gpulab.probe import Runner, run_command
+
+if TYPE_CHECKING:
+    from gpulab.config import LabConfig
+
+DAEMON_JSON = Path("/etc/docker/daemon.json")
+
+
+def host_memory_mib(meminfo: str) -> int:
+    """MemTotal from ``/proc/meminfo`` text, in MiB (0 when absent)."""
+    for line in meminfo.splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+def minikube_host_findings(cfg: "LabConfig", run: Runner = run_command) -> list[preflight.Finding]:
+    """Every host check for the minikube lab (passing ones included), in order."""
+    findings: list[preflight.Finding] = []
+    rc, out, err = run(["docker", "info", "--format", "{{json .}}"])
+    ctx_rc, ctx_out, _ = run(["docker", "context", "show"])
+    context = ctx_out.strip() if ctx_rc == 0 and ctx_out.strip() else "default"
+    daemon = DAEMON_JSON.read_text() if DAEMON_JSON.is_file() else None
+    findings.append(preflight.check_docker_info(rc, out, daemon, context=context, stderr=err))
+    meminfo = Path("/proc/meminfo").read_text() if Path("/proc/meminfo").exists() else ""
+    findings.append(
+        preflight.check_resources(
+            os.cpu_count() or 0, host_memory_mib(meminfo), cfg.cpus, cfg.memory_mib
+        )
+    )
+    mrc, mout, merr = run(["minikube", "version", "--short"])
+    if mrc is not None:
+        findings.append(preflight.check_minikube_version(mout or merr))
+    if cfg.docker_selftest:
+        src, sout, serr = run(
+            ["docker", "run", "--rm", "--gpus", "all", cfg.smoke_image, "nvidia-smi"]
+        )
+        findings.append(preflight.check_docker_gpu_selftest(src, sout, serr, cfg.smoke_image))
+    return findings

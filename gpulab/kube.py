@@ -1,0 +1,349 @@
+"""Cluster-side checks the lab runs as commands: the readiness gate and the smoke check.
+
+Run as ``python -m gpulab.kube gate ...`` / ``python -m gpulab.kube smoke ...`` by the
+components (through :class:`components.localcmd.LocalCommand`). The kubeconfig arrives
+as YAML text in the ``GPULAB_KUBECONFIG`` environment variable (a secret; never argv).
+Each prints one JSON object on stdout (the facts the stack exports) and exits 0, or
+prints a diagnosis on stderr and exits 1.
+
+Talks to the API server through the official ``kubernetes`` Python client.
+
+* ``gate``: waits until ClusterPolicy ``cluster-policy`` reports ``status.state == ready``
+  and the device-plugin DaemonSet has every desired pod ready, then reads node
+  allocatable and capacity ``nvidia.com/gpu`` (summed over nodes) and the device-plugin
+  pods' restart counts.
+* ``smoke``: waits for the smoke Pod's phase ``Succeeded`` (a Pod has no ``complete``
+  condition, which is why the chapter's ``kubectl wait --for=condition=complete`` never
+  returns), then reads its log (driver and CUDA versions parsed from the nvidia-smi
+  header) and its events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import yaml
+
+GPU_RESOURCE = "nvidia.com/gpu"
+KUBECONFIG_ENV = "GPULAB_KUBECONFIG"
+
+
+class GateError(RuntimeError):
+    """A wait failed or timed out; the message is the diagnosis (first failing object, fix)."""
+
+
+def load_clients(kubeconfig_text: str | None = None) -> Any:
+    """An ``ApiClient`` for the kubeconfig text (default: ``$GPULAB_KUBECONFIG``).
+
+    Raises:
+        GateError: no kubeconfig given, or it does not parse.
+    """
+    from kubernetes import client, config
+
+    text = kubeconfig_text if kubeconfig_text is not None else os.environ.get(KUBECONFIG_ENV)
+    if not text:
+        raise GateError(f"${KUBECONFIG_ENV} is empty: the cluster component gave no kubeconfig")
+    try:
+        cfg = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise GateError(f"${KUBECONFIG_ENV} is not valid YAML: {exc}") from exc
+    conf = client.Configuration()
+    config.load_kube_config_from_dict(cfg, client_configuration=conf)
+    return client.ApiClient(conf)
+
+
+def sanitize(obj: Any, api: Any) -> Any:
+    """A client model object as plain JSON (camelCase keys, as ``kubectl -o json``)."""
+    return api.sanitize_for_serialization(obj)
+
+
+def quantity_to_int(q: str | None) -> int | None:
+    """``"2"`` -> 2; None stays None. Extended resources are whole numbers."""
+    if q is None:
+        return None
+    return int(str(q))
+
+
+def gpu_totals(nodes: list[dict[str, Any]]) -> tuple[int | None, int | None]:
+    """Sum allocatable and capacity ``nvidia.com/gpu`` over nodes (JSON dicts).
+
+    Returns ``(allocatable, capacity)``; each is None when no node has the key at all
+    (the device plugin never registered), which differs from 0 (registered, unhealthy).
+    """
+    alloc: int | None = None
+    cap: int | None = None
+    for n in nodes:
+        st = n.get("status") or {}
+        a = (st.get("allocatable") or {}).get(GPU_RESOURCE)
+        c = (st.get("capacity") or {}).get(GPU_RESOURCE)
+        if a is not None:
+            alloc = (alloc or 0) + int(quantity_to_int(a) or 0)
+        if c is not None:
+            cap = (cap or 0) + int(quantity_to_int(c) or 0)
+    return alloc, cap
+
+
+@dataclass
+class Waiter:
+    """Polls ``check`` until it returns a value, or raises GateError with ``diagnose()``."""
+
+    timeout: float
+    interval: float = 2.0
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+    def until(self, what: str, check: Callable[[], Any], diagnose: Callable[[], str]) -> Any:
+        deadline = self.clock() + self.timeout
+        while True:
+            value = check()
+            if value is not None:
+                return value
+            if self.clock() >= deadline:
+                raise GateError(f"timed out after {self.timeout:.0f}s waiting for {what}:\n{diagnose()}")
+            self.sleep(self.interval)
+
+
+def _diagnose(api: Any, namespace: str) -> str:
+    from gpulab import diagnose
+
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    apps = client.AppsV1Api(api)
+    pods = [sanitize(p, api) for p in core.list_namespaced_pod(namespace).items]
+    events = [sanitize(e, api) for e in core.list_namespaced_event(namespace).items]
+    dsets = [sanitize(d, api) for d in apps.list_namespaced_daemon_set(namespace).items]
+    nodes = [sanitize(n, api) for n in core.list_node().items]
+    return diagnose.render(diagnose.diagnose_cluster(pods=pods, events=events, daemonsets=dsets, nodes=nodes))
+
+
+def gate(
+    api: Any,
+    namespace: str,
+    device_plugin_namespace: str,
+    device_plugin_ds: str,
+    require_cluster_policy: bool,
+    timeout: float,
+) -> dict[str, Any]:
+    """Wait for operator readiness; return the gate's facts (see module docstring).
+
+    Raises:
+        GateError: timeout; the message names the first failing object and its fix.
+    """
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    custom = client.CustomObjectsApi(api)
+    apps = client.AppsV1Api(api)
+    core = client.CoreV1Api(api)
+    w = Waiter(timeout)
+    diag = lambda: _diagnose(api, device_plugin_namespace)  # noqa: E731
+
+    state = None
+    if require_cluster_policy:
+
+        def cp_ready() -> str | None:
+            try:
+                cp = custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
+            except ApiException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+            st = (cp.get("status") or {}).get("state")
+            return st if st == "ready" else None
+
+        state = w.until("ClusterPolicy cluster-policy to report state=ready", cp_ready, diag)
+
+    def ds_ready() -> dict[str, Any] | None:
+        try:
+            ds = apps.read_namespaced_daemon_set(device_plugin_ds, device_plugin_namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        st = ds.status
+        if st.desired_number_scheduled and st.number_ready == st.desired_number_scheduled:
+            return sanitize(ds, api)  # type: ignore[no-any-return]
+        return None
+
+    ds = w.until(f"DaemonSet {device_plugin_namespace}/{device_plugin_ds} to be ready", ds_ready, diag)
+
+    selector = ",".join(f"{k}={v}" for k, v in (ds["spec"]["selector"].get("matchLabels") or {}).items())
+    pods = core.list_namespaced_pod(device_plugin_namespace, label_selector=selector).items
+    plugin_pods = [
+        {
+            "name": p.metadata.name,
+            "phase": p.status.phase,
+            "ready": all(cs.ready for cs in (p.status.container_statuses or [])),
+            "restarts": sum(cs.restart_count for cs in (p.status.container_statuses or [])),
+            "simulated": (p.metadata.annotations or {}).get("gpulab.dev/simulated") == "true"
+            or ((ds["metadata"].get("annotations") or {}).get("gpulab.dev/simulated") == "true"),
+        }
+        for p in pods
+    ]
+
+    def allocatable_seen() -> tuple[int | None, int | None] | None:
+        nodes = [sanitize(n, api) for n in core.list_node().items]
+        alloc, cap = gpu_totals(nodes)
+        # The plugin's pod can be Ready a moment before kubelet publishes allocatable.
+        return (alloc, cap) if alloc else None
+
+    try:
+        alloc, cap = Waiter(min(timeout, 60)).until(
+            "node allocatable nvidia.com/gpu to be > 0", allocatable_seen, diag
+        )
+    except GateError:
+        alloc, cap = gpu_totals([sanitize(n, api) for n in core.list_node().items])
+    version = client.VersionApi(api).get_code().git_version
+    return {
+        "allocatableGpus": alloc,
+        "capacityGpus": cap,
+        "clusterPolicyState": state,
+        "devicePluginPods": plugin_pods,
+        "kubernetesVersion": version,
+    }
+
+
+def smoke(api: Any, namespace: str, pod: str, timeout: float) -> dict[str, Any]:
+    """Wait for the smoke Pod to reach ``Succeeded``; return phase, log facts and events.
+
+    Raises:
+        GateError: the Pod failed or timed out (with the diagnosis), or its log has no
+            nvidia-smi header the parser knows (quoting the line).
+    """
+    from kubernetes import client
+
+    from gpulab import nvsmi
+
+    core = client.CoreV1Api(api)
+
+    def diag() -> str:
+        return _diagnose(api, namespace)
+
+    def done() -> str | None:
+        p = core.read_namespaced_pod(pod, namespace)
+        phase = p.status.phase
+        if phase == "Failed":
+            raise GateError(f"smoke Pod {namespace}/{pod} failed:\n{diag()}")
+        return phase if phase == "Succeeded" else None
+
+    phase = Waiter(timeout).until(f"Pod {namespace}/{pod} to reach phase Succeeded", done, diag)
+    p = core.read_namespaced_pod(pod, namespace)
+    log = core.read_namespaced_pod_log(pod, namespace)
+    try:
+        header = nvsmi.parse_header(log)
+    except nvsmi.NvidiaSmiParseError as exc:
+        raise GateError(f"smoke Pod {namespace}/{pod} log: {exc}") from exc
+    events = core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={pod},involvedObject.kind=Pod"
+    ).items
+    reasons: list[str] = []
+    for e in sorted(events, key=lambda e: str(e.last_timestamp or e.event_time or "")):
+        if e.reason not in reasons:
+            reasons.append(e.reason)
+    return {
+        "smokePhase": phase,
+        "smokeDriverVersion": header.driver_version,
+        "smokeCudaVersion": header.cuda_version,
+        "smokeEvents": reasons,
+        "smokeNode": p.spec.node_name,
+        "smokeLogSimulated": "gpu-lab simulated" in log.splitlines()[0] if log else False,
+    }
+
+
+def simulate_clusterpolicy(api: Any, state: str, timeout: float = 120) -> dict[str, Any]:
+    """Simulated lab only: write ClusterPolicy ``cluster-policy`` ``status.state``.
+
+    No operator process runs against the simulated control plane, so nothing else would
+    ever set the status. The object is annotated ``gpulab.dev/simulated-status: "true"``
+    and the status carries a condition saying it was simulated.
+
+    Raises:
+        GateError: the ClusterPolicy does not appear within ``timeout`` seconds.
+    """
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    custom = client.CustomObjectsApi(api)
+    args = ("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
+
+    def exists() -> bool | None:
+        try:
+            custom.get_cluster_custom_object(*args)
+            return True
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    Waiter(timeout).until("ClusterPolicy cluster-policy to exist", exists, lambda: "no ClusterPolicy")
+    custom.patch_cluster_custom_object(
+        *args, {"metadata": {"annotations": {"gpulab.dev/simulated-status": "true"}}}
+    )
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    status = {
+        "status": {
+            "state": state,
+            "namespace": "gpu-operator",
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if state == "ready" else "False",
+                    "reason": "Simulated",
+                    "message": "simulated by gpu-lab: no operator process runs in the simulated lab",
+                    "lastTransitionTime": now,
+                }
+            ],
+        }
+    }
+    custom.patch_cluster_custom_object_status(*args, status)
+    return {"clusterPolicyState": state, "simulated": True}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry: ``gate`` or ``smoke``; prints JSON facts, or the diagnosis and exit 1."""
+    ap = argparse.ArgumentParser(prog="python -m gpulab.kube")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gate", help="wait for the GPU Operator and read allocatable")
+    g.add_argument("--namespace", default="gpu-operator")
+    g.add_argument("--device-plugin-namespace", default="gpu-operator")
+    g.add_argument("--device-plugin-daemonset", default="nvidia-device-plugin-daemonset")
+    g.add_argument("--no-cluster-policy", action="store_true", help="skip the ClusterPolicy wait")
+    g.add_argument("--timeout", type=float, default=600)
+    s = sub.add_parser("smoke", help="wait for the smoke Pod and read its log and events")
+    s.add_argument("--namespace", default="default")
+    s.add_argument("--pod", default="gpu-smoke")
+    s.add_argument("--timeout", type=float, default=300)
+    c = sub.add_parser("simulate-clusterpolicy", help="sim lab: set ClusterPolicy status")
+    c.add_argument("--state", default="ready")
+    args = ap.parse_args(argv)
+    try:
+        api = load_clients()
+        if args.cmd == "simulate-clusterpolicy":
+            out = simulate_clusterpolicy(api, args.state)
+        elif args.cmd == "gate":
+            out = gate(
+                api,
+                args.namespace,
+                args.device_plugin_namespace,
+                args.device_plugin_daemonset,
+                not args.no_cluster_policy,
+                args.timeout,
+            )
+        else:
+            out = smoke(api, args.namespace, args.pod, args.timeout)
+    except GateError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    print(json.dumps(out, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Stack output keys shared by the program, the policy pack, the tests and the baseline card.
+
+Every key the program exports is a constant here, so a rename breaks loudly in every
+reader at once instead of silently producing an empty card. Values are plain JSON:
+strings, numbers, booleans, lists and dicts (``pulumi stack output --json`` shape).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- lab identity -------------------------------------------------------------------
+#: ``"minikube"`` | ``"sim"`` | ``"kind"`` | ``"k3s"`` | ``"existing"``.
+CLUSTER_KIND: Final = "clusterKind"
+#: Kubernetes version the cluster reports (``/version`` gitVersion), e.g. ``"v1.36.3"``.
+KUBERNETES_VERSION: Final = "kubernetesVersion"
+#: GPU Operator chart version installed, e.g. ``"v26.7.0"``.
+CHART_VERSION: Final = "chartVersion"
+#: Where the chart came from: the repository URL or ``"local:<path>"``.
+CHART_SOURCE: Final = "chartSource"
+#: Operator components switched on: ``{"toolkit": bool, "devicePlugin": bool, ...}``.
+OPERATOR_COMPONENTS: Final = "operatorComponents"
+#: Who owns the device plugin: ``"operator"`` or ``"minikube-addon"``.
+DEVICE_PLUGIN_OWNER: Final = "devicePluginOwner"
+#: ``True`` when any fact below was simulated rather than measured (the sim variant).
+SIMULATED: Final = "simulated"
+#: Output keys whose values are simulated, e.g. ``["hostGpus", "smokeDriverVersion"]``.
+SIMULATED_FIELDS: Final = "simulatedFields"
+#: Flattened kubeconfig for the lab cluster (a Pulumi secret).
+KUBECONFIG: Final = "kubeconfig"
+
+# --- host (from the host probe) -----------------------------------------------------
+#: Number of physical GPUs nvidia-smi lists (MIG instances not counted).
+HOST_GPU_COUNT: Final = "hostGpuCount"
+#: Distinct GPU model names, e.g. ``["NVIDIA H200"]``.
+HOST_GPU_MODELS: Final = "hostGpuModels"
+#: Per-GPU facts: ``[{"index": 0, "name": str, "uuid": str|None, "memoryMiB": int|None,
+#: "pciBusId": str|None}]``.
+HOST_GPUS: Final = "hostGpus"
+#: Host driver version string, e.g. ``"580.159.04"``.
+HOST_DRIVER_VERSION: Final = "hostDriverVersion"
+#: Newest CUDA version the host driver supports (nvidia-smi header), e.g. ``"13.0"``.
+HOST_MAX_CUDA: Final = "hostMaxCuda"
+#: Where host facts came from: ``"nvidia-smi"`` or ``"capture:<name>"`` (simulated).
+HOST_PROBE_SOURCE: Final = "hostProbeSource"
+
+# --- cluster readiness gate -----------------------------------------------------------
+#: Node allocatable ``nvidia.com/gpu`` summed over GPU nodes; ``None`` when the key is absent.
+ALLOCATABLE_GPUS: Final = "allocatableGpus"
+#: Node capacity ``nvidia.com/gpu`` summed over GPU nodes; ``None`` when the key is absent.
+CAPACITY_GPUS: Final = "capacityGpus"
+#: ClusterPolicy ``status.state`` seen by the gate, e.g. ``"ready"``.
+CLUSTER_POLICY_STATE: Final = "clusterPolicyState"
+#: Device-plugin pods seen by the gate: ``[{"name", "phase", "ready": bool, "restarts": int}]``.
+DEVICE_PLUGIN_PODS: Final = "devicePluginPods"
+
+# --- smoke test -----------------------------------------------------------------------
+#: Final phase of the smoke Pod, e.g. ``"Succeeded"``.
+SMOKE_PHASE: Final = "smokePhase"
+#: Driver version parsed from the smoke Pod's nvidia-smi log.
+SMOKE_DRIVER_VERSION: Final = "smokeDriverVersion"
+#: CUDA version parsed from the smoke Pod's nvidia-smi log (``None`` on very old drivers).
+SMOKE_CUDA_VERSION: Final = "smokeCudaVersion"
+#: Event reasons seen on the smoke Pod, e.g. ``["Scheduled", "Pulled"]``.
+SMOKE_EVENTS: Final = "smokeEvents"
+#: Image the smoke Pod ran.
+SMOKE_IMAGE: Final = "smokeImage"
+#: Node the smoke Pod was scheduled to.
+SMOKE_NODE: Final = "smokeNode"
+
+# --- measurement ----------------------------------------------------------------------
+#: Measured dense matmul throughput: ``{"bf16": float, "fp16": float, "fp32": float}``
+#: in TFLOP/s, or ``None`` when not measured.
+MEASURED_TFLOPS: Final = "measuredTflops"
+
+ALL_KEYS: Final = (
+    CLUSTER_KIND,
+    KUBERNETES_VERSION,
+    CHART_VERSION,
+    CHART_SOURCE,
+    OPERATOR_COMPONENTS,
+    DEVICE_PLUGIN_OWNER,
+    SIMULATED,
+    SIMULATED_FIELDS,
+    KUBECONFIG,
+    HOST_GPU_COUNT,
+    HOST_GPU_MODELS,
+    HOST_GPUS,
+    HOST_DRIVER_VERSION,
+    HOST_MAX_CUDA,
+    HOST_PROBE_SOURCE,
+    ALLOCATABLE_GPUS,
+    CAPACITY_GPUS,
+    CLUSTER_POLICY_STATE,
+    DEVICE_PLUGIN_PODS,
+    SMOKE_PHASE,
+    SMOKE_DRIVER_VERSION,
+    SMOKE_CUDA_VERSION,
+    SMOKE_EVENTS,
+    SMOKE_IMAGE,
+    SMOKE_NODE,
+    MEASURED_TFLOPS,
+)

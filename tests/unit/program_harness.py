@@ -1,0 +1,158 @@
+"""Runs the real ``__main__.py`` under Pulumi mocks, one fresh run per call.
+
+Records every RegisterResource request (type, name, inputs, options such as
+``deleteBeforeReplace``, dependencies, parent, provider) and the stack outputs, so tests
+can assert what is created, in what order, with which arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks as pmocks
+from pulumi.runtime import rpc
+
+ROOT = Path(__file__).resolve().parents[2]
+DYNAMIC = "pulumi-python:dynamic:Resource"
+KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\n"
+
+
+@dataclass
+class Registration:
+    typ: str
+    name: str
+    urn: str
+    inputs: dict[str, Any]
+    parent: str
+    dependencies: list[str]
+    delete_before_replace: bool
+    provider: str
+    secret_outputs: list[str]
+
+
+@dataclass
+class Run:
+    registrations: list[Registration] = field(default_factory=list)
+    #: exported values that were known (a preview leaves computed ones out)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    #: every key passed to pulumi.export
+    exported: list[str] = field(default_factory=list)
+    error: BaseException | None = None
+
+    def by_name(self, name: str) -> Registration:
+        for r in self.registrations:
+            if r.name == name:
+                return r
+        raise AssertionError(f"no resource named {name!r}; have {[r.name for r in self.registrations]}")
+
+    def names(self) -> list[str]:
+        return [r.name for r in self.registrations]
+
+    def urn_of(self, name: str) -> str:
+        return self.by_name(name).urn
+
+
+def fake_stdout(purpose: str, gpus: int = 1) -> str:
+    """What each helper command prints on success (shapes as in gpulab.kube etc.)."""
+    if purpose in ("minikube-start", "sim-cluster"):
+        return json.dumps(
+            {"kubeconfig": KUBECONFIG, "kubernetesVersion": "v1.36.3", "node": "gpu-sim-node", "gpus": gpus}
+        )
+    if purpose == "operator-gate":
+        return json.dumps(
+            {
+                "allocatableGpus": gpus,
+                "capacityGpus": gpus,
+                "clusterPolicyState": "ready",
+                "devicePluginPods": [{"name": "p", "phase": "Running", "ready": True, "restarts": 0}],
+                "kubernetesVersion": "v1.36.3",
+            }
+        )
+    if purpose == "smoke-check":
+        return json.dumps(
+            {
+                "smokePhase": "Succeeded",
+                "smokeDriverVersion": "580.159.04",
+                "smokeCudaVersion": "13.0",
+                "smokeEvents": ["Scheduled", "Pulled"],
+                "smokeNode": "n1",
+            }
+        )
+    return "{}"
+
+
+class _Mocks(pulumi.runtime.Mocks):
+    def __init__(self, preview: bool) -> None:
+        self.preview = preview
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        outs = dict(args.inputs)
+        if self.preview:
+            # A preview knows inputs only: computed outputs stay unknown.
+            return "", outs
+        if args.typ == DYNAMIC:
+            outs["stdout"] = fake_stdout(str(args.inputs.get("purpose", "")))
+        elif args.typ == "kubernetes:helm.sh/v3:Release":
+            outs["status"] = {"revision": 1, "status": "deployed"}
+        elif args.typ == "kubernetes:core/v1:Pod":
+            outs["metadata"] = {**outs.get("metadata", {}), "uid": "uid-1"}
+        return f"{args.name}-id", outs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
+        return {}
+
+
+class _Monitor(pmocks.MockMonitor):
+    def __init__(self, mocks: _Mocks, run: Run) -> None:
+        super().__init__(mocks)
+        self.run = run
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC name)
+        resp = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self.run.registrations.append(
+                Registration(
+                    typ=request.type,
+                    name=request.name,
+                    urn=resp.urn,
+                    inputs=rpc.deserialize_properties(request.object),
+                    parent=request.parent,
+                    dependencies=list(request.dependencies),
+                    delete_before_replace=request.deleteBeforeReplace,
+                    provider=request.provider,
+                    secret_outputs=list(request.additionalSecretOutputs),
+                )
+            )
+        return resp
+
+
+
+def run_program(config: dict[str, Any], preview: bool = False) -> Run:
+    """Run ``__main__.py`` with ``config`` (keys without the ``gpu-lab:`` prefix)."""
+    run = Run()
+    mocks = _Mocks(preview)
+    pulumi.runtime.set_mocks(mocks, project="gpu-lab", stack="test", preview=preview, monitor=_Monitor(mocks, run))
+    pulumi.runtime.set_all_config({f"gpu-lab:{k}": str(v) for k, v in config.items()}, [])
+
+    def export(name: str, value: Any) -> None:
+        run.exported.append(name)
+        pulumi.Output.from_input(value).apply(lambda v: run.outputs.__setitem__(name, v))
+
+    @pulumi.runtime.test  # type: ignore[misc]
+    def body() -> None:
+        real_export = pulumi.export
+        pulumi.export = export
+        try:
+            runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+        except BaseException as exc:  # recorded for the test to assert on
+            run.error = exc
+        finally:
+            pulumi.export = real_export
+
+    body()
+    return run
