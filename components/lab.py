@@ -50,9 +50,14 @@ def tool_findings(cluster: str, which: Any = shutil.which) -> list[Finding]:
 def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None) -> None:
     """Stop before anything is created when this machine cannot build ``cfg``'s lab.
 
+    ``hostProbe: off`` skips the host checks too: it is the planning mode (preview a GPU
+    stack on a machine that is not the GPU host).
+
     Raises:
         PreflightError: every failed check with its cause and first fix.
     """
+    if cfg.host_probe == "off":
+        return
     failed = tool_findings(cfg.cluster)
     if cfg.cluster == "minikube" and facts is not None:
         from gpulab import host_checks

@@ -1,0 +1,108 @@
+"""Throwaway copies of the project with their own Pulumi backend (engine tests, benchmark).
+
+A :class:`Project` is a copy of the program's files in a temporary directory that shares
+the checkout's ``.venv``, with its own file backend, ``PULUMI_HOME`` and passphrase, so
+nothing it does touches the checkout's state or stack files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+COPY = ("Pulumi.yaml", "__main__.py", "components", "gpulab", "stacks", "policy", "requirements.txt")
+
+
+def toolchain_env() -> dict[str, str]:
+    """The environment scripts/env.sh sets up, as a dict."""
+    out = subprocess.run(
+        ["bash", "-c", f". {ROOT}/scripts/env.sh && env -0"], capture_output=True, check=True
+    ).stdout
+    return dict(item.split("=", 1) for item in out.decode().split("\0") if "=" in item)
+
+
+def missing_toolchain(env: dict[str, str]) -> str | None:
+    """Why the engine cannot run with ``env`` (a missing binary and the fix), or None."""
+    cli = shutil.which("pulumi", path=env["PATH"])
+    if cli is None:
+        return "pulumi not built: run `make toolchain`"
+    versions = dict(
+        line.split("=", 1)
+        for line in (ROOT / "toolchain" / "versions.env").read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    )
+    plugin = Path(env["PULUMI_HOME"]) / "plugins" / f"resource-kubernetes-v{versions['PULUMI_KUBERNETES_VERSION']}"
+    if not plugin.is_dir():
+        return f"{plugin} missing: run `make toolchain`"
+    return None
+
+
+@dataclass
+class Project:
+    """A throwaway copy of the project with its own Pulumi backend."""
+
+    dir: Path
+    env: dict[str, str]
+
+    def pulumi(self, *args: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        """Run the CLI in the copy; raise AssertionError with its output when it fails and ``check``."""
+        p = subprocess.run(
+            ["pulumi", *args, "--non-interactive"],
+            cwd=self.dir,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and p.returncode != 0:
+            raise AssertionError(f"pulumi {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+        return p
+
+    def init(self, stack: str, **config: Any) -> None:
+        """Create ``stack`` (passphrase secrets) and set ``gpu-lab:<key>`` config values."""
+        self.pulumi("stack", "init", stack, "--secrets-provider", "passphrase")
+        for k, v in config.items():
+            self.pulumi("config", "set", "--stack", stack, f"gpu-lab:{k}", str(v))
+
+    def outputs(self, stack: str) -> dict[str, Any]:
+        """``pulumi stack output --json`` (secrets print as ``"[secret]"``)."""
+        return json.loads(self.pulumi("stack", "output", "--json", "--stack", stack).stdout)  # type: ignore[no-any-return]
+
+    def timed(self, *args: str, **kw: Any) -> tuple[float, subprocess.CompletedProcess[str]]:
+        """:meth:`pulumi` and its wall time in seconds."""
+        t0 = time.monotonic()
+        p = self.pulumi(*args, **kw)
+        return time.monotonic() - t0, p
+
+
+def make_project(base: Path, env: dict[str, str] | None = None) -> Project:
+    """Copy the program into ``base/gpu-lab`` with a backend in ``base/backend``."""
+    env = dict(env or toolchain_env())
+    dest = base / "gpu-lab"
+    dest.mkdir(parents=True)
+    for name in COPY:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            shutil.copy2(src, dest / name)
+    (dest / ".venv").symlink_to(ROOT / ".venv")
+    (base / "backend").mkdir()
+    env.update(
+        PULUMI_BACKEND_URL=f"file://{base / 'backend'}",
+        PULUMI_CONFIG_PASSPHRASE="test",
+    )
+    return Project(dest, env)
+
+
+def shared_chart() -> str | None:
+    """The offline chart: $GPULAB_CHART_PATH, else the workplace copy beside the checkout."""
+    p = os.environ.get("GPULAB_CHART_PATH") or str(ROOT.parent / "shared" / "charts" / "gpu-operator")
+    return p if (Path(p) / "Chart.yaml").is_file() else None

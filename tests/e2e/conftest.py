@@ -1,0 +1,1 @@
+from tests.engine.conftest import project  # noqa: F401  (shared fixture)

@@ -1,0 +1,177 @@
+"""End to end: the simulated lab through the real engine against a real API server.
+
+up -> outputs -> no-op up -> a 2-GPU Pod stays Pending on the 1-GPU node (and the
+diagnosis names who holds the GPU) -> destroy -> nothing left (no process, no port, no
+directory). Also with 2 simulated GPUs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpulab import diagnose
+from gpulab import outputs as out
+from gpulab.sandbox import Project, shared_chart
+
+pytestmark = pytest.mark.sim
+
+
+def _chart() -> str:
+    chart = shared_chart()
+    if chart is None:
+        pytest.skip("no offline gpu-operator chart: set GPULAB_CHART_PATH")
+    return chart
+
+
+def _api(kubeconfig: str) -> Any:
+    from kubernetes import client, config
+
+    conf = client.Configuration()
+    config.load_kube_config_from_dict(yaml.safe_load(kubeconfig), client_configuration=conf)
+    return client.ApiClient(conf)
+
+
+def _cluster_pids(workdir: Path) -> list[int]:
+    """PIDs of processes whose command line mentions the cluster's work directory."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(workdir) in cmd:
+            pids.append(int(proc.name))
+    return pids
+
+
+def _listening(port: int) -> bool:
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
+
+
+def test_simulated_lab_up_noop_contention_destroy(project: Project) -> None:
+    chart = _chart()
+    project.init("sim", chartPath=chart, profile="e2e-one")
+    up_s, up = project.timed("up", "--yes", "--skip-preview", "--stack", "sim")
+    o = project.outputs("sim")
+    assert o[out.SIMULATED] is True
+    assert o[out.ALLOCATABLE_GPUS] == 1 and o[out.CAPACITY_GPUS] == 1
+    assert o[out.HOST_DRIVER_VERSION] == "580.159.04"
+    assert o[out.SMOKE_DRIVER_VERSION] == o[out.HOST_DRIVER_VERSION]
+    assert o[out.SMOKE_CUDA_VERSION] == "13.0"
+    assert o[out.SMOKE_PHASE] == "Succeeded"
+    assert "Scheduled" in o[out.SMOKE_EVENTS]
+    assert o[out.CLUSTER_POLICY_STATE] == "ready"
+    assert o[out.KUBERNETES_VERSION] == "v1.36.3"
+    assert o[out.KUBECONFIG] == "[secret]"
+
+    noop_s, noop = project.timed("up", "--yes", "--skip-preview", "--stack", "sim", "--expect-no-changes")
+    assert "unchanged" in noop.stdout, noop.stdout
+
+    kubeconfig = json.loads(
+        project.pulumi("stack", "output", "--json", "--show-secrets", "--stack", "sim").stdout
+    )[out.KUBECONFIG]
+    server = yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]["server"]
+    port = int(server.rsplit(":", 1)[1])
+    assert _listening(port)
+
+    from kubernetes import client
+
+    api = _api(kubeconfig)
+    core = client.CoreV1Api(api)
+    core.create_namespaced_pod(
+        "default",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "gpu-greedy"},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "cuda",
+                        "image": "nvidia/cuda:12.4.1-base-ubuntu22.04",
+                        "command": ["nvidia-smi"],
+                        "resources": {"limits": {"nvidia.com/gpu": "2"}},
+                    }
+                ],
+            },
+        },
+    )
+    message = ""
+    for _ in range(60):
+        pod = core.read_namespaced_pod("gpu-greedy", "default")
+        evs = core.list_namespaced_event("default", field_selector="involvedObject.name=gpu-greedy").items
+        message = " ".join(e.message or "" for e in evs if e.reason == "FailedScheduling")
+        if message:
+            break
+        time.sleep(1)
+    assert pod.status.phase == "Pending"
+    assert "Insufficient nvidia.com/gpu" in message, message
+    pods = [api.sanitize_for_serialization(p) for p in core.list_pod_for_all_namespaces().items]
+    events = [api.sanitize_for_serialization(e) for e in core.list_namespaced_event("default").items]
+    nodes = [api.sanitize_for_serialization(n) for n in core.list_node().items]
+    diags = diagnose.diagnose_cluster(pods=pods, events=events, daemonsets=[], nodes=nodes)
+    text = diagnose.render(diags)
+    assert "Insufficient nvidia.com/gpu" in text or "gpu-smoke" in text, text
+    assert "gpu-smoke" in text, f"the diagnosis should name the pod holding the GPU:\n{text}"
+    core.delete_namespaced_pod("gpu-greedy", "default")
+
+    workdir = project.dir / ".state" / "sim" / "e2e-one"
+    assert workdir.exists()
+    destroy_s, _ = project.timed("destroy", "--yes", "--skip-preview", "--stack", "sim")
+    export = json.loads(project.pulumi("stack", "export", "--stack", "sim").stdout)
+    assert not export["deployment"].get("resources"), export["deployment"].get("resources")
+    assert not workdir.exists(), f"{workdir} left behind"
+    assert _cluster_pids(workdir) == [], "cluster processes left running"
+    assert not _listening(port), f"port {port} still listening"
+    print(f"\ntimings: up {up_s:.1f}s, no-op up {noop_s:.1f}s, destroy {destroy_s:.1f}s")
+
+
+def test_two_simulated_gpus(project: Project) -> None:
+    chart = _chart()
+    project.init("sim", chartPath=chart, profile="e2e-two", simGpus=2)
+    try:
+        project.pulumi("up", "--yes", "--skip-preview", "--stack", "sim")
+        o = project.outputs("sim")
+        assert o[out.ALLOCATABLE_GPUS] == 2 and o[out.CAPACITY_GPUS] == 2
+        assert o[out.HOST_GPU_COUNT] == 2
+        assert o[out.HOST_PROBE_SOURCE] == "capture:h200-2gpu"
+    finally:
+        project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False)
+    assert not (project.dir / ".state" / "sim" / "e2e-two").exists()
+
+
+def test_destroy_after_cluster_deleted_by_hand(project: Project) -> None:
+    """The chapter's cleanup done by hand first: destroy still ends with an empty stack."""
+    chart = _chart()
+    project.init("sim", chartPath=chart, profile="e2e-gone")
+    project.pulumi("up", "--yes", "--skip-preview", "--stack", "sim")
+    env = {**project.env}
+    subprocess.run(
+        ["python3", "-m", "gpulab.simcluster", "down", "--name", "e2e-gone", "--workdir", ".state/sim/e2e-gone"],
+        cwd=project.dir,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", timeout=600)
+    export = json.loads(project.pulumi("stack", "export", "--stack", "sim").stdout)
+    assert not export["deployment"].get("resources")
