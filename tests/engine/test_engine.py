@@ -82,6 +82,8 @@ def test_automation_api_drives_the_same_cli(project: Project) -> None:
         secrets_provider="passphrase",
     )
     stack = auto.Stack.create("minikube", ws)
-    stack.set_all_config({"gpu-lab:hostProbe": auto.ConfigValue("off"), "gpu-lab:chartPath": auto.ConfigValue(chart)})
+    stack.set_all_config(
+        {"gpu-lab:hostProbe": auto.ConfigValue("off"), "gpu-lab:chartPath": auto.ConfigValue(chart)}
+    )
     res = stack.preview()
     assert res.change_summary.get("create", 0) >= 10, res.change_summary

@@ -1,0 +1,65 @@
+"""Pure parts of the gate/smoke commands and of the minikube lifecycle helper."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpulab import minikube_ctl
+from gpulab.kube import GateError, Waiter, gpu_totals
+
+
+def node(alloc: str | None, cap: str | None) -> dict[str, object]:
+    st: dict[str, dict[str, str]] = {"allocatable": {"cpu": "4"}, "capacity": {"cpu": "4"}}
+    if alloc is not None:
+        st["allocatable"]["nvidia.com/gpu"] = alloc
+    if cap is not None:
+        st["capacity"]["nvidia.com/gpu"] = cap
+    return {"metadata": {"name": "n"}, "status": st}
+
+
+def test_gpu_totals_distinguish_missing_from_zero() -> None:
+    assert gpu_totals([node(None, None)]) == (None, None)
+    assert gpu_totals([node("0", "1")]) == (0, 1)
+    assert gpu_totals([node("1", "1"), node("2", "2"), node(None, None)]) == (3, 3)
+
+
+def test_waiter_returns_the_first_value_and_times_out_with_the_diagnosis() -> None:
+    now = [0.0]
+    w = Waiter(timeout=10, interval=2, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    seen = iter([None, None, "ready"])
+    assert w.until("x", lambda: next(seen), lambda: "diag") == "ready"
+    with pytest.raises(GateError) as err:
+        w.until("ClusterPolicy ready", lambda: None, lambda: "pod p Pending: Insufficient cpu")
+    assert "timed out after 10s waiting for ClusterPolicy ready" in str(err.value)
+    assert "Insufficient cpu" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("doc", "running"),
+    [
+        ({"Name": "gpu-lab", "Host": "Running", "Kubelet": "Running", "APIServer": "Running"}, True),
+        ({"Name": "gpu-lab", "Host": "Stopped", "Kubelet": "Stopped", "APIServer": "Stopped"}, False),
+        ([{"Host": "Running", "Kubelet": "Running", "APIServer": "Running"}] * 2, True),
+        ([{"Host": "Running", "Kubelet": "Running", "APIServer": "Stopped"}], False),
+    ],
+)
+def test_minikube_status(doc: object, running: bool) -> None:
+    assert minikube_ctl.is_running(json.dumps(doc)) is running
+
+
+def test_minikube_status_of_unknown_profile_is_not_running() -> None:
+    assert minikube_ctl.is_running('* Profile "nope" not found. Run "minikube profile list"') is False
+
+
+def test_every_minikube_command_is_scoped_to_the_profile() -> None:
+    for argv in (
+        minikube_ctl.status_argv("lab"),
+        minikube_ctl.delete_argv("lab"),
+        minikube_ctl.addon_argv("lab", False),
+    ):
+        assert argv[argv.index("-p") + 1] == "lab", argv
+    assert minikube_ctl.addon_argv("lab", False)[2:4] == ["disable", "nvidia-device-plugin"]
+    assert minikube_ctl.kubeconfig_argv("lab")[-2:] == ["--context", "lab"]
+    assert "--flatten" in minikube_ctl.kubeconfig_argv("lab")
