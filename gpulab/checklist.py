@@ -1,0 +1,479 @@
+"""The chapter's checklist (验证清单), evaluated from the stack's outputs.
+
+Shared by the baseline card (:mod:`gpulab.card`) and the Pulumi policy pack: both call
+:func:`evaluate` with the stack outputs as a JSON dict keyed by :mod:`gpulab.outputs`
+constants (what ``pulumi stack output --json`` prints). Pure: no Pulumi import, no I/O.
+
+The five items, each with a stable kebab-case id:
+
+=============================== =============================================================
+``device-plugin-stable``        step 3: device-plugin pods Running, Ready, 0 restarts
+``allocatable-matches-gpus``    step 4: allocatable ``nvidia.com/gpu`` == host GPUs x replicas
+``driver-version-matches``      ``kubectl logs gpu-smoke`` driver == the host's driver
+``events-scheduled-and-pulled`` ``kubectl describe pod gpu-smoke`` shows Scheduled and Pulled
+``baseline-card-complete``      the card records GPU count/model, driver, max CUDA,
+                                allocatable and the smoke log's driver
+=============================== =============================================================
+
+Statuses: ``pass``; ``fail``; ``not-evaluated`` (an input is unknown, e.g. during
+``pulumi preview``: "known after deployment"; never a pass); ``not-observable-in-simulation``
+(the simulated lab cannot produce the evidence, e.g. image pulls: kwok runs no kubelet).
+
+Unknown versus absent. A value is *unknown* when its key is missing from ``outputs``, when it
+is :data:`UNKNOWN`, when it is one of the Pulumi policy SDK's unknown sentinels
+(``pulumi_policy/proxy.py``, ``UNKNOWN_*_VALUE``), or when it is ``None`` before anything was
+deployed (no host or gate fact is known). After deployment a ``None`` is a real *absence*:
+``allocatableGpus: null`` means no node has the key (the device plugin never registered,
+:func:`gpulab.kube.gpu_totals`), which fails, distinctly from ``0`` (registered, devices
+unhealthy).
+
+``simulated`` on an item is True when any value it read is simulated: its key is listed in
+``outputs[SIMULATED_FIELDS]``, or ``outputs[SIMULATED]`` is true and that list is missing.
+
+Fixes are the first reaction from the chapter's troubleshooting table (表 2) for the symptom.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from gpulab import outputs as o
+
+__all__ = [
+    "CARD_REQUIRED",
+    "FAIL",
+    "ITEM_IDS",
+    "KNOWN_AFTER_DEPLOYMENT",
+    "NOT_EVALUATED",
+    "NOT_OBSERVABLE",
+    "PASS",
+    "STATUSES",
+    "UNKNOWN",
+    "Item",
+    "evaluate",
+    "exit_code",
+    "is_unknown",
+    "overall",
+]
+
+PASS: Final = "pass"
+FAIL: Final = "fail"
+NOT_EVALUATED: Final = "not-evaluated"
+NOT_OBSERVABLE: Final = "not-observable-in-simulation"
+STATUSES: Final[tuple[str, ...]] = (PASS, FAIL, NOT_EVALUATED, NOT_OBSERVABLE)
+
+ITEM_IDS: Final[tuple[str, ...]] = (
+    "device-plugin-stable",
+    "allocatable-matches-gpus",
+    "driver-version-matches",
+    "events-scheduled-and-pulled",
+    "baseline-card-complete",
+)
+
+KNOWN_AFTER_DEPLOYMENT: Final = "known after deployment"
+
+
+class _Unknown:
+    """Type of :data:`UNKNOWN`."""
+
+    _instance: _Unknown | None = None
+
+    def __new__(cls) -> _Unknown:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+#: Pass this as a value that is not known yet (a preview's computed output).
+UNKNOWN: Final = _Unknown()
+
+# pulumi_policy/proxy.py (pulumi-policy 1.21): sentinels it puts where a value is unknown.
+_POLICY_SENTINELS: Final = frozenset(
+    {
+        "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7",
+        "3eeb2bf0-c639-47a8-9e75-3b44932eb421",
+        "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
+        "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2",
+        "030794c1-ac77-496b-92df-f27374a8bd58",
+        "e48ece36-62e2-4504-bad9-02848725956a",
+        "dd056dcd-154b-4c76-9bd3-c8f88648b5ff",
+    }
+)
+
+# Facts that exist only once something was deployed (host probe or readiness gate ran).
+_DEPLOYMENT_EVIDENCE: Final = (
+    o.HOST_DRIVER_VERSION,
+    o.HOST_GPU_COUNT,
+    o.KUBERNETES_VERSION,
+    o.DEVICE_PLUGIN_PODS,
+    o.CLUSTER_POLICY_STATE,
+    o.SMOKE_PHASE,
+)
+
+# The chapter's first reactions (表 2), as commands.
+_FIX_ALLOCATABLE: Final = (
+    "check the node sees the GPU: minikube -p {profile} ssh -- nvidia-smi; then the device "
+    "plugin's log: {plugin_logs}"
+)
+_FIX_PENDING: Final = (
+    "confirm the node has >= 4 CPUs / 8 GiB; kubectl describe pod gpu-smoke shows who blocks it"
+)
+_FIX_TOOLKIT: Final = (
+    "kubectl -n gpu-operator logs -l app=nvidia-container-toolkit-daemonset; wait for the "
+    "toolkit DaemonSet to be ready, then re-create the smoke Pod (pulumi up)"
+)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One checklist line.
+
+    ``id``: one of :data:`ITEM_IDS`; ``title``: what is checked, with the chapter's step;
+    ``status``: one of :data:`STATUSES`; ``observed``: what the outputs say (or why it is not
+    evaluated); ``expected``: the condition for a pass; ``fix``: the first reaction from the
+    chapter's troubleshooting table; ``simulated``: any value read was simulated.
+    """
+
+    id: str
+    title: str
+    status: str
+    observed: str
+    expected: str
+    fix: str
+    simulated: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as a JSON object with the same keys."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "status": self.status,
+            "observed": self.observed,
+            "expected": self.expected,
+            "fix": self.fix,
+            "simulated": self.simulated,
+        }
+
+
+class _View:
+    """Reads outputs with the unknown/absent rules of the module docstring."""
+
+    def __init__(self, outputs: Mapping[str, Any]) -> None:
+        self.outputs = outputs
+        self.deployed = any(
+            not is_unknown(outputs, k) and outputs.get(k) is not None for k in _DEPLOYMENT_EVIDENCE
+        )
+        sim_fields = outputs.get(o.SIMULATED_FIELDS)
+        self.simulated_lab = outputs.get(o.SIMULATED) is True
+        self.sim_fields: frozenset[str] | None = (
+            frozenset(str(f) for f in sim_fields) if isinstance(sim_fields, list) else None
+        )
+
+    def unknown(self, key: str) -> bool:
+        if is_unknown(self.outputs, key):
+            return True
+        return self.outputs.get(key) is None and not self.deployed
+
+    def get(self, key: str) -> Any:
+        return self.outputs.get(key)
+
+    def simulated(self, keys: Iterable[str]) -> bool:
+        if self.sim_fields is None:
+            return self.simulated_lab
+        return any(k in self.sim_fields for k in keys)
+
+
+def is_unknown(outputs: Mapping[str, Any], key: str) -> bool:
+    """True when ``key`` is missing, :data:`UNKNOWN`, or a Pulumi policy unknown sentinel.
+
+    ``None`` is not unknown by itself (see the module docstring).
+    """
+    if key not in outputs:
+        return True
+    value = outputs[key]
+    if value is UNKNOWN:
+        return True
+    return isinstance(value, str) and value in _POLICY_SENTINELS
+
+
+def _not_evaluated(keys: Sequence[str]) -> str:
+    return f"{KNOWN_AFTER_DEPLOYMENT} ({', '.join(keys)} not known yet)"
+
+
+def _plugin_logs(view: _View) -> str:
+    if view.get(o.DEVICE_PLUGIN_OWNER) == "minikube-addon":
+        return "kubectl -n kube-system logs ds/nvidia-device-plugin-daemonset"
+    return "kubectl -n gpu-operator logs -l app=nvidia-device-plugin-daemonset"
+
+
+def _device_plugin_stable(view: _View, profile: str) -> Item:
+    keys = [o.DEVICE_PLUGIN_PODS]
+    title = "Device-plugin pods stay Running (step 3)"
+    expected = "every device-plugin pod Running and Ready with 0 restarts"
+    fix = _FIX_ALLOCATABLE.format(profile=profile, plugin_logs=_plugin_logs(view))
+    pods = view.get(o.DEVICE_PLUGIN_PODS)
+    if view.unknown(o.DEVICE_PLUGIN_PODS) or pods is None:
+        sim = view.simulated(keys)
+        return Item(
+            "device-plugin-stable", title, NOT_EVALUATED, _not_evaluated(keys), expected, fix, sim
+        )
+    pod_list = [p for p in pods if isinstance(p, Mapping)] if isinstance(pods, list) else []
+    sim = view.simulated(keys) or any(p.get("simulated") is True for p in pod_list)
+    if not pod_list:
+        return Item(
+            "device-plugin-stable", title, FAIL, "no device-plugin pod seen", expected, fix, sim
+        )
+    bad = [
+        p
+        for p in pod_list
+        if p.get("phase") != "Running" or p.get("ready") is False or int(p.get("restarts") or 0)
+    ]
+    observed = "; ".join(
+        f"{p.get('name')}: {p.get('phase')}, ready={p.get('ready')}, restarts={p.get('restarts')}"
+        for p in pod_list
+    )
+    if bad:
+        restarting = any(int(p.get("restarts") or 0) for p in bad)
+        note = (
+            " (restarts mean the node's injection environment is broken: the runtime does not "
+            "hand the driver to the plugin)"
+            if restarting
+            else ""
+        )
+        return Item("device-plugin-stable", title, FAIL, observed + note, expected, fix, sim)
+    return Item("device-plugin-stable", title, PASS, observed, expected, fix, sim)
+
+
+def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
+    keys = [o.ALLOCATABLE_GPUS, o.HOST_GPU_COUNT]
+    title = "Allocatable nvidia.com/gpu equals the physical GPU count (step 4)"
+    fix = _FIX_ALLOCATABLE.format(profile=profile, plugin_logs=_plugin_logs(view))
+    sim = view.simulated(keys)
+    count = view.get(o.HOST_GPU_COUNT)
+    expected_n = count * replicas if isinstance(count, int) else None
+    expected = (
+        f"allocatable == {count} GPU(s) x {replicas} replica(s) = {expected_n}"
+        if expected_n is not None
+        else f"allocatable == host GPU count x {replicas} replica(s)"
+    )
+    unknown = [k for k in keys if view.unknown(k)]
+    if unknown or (view.get(o.ALLOCATABLE_GPUS) is not None and count is None):
+        return Item(
+            "allocatable-matches-gpus",
+            title,
+            NOT_EVALUATED,
+            _not_evaluated(unknown or [o.HOST_GPU_COUNT]),
+            expected,
+            fix,
+            sim,
+        )
+    alloc = view.get(o.ALLOCATABLE_GPUS)
+    cap = view.get(o.CAPACITY_GPUS)
+    if alloc is None:
+        observed = "device plugin not registered: no node has nvidia.com/gpu in status.allocatable"
+        return Item("allocatable-matches-gpus", title, FAIL, observed, expected, fix, sim)
+    if alloc == 0:
+        observed = f"allocatable 0 (capacity {cap}): devices unhealthy, e.g. XID errors"
+        if cap == 0:
+            observed = "allocatable 0, capacity 0: the plugin registered but sees no GPU"
+        return Item("allocatable-matches-gpus", title, FAIL, observed, expected, fix, sim)
+    observed = f"allocatable {alloc}, capacity {cap}, host GPUs {count}"
+    status = PASS if alloc == expected_n else FAIL
+    return Item("allocatable-matches-gpus", title, status, observed, expected, fix, sim)
+
+
+def _driver_matches(view: _View, profile: str) -> Item:
+    keys = [o.SMOKE_DRIVER_VERSION, o.HOST_DRIVER_VERSION]
+    title = "Smoke Pod's driver version equals the host baseline (kubectl logs gpu-smoke)"
+    expected = "smoke log Driver Version == host Driver Version"
+    fix = (
+        f"compare the node's and the host's driver: minikube -p {profile} ssh -- nvidia-smi "
+        "and nvidia-smi on the host; after a driver upgrade reboot the host, then pulumi up to "
+        "refresh the baseline"
+    )
+    sim = view.simulated(keys)
+    unknown = [k for k in keys if view.unknown(k) or view.get(k) is None]
+    if unknown:
+        return Item(
+            "driver-version-matches",
+            title,
+            NOT_EVALUATED,
+            _not_evaluated(unknown),
+            expected,
+            fix,
+            sim,
+        )
+    smoke, host = str(view.get(o.SMOKE_DRIVER_VERSION)), str(view.get(o.HOST_DRIVER_VERSION))
+    status = PASS if smoke == host else FAIL
+    observed = f"smoke {smoke}, host {host}"
+    return Item("driver-version-matches", title, status, observed, expected, fix, sim)
+
+
+def _events(view: _View) -> Item:
+    keys = [o.SMOKE_EVENTS]
+    title = "Smoke Pod events show Scheduled and Pulled (kubectl describe pod gpu-smoke)"
+    expected = "events include Scheduled (scheduler) and Pulled (kubelet)"
+    sim = view.simulated(keys) or view.simulated_lab
+    if view.unknown(o.SMOKE_EVENTS) or view.get(o.SMOKE_EVENTS) is None:
+        return Item(
+            "events-scheduled-and-pulled",
+            title,
+            NOT_EVALUATED,
+            _not_evaluated(keys),
+            expected,
+            _FIX_TOOLKIT,
+            sim,
+        )
+    raw = view.get(o.SMOKE_EVENTS)
+    reasons = [str(r) for r in raw] if isinstance(raw, list) else []
+    scheduled = "Scheduled" in reasons
+    pulled = "Pulled" in reasons
+    seen = ", ".join(reasons) or "none"
+    if not scheduled:
+        return Item(
+            "events-scheduled-and-pulled",
+            title,
+            FAIL,
+            f"no Scheduled event (events: {seen})",
+            expected,
+            _FIX_PENDING,
+            sim,
+        )
+    if view.simulated_lab:
+        # The scheduler is real in the simulated lab; the kubelet is not, so no pull happens.
+        observed = (
+            f"Scheduled seen (real scheduler); Pulled not observable in simulation: kwok runs "
+            f"no kubelet and pulls no image (events: {seen})"
+        )
+        return Item(
+            "events-scheduled-and-pulled",
+            title,
+            NOT_OBSERVABLE,
+            observed,
+            expected,
+            _FIX_TOOLKIT,
+            sim,
+        )
+    if not pulled:
+        return Item(
+            "events-scheduled-and-pulled",
+            title,
+            FAIL,
+            f"Scheduled seen, no Pulled event (events: {seen})",
+            expected,
+            _FIX_TOOLKIT,
+            sim,
+        )
+    return Item(
+        "events-scheduled-and-pulled", title, PASS, f"events: {seen}", expected, _FIX_TOOLKIT, sim
+    )
+
+
+#: Fields the baseline card must carry (the chapter: GPU count, allocatable, Pod log, plus the
+#: card's driver version and CUDA maximum).
+CARD_REQUIRED: Final[tuple[str, ...]] = (
+    o.HOST_GPU_COUNT,
+    o.HOST_GPU_MODELS,
+    o.HOST_DRIVER_VERSION,
+    o.HOST_MAX_CUDA,
+    o.ALLOCATABLE_GPUS,
+    o.SMOKE_DRIVER_VERSION,
+)
+
+
+def _card_complete(view: _View) -> Item:
+    title = "Baseline card records the lab's facts (checklist line 5)"
+    expected = (
+        "GPU count and model, host driver, max CUDA, allocatable and the smoke log's driver "
+        "recorded; measured TFLOPS optional"
+    )
+    fix = "re-run the host probe and the smoke test (pulumi up), then python -m gpulab.card"
+    keys = list(CARD_REQUIRED)
+    sim = view.simulated(keys)
+    unknown = [k for k in keys if view.unknown(k)]
+    if unknown:
+        return Item(
+            "baseline-card-complete",
+            title,
+            NOT_EVALUATED,
+            _not_evaluated(unknown),
+            expected,
+            fix,
+            sim,
+        )
+    # allocatable None is a recorded fact ("key absent"); every other field needs a value.
+    missing = [k for k in keys if k != o.ALLOCATABLE_GPUS and view.get(k) in (None, "", [])]
+    tflops = view.get(o.MEASURED_TFLOPS)
+    measured = isinstance(tflops, Mapping) and any(
+        isinstance(v, (int, float)) or (isinstance(v, Mapping) and v.get("tflops") is not None)
+        for v in tflops.values()
+    )
+    tflops_note = (
+        "measured TFLOPS recorded"
+        if measured
+        else "measured TFLOPS not recorded (optional: python -m gpulab.tflops --json, then "
+        "python -m gpulab.card --tflops FILE); not a failure of the lab"
+    )
+    if missing:
+        return Item(
+            "baseline-card-complete",
+            title,
+            FAIL,
+            f"missing: {', '.join(missing)}; {tflops_note}",
+            expected,
+            fix,
+            sim,
+        )
+    return Item(
+        "baseline-card-complete", title, PASS, f"all recorded; {tflops_note}", expected, fix, sim
+    )
+
+
+def evaluate(
+    outputs: Mapping[str, Any], *, time_slicing_replicas: int = 1, profile: str = "gpu-lab"
+) -> list[Item]:
+    """Evaluate the checklist on stack outputs; returns the five items in :data:`ITEM_IDS` order.
+
+    Args:
+        outputs: stack outputs keyed by :mod:`gpulab.outputs` constants (``pulumi stack output
+            --json``), unknown values as described in the module docstring.
+        time_slicing_replicas: replicas per GPU (allocatable = GPUs x replicas); >= 1.
+        profile: the minikube profile named in fixes.
+
+    Raises:
+        ValueError: ``time_slicing_replicas < 1``.
+    """
+    if time_slicing_replicas < 1:
+        raise ValueError(f"time_slicing_replicas must be >= 1, got {time_slicing_replicas}")
+    view = _View(outputs)
+    return [
+        _device_plugin_stable(view, profile),
+        _allocatable_matches(view, time_slicing_replicas, profile),
+        _driver_matches(view, profile),
+        _events(view),
+        _card_complete(view),
+    ]
+
+
+def overall(items: Sequence[Item]) -> str:
+    """``"fail"`` if any item failed, else ``"not-evaluated"`` if any was not evaluated, else
+    ``"pass"`` (``not-observable-in-simulation`` counts as pass: nothing contradicts it)."""
+    statuses = {i.status for i in items}
+    if FAIL in statuses:
+        return FAIL
+    if NOT_EVALUATED in statuses:
+        return NOT_EVALUATED
+    return PASS
+
+
+def exit_code(items: Sequence[Item]) -> int:
+    """Process exit code for a checklist: 0 when every item is ``pass`` or
+    ``not-observable-in-simulation``; 1 otherwise, i.e. any ``fail`` or ``not-evaluated``
+    (an unknown value proves nothing, so it never yields success). Usage errors (2) are the
+    caller's."""
+    return 0 if overall(items) == PASS else 1

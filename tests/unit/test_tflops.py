@@ -1,0 +1,233 @@
+"""The pure parts of gpulab.tflops: arithmetic, warm-up, result assembly, missing backends."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpulab import tflops
+from gpulab.tflops import Backend, Timing
+
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "tflops" / "h200-torch.json"
+WHEN = datetime(2026, 11, 29, 23, 35, 7, tzinfo=UTC)
+
+
+def test_flops_per_matmul() -> None:
+    assert tflops.matmul_flops(1) == 2
+    assert tflops.matmul_flops(8192) == 2 * 8192**3 == 1_099_511_627_776
+    with pytest.raises(ValueError):
+        tflops.matmul_flops(0)
+
+
+def test_tflops_from_seconds() -> None:
+    # 2 * 8192**3 operations in 1.39 ms is about 791 TFLOP/s.
+    assert tflops.tflops_from_seconds(8192, 1.39e-3) == pytest.approx(791.0, rel=1e-3)
+    assert tflops.tflops_from_seconds(1000, 1.0) == pytest.approx(2e-3)
+    with pytest.raises(ValueError):
+        tflops.tflops_from_seconds(8192, 0.0)
+
+
+def test_parse_dtypes() -> None:
+    assert tflops.parse_dtypes("bf16, FP16,fp32,bf16") == ("bf16", "fp16", "fp32")
+    with pytest.raises(ValueError, match="unknown dtype"):
+        tflops.parse_dtypes("bf16,int8")
+    with pytest.raises(ValueError, match="no dtypes"):
+        tflops.parse_dtypes(" , ")
+
+
+def test_assemble_result_computes_median_best_and_fraction() -> None:
+    ms = 1e-3
+    doc = tflops.assemble_result(
+        gpu="NVIDIA H200",
+        driver="580.159.04",
+        backend="torch 2.11.0+cu130",
+        size=8192,
+        iters=20,
+        warmup=5,
+        warmup_seconds=1.0,
+        timings={
+            "bf16": Timing((1.45 * ms, 1.39 * ms, 1.40 * ms)),
+            "fp32": Timing((21.5 * ms,)),
+            "tf32": Timing(skipped="tf32 is not measured with CuPy (use PyTorch)"),
+        },
+        measured_at=WHEN,
+        notes={"fp32": "TF32 disabled"},
+    )
+    bf16 = doc["results"]["bf16"]
+    assert bf16["msPerMatmul"] == 1.4
+    assert bf16["tflops"] == pytest.approx(785.4, abs=0.1)
+    assert bf16["tflopsBest"] == pytest.approx(791.0, abs=0.1)
+    assert bf16["peak"] == 989.5
+    assert bf16["fraction"] == pytest.approx(785.4 / 989.5, abs=1e-3)
+    assert doc["results"]["fp32"]["peak"] == 67.0
+    assert doc["results"]["tf32"] == {"tflops": None, "peak": 494.5, "fraction": None}
+    assert doc["notes"]["tf32"].startswith("tf32 is not measured")
+    assert doc["notes"]["fp32"] == "TF32 disabled"
+    assert doc["measuredAt"] == "2026-11-29T23:35:07+00:00"
+    assert doc["schema"] == tflops.SCHEMA
+    assert doc["repeats"] == 3
+    assert doc["flopsPerMatmul"] == 2 * 8192**3
+    assert "H200" in doc["peakSource"]
+    json.dumps(doc)  # plain JSON
+
+
+def test_assemble_result_for_an_unknown_gpu_has_no_fraction() -> None:
+    doc = tflops.assemble_result(
+        gpu="NVIDIA RTX PRO 6000 Blackwell",
+        driver=None,
+        backend="cupy 14.2.0",
+        size=4096,
+        iters=10,
+        warmup=1,
+        timings={"fp16": Timing((1e-3,))},
+        measured_at=WHEN,
+    )
+    assert doc["results"]["fp16"]["peak"] is None
+    assert doc["results"]["fp16"]["fraction"] is None
+    assert doc["peakSource"] is None
+    with pytest.raises(ValueError, match="timezone"):
+        tflops.assemble_result(
+            gpu="x",
+            driver=None,
+            backend="b",
+            size=1,
+            iters=1,
+            warmup=0,
+            timings={},
+            measured_at=datetime(2026, 1, 1),  # naive on purpose
+        )
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def fake_backend(seconds_per_product: float, clock: FakeClock) -> tuple[Backend, list[str]]:
+    log: list[str] = []
+
+    @contextmanager
+    def prepare(dtype: str, n: int) -> Iterator[Any]:
+        log.append(f"prepare {dtype} {n}")
+
+        def product() -> None:
+            clock.t += seconds_per_product
+            log.append("product")
+
+        yield product
+        log.append(f"release {dtype}")
+
+    def time_products(product: Any, k: int) -> float:
+        start = clock.t
+        for _ in range(k):
+            product()
+        return clock.t - start
+
+    backend = Backend(
+        name="fake 1.0",
+        device_name="NVIDIA H200",
+        skip_reason=lambda d: "no bf16 here" if d == "bf16" else None,
+        prepare=prepare,
+        synchronize=lambda: log.append("sync"),
+        time_products=time_products,
+    )
+    return backend, log
+
+
+def test_warm_up_runs_until_count_and_time_are_both_reached() -> None:
+    clock = FakeClock()
+    backend, log = fake_backend(0.1, clock)
+    with backend.prepare("fp16", 8) as product:
+        done = tflops.warm_up(product, backend.synchronize, count=2, seconds=0.5, clock=clock)
+    assert done == 6  # batches of 2 until 0.5 s passed
+    assert log.count("sync") == 3
+    with backend.prepare("fp16", 8) as product:
+        assert tflops.warm_up(product, backend.synchronize, count=0, seconds=0, clock=clock) == 0
+
+
+def test_measure_skips_times_and_releases() -> None:
+    clock = FakeClock()
+    backend, log = fake_backend(0.002, clock)
+    out = tflops.measure(
+        backend,
+        size=64,
+        iters=5,
+        dtypes=["bf16", "fp16"],
+        warmup=3,
+        warmup_seconds=0.0,
+        repeats=2,
+        clock=clock,
+    )
+    assert out["bf16"] == Timing(skipped="no bf16 here")
+    assert out["fp16"].runs == pytest.approx((0.002, 0.002))
+    assert log[0] == "prepare fp16 64"
+    assert log[-1] == "release fp16"
+    assert log.count("product") == 3 + 2 * 5
+
+
+def test_missing_backend_message_names_what_to_install() -> None:
+    def nothing(name: str) -> object:
+        raise ImportError(name)
+
+    with pytest.raises(tflops.BackendMissingError) as info:
+        tflops.load_backend(importer=nothing)
+    message = str(info.value)
+    assert "pip install torch" in message
+    assert "cupy" in message
+    with pytest.raises(ValueError, match="unknown backend"):
+        tflops.load_backend("jax", importer=nothing)
+
+
+def test_cli_without_backend_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def missing(prefer: str = "auto", **_: Any) -> Backend:
+        raise tflops.BackendMissingError(tflops.BACKEND_MISSING_MESSAGE)
+
+    monkeypatch.setattr(tflops, "load_backend", missing)
+    assert tflops.main(["--json"]) == 2
+    assert "install" in capsys.readouterr().err
+
+
+def test_cli_bad_dtype_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert tflops.main(["--dtypes", "int4"]) == 2
+    assert "unknown dtype" in capsys.readouterr().err
+
+
+def test_cli_with_a_fake_backend_prints_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = FakeClock()
+    backend, _ = fake_backend(0.0014, clock)
+    monkeypatch.setattr(tflops, "load_backend", lambda prefer="auto", **_: backend)
+    monkeypatch.setattr(tflops, "driver_version", lambda device=0: "580.159.04")
+    rc = tflops.main(
+        ["--json", "--size", "8192", "--iters", "4", "--warmup-seconds", "0", "--dtypes", "fp16"]
+    )
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["gpu"] == "NVIDIA H200"
+    assert doc["backend"] == "fake 1.0"
+    assert doc["driver"] == "580.159.04"
+    assert doc["results"]["fp16"]["tflops"] == pytest.approx(785.4, abs=0.1)
+
+
+def test_h200_fixture_is_a_measurement_in_this_shape() -> None:
+    doc = json.loads(FIXTURE.read_text())
+    assert doc["schema"] == tflops.SCHEMA
+    assert doc["gpu"] == "NVIDIA H200"
+    assert doc["backend"].startswith("torch ")
+    for dtype in ("bf16", "fp16", "fp32"):
+        r = doc["results"][dtype]
+        assert 0.3 < r["fraction"] <= 1.0, dtype  # a dense measurement never beats the peak
+        assert r["fraction"] == pytest.approx(r["tflops"] / r["peak"], abs=1e-3)
+    assert "TF32 disabled" in doc["notes"]["fp32"]
