@@ -11,11 +11,11 @@ import pulumi_kubernetes as k8s
 
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
+from components.lab import load_config, preflight_or_raise, simulated_fields
 from components.minikube import MinikubeArgs, MinikubeCluster
 from components.sim import SimArgs, SimCluster
 from components.smoke import SmokeArgs, SmokeTest
 from gpulab import outputs as out
-from components.lab import load_config, preflight_or_raise, simulated_fields
 
 cfg = load_config()
 probe = HostProbe("host", mode=cfg.effective_host_probe, capture=cfg.effective_capture)
@@ -58,6 +58,8 @@ operator = GpuOperator(
         kubeconfig=cluster.kubeconfig,
         device_plugin_owner=cfg.device_plugin_owner,
         simulate_operands=cfg.simulated,
+        expected_gpus=probe.facts.count * cfg.operator.time_slicing_replicas if probe.facts else None,
+        profile=cfg.profile,
     ),
     provider=provider,
 )
@@ -69,6 +71,8 @@ smoke = SmokeTest(
         gpus=cfg.smoke_gpus,
         timeout_seconds=cfg.smoke_timeout_seconds,
         simulated=cfg.simulated,
+        host_max_cuda=probe.facts.max_cuda if probe.facts else None,
+        profile=cfg.profile,
     ),
     provider=provider,
     # The Pod must be scheduled only after the device plugin has registered the GPUs.

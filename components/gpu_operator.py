@@ -20,7 +20,7 @@ Children:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -84,12 +84,17 @@ class GpuOperatorArgs:
         device_plugin_owner: ``"operator"`` or ``"minikube-addon"``; decides which
             DaemonSet the gate waits for.
         simulate_operands: create the simulated stand-ins (sim lab only).
+        expected_gpus: physical GPUs x time-slicing replicas (None: unknown), for the
+            diagnosis when the gate fails.
+        profile: the cluster's profile name, named in the diagnosis' fixes.
     """
 
     operator: OperatorConfig
     kubeconfig: pulumi.Input[str]
     device_plugin_owner: str = "operator"
     simulate_operands: bool = False
+    expected_gpus: int | None = None
+    profile: str = "gpu-lab"
 
 
 class GpuOperator(pulumi.ComponentResource):
@@ -105,7 +110,7 @@ class GpuOperator(pulumi.ComponentResource):
         name: str,
         args: GpuOperatorArgs,
         provider: k8s.Provider,
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpulab:gpu_operator:GpuOperator", name, None, opts)
         op = args.operator
@@ -142,11 +147,19 @@ class GpuOperator(pulumi.ComponentResource):
         self.gate = LocalCommand(
             f"{name}-gate",
             create=[
-                PYTHON, "-m", "gpulab.kube", "gate",
-                "--device-plugin-namespace", "kube-system" if owner_is_addon else NAMESPACE,
-                "--device-plugin-daemonset", DEVICE_PLUGIN_DS,
-                "--timeout", str(op.timeout_seconds),
+                PYTHON,
+                "-m",
+                "gpulab.kube",
+                "gate",
+                "--device-plugin-namespace",
+                "kube-system" if owner_is_addon else NAMESPACE,
+                "--device-plugin-daemonset",
+                DEVICE_PLUGIN_DS,
+                "--timeout",
+                str(op.timeout_seconds),
                 *(["--no-cluster-policy"] if not op.device_plugin and owner_is_addon else []),
+                *(["--expected-gpus", str(args.expected_gpus)] if args.expected_gpus is not None else []),
+                "--profile", args.profile,
             ],
             environment=pulumi.Output.secret(env),
             # Re-run the gate whenever the release is upgraded.
@@ -194,14 +207,21 @@ class GpuOperator(pulumi.ComponentResource):
         note = {SIMULATED_ANNOTATION: "true", "gpulab.dev/simulates": "gpu-operator state-device-plugin"}
         ds = k8s.apps.v1.DaemonSet(
             f"{name}-sim-device-plugin",
-            metadata={"name": DEVICE_PLUGIN_DS, "namespace": NAMESPACE, "labels": labels, "annotations": note},
+            metadata={
+                "name": DEVICE_PLUGIN_DS,
+                "namespace": NAMESPACE,
+                "labels": labels,
+                "annotations": note,
+            },
             spec={
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {"labels": labels, "annotations": note},
                     "spec": {
                         "nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"},
-                        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                        "tolerations": [
+                            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+                        ],
                         "priorityClassName": "system-node-critical",
                         "containers": [{"name": "nvidia-device-plugin", "image": DEVICE_PLUGIN_IMAGE}],
                     },

@@ -8,8 +8,6 @@ the first fix and nothing is created. In the simulated lab it reads a shipped ca
 
 from __future__ import annotations
 
-from typing import Optional
-
 import pulumi
 
 from gpulab.probe import HostFacts, probe_capture, probe_nvidia_smi
@@ -40,7 +38,7 @@ class HostProbe(pulumi.ComponentResource):
         name: str,
         mode: str,
         capture: str = "h200-1gpu",
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         facts: HostFacts | None
         if mode == "nvidia-smi":

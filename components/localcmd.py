@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
@@ -142,16 +143,16 @@ class LocalCommand(pulumi.dynamic.Resource):
         self,
         name: str,
         create: pulumi.Input[Sequence[pulumi.Input[str]]],
-        delete: Optional[pulumi.Input[Sequence[pulumi.Input[str]]]] = None,
-        environment: Optional[pulumi.Input[Mapping[str, pulumi.Input[str]]]] = None,
-        dir: Optional[pulumi.Input[str]] = None,
-        triggers: Optional[pulumi.Input[Sequence[Any]]] = None,
-        timeout: Optional[int] = None,
-        stdin: Optional[pulumi.Input[str]] = None,
+        delete: pulumi.Input[Sequence[pulumi.Input[str]]] | None = None,
+        environment: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
+        dir: pulumi.Input[str] | None = None,
+        triggers: pulumi.Input[Sequence[Any]] | None = None,
+        timeout: int | None = None,
+        stdin: pulumi.Input[str] | None = None,
         delete_before_replace: bool = False,
         secret_stdout: bool = False,
         purpose: str = "",
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         secret_outs = (["environment"] if environment is not None else []) + (
             ["stdout"] if secret_stdout else []

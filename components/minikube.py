@@ -15,7 +15,6 @@ Two local commands, both scoped to the named profile:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import pulumi
 
@@ -46,16 +45,25 @@ class MinikubeCluster(pulumi.ComponentResource, ClusterOutputs):
 
     kind = "minikube"
 
-    def __init__(self, name: str, args: MinikubeArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: MinikubeArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpulab:minikube:MinikubeCluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         ctl = [PYTHON, "-m", "gpulab.minikube_ctl"]
         self.cluster = LocalCommand(
             f"{name}-cluster",
             create=[
-                *ctl, "up", "--profile", args.profile, "--cpus", str(args.cpus),
-                "--memory-mib", str(args.memory_mib), "--kubernetes-version", args.kubernetes_version,
-                "--gpus", "all",
+                *ctl,
+                "up",
+                "--profile",
+                args.profile,
+                "--cpus",
+                str(args.cpus),
+                "--memory-mib",
+                str(args.memory_mib),
+                "--kubernetes-version",
+                args.kubernetes_version,
+                "--gpus",
+                "all",
             ],
             delete=[*ctl, "down", "--profile", args.profile],
             timeout=args.timeout_seconds,

@@ -11,7 +11,6 @@ listed in README.md ("The simulated lab").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import pulumi
 
@@ -41,15 +40,22 @@ class SimCluster(pulumi.ComponentResource, ClusterOutputs):
 
     kind = "sim"
 
-    def __init__(self, name: str, args: SimArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: SimArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpulab:sim:SimCluster", name, None, opts)
         ctl = [PYTHON, "-m", "gpulab.simcluster"]
         where = ["--name", args.name, "--workdir", args.workdir]
         self.cluster = LocalCommand(
             f"{name}-cluster",
             create=[
-                *ctl, "up", *where, "--gpus", str(args.gpus),
-                "--log-namespace", args.log_namespace, "--log-pod", args.log_pod,
+                *ctl,
+                "up",
+                *where,
+                "--gpus",
+                str(args.gpus),
+                "--log-namespace",
+                args.log_namespace,
+                "--log-pod",
+                args.log_pod,
             ],
             delete=[*ctl, "down", *where],
             timeout=args.timeout_seconds,

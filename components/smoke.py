@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -28,13 +27,16 @@ POD_NAMESPACE = "default"
 @dataclass(frozen=True)
 class SmokeArgs:
     """Inputs: ``image`` (pinned), ``gpus`` requested, ``timeout_seconds``, the cluster's
-    ``kubeconfig`` (secret) and ``simulated`` (the sim lab: execution is faked by kwok)."""
+    ``kubeconfig`` (secret), ``simulated`` (the sim lab: execution is faked by kwok), and for
+    the diagnosis of a failure the host's ``host_max_cuda`` and the ``profile`` name."""
 
     image: str
     kubeconfig: pulumi.Input[str]
     gpus: int = 1
     timeout_seconds: int = 300
     simulated: bool = False
+    host_max_cuda: str | None = None
+    profile: str = "gpu-lab"
 
 
 def pod_spec(image: str, gpus: int) -> dict[str, object]:
@@ -64,7 +66,7 @@ class SmokeTest(pulumi.ComponentResource):
         name: str,
         args: SmokeArgs,
         provider: k8s.Provider,
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpulab:smoke:SmokeTest", name, None, opts)
         annotations = {"pulumi.com/skipAwait": "true"}
@@ -84,9 +86,16 @@ class SmokeTest(pulumi.ComponentResource):
         self.check = LocalCommand(
             f"{name}-check",
             create=[
-                PYTHON, "-m", "gpulab.kube", "smoke",
-                "--namespace", POD_NAMESPACE, "--pod", POD_NAME,
-                "--timeout", str(args.timeout_seconds),
+                PYTHON,
+                "-m",
+                "gpulab.kube",
+                "smoke",
+                "--namespace",
+                POD_NAMESPACE,
+                "--pod",
+                POD_NAME,
+                "--timeout",
+                str(args.timeout_seconds),
             ],
             environment=pulumi.Output.secret({kube.KUBECONFIG_ENV: args.kubeconfig}),
             triggers=[self.pod.metadata.apply(lambda m: m.get("uid") if isinstance(m, dict) else m.uid)],

@@ -25,8 +25,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -109,18 +110,61 @@ class Waiter:
             self.sleep(self.interval)
 
 
-def _diagnose(api: Any, namespace: str) -> str:
-    from gpulab import diagnose
+@dataclass(frozen=True)
+class Context:
+    """What the diagnosis knows beyond the cluster: the host's facts and the lab's profile."""
 
+    expected_gpus: int | None = None
+    host_max_cuda: str | None = None
+    profile: str = "gpu-lab"
+
+
+def _unhealthy_containers(pod: dict[str, Any]) -> list[str]:
+    names = []
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in ("CrashLoopBackOff", "Error") or cs.get("restartCount", 0) > 0:
+            names.append(cs["name"])
+    for cs in (pod.get("status") or {}).get("initContainerStatuses") or []:
+        if not cs.get("ready") and ((cs.get("state") or {}).get("running") or cs.get("restartCount", 0)):
+            names.append(cs["name"])
+    return names
+
+
+def _diagnose(api: Any, ctx: Context) -> str:
+    """The diagnosis of the whole cluster (every namespace), as text for an error message."""
     from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    from gpulab import diagnose
 
     core = client.CoreV1Api(api)
     apps = client.AppsV1Api(api)
-    pods = [sanitize(p, api) for p in core.list_namespaced_pod(namespace).items]
-    events = [sanitize(e, api) for e in core.list_namespaced_event(namespace).items]
-    dsets = [sanitize(d, api) for d in apps.list_namespaced_daemon_set(namespace).items]
+    pods = [sanitize(p, api) for p in core.list_pod_for_all_namespaces().items]
+    events = [sanitize(e, api) for e in core.list_event_for_all_namespaces().items]
+    dsets = [sanitize(d, api) for d in apps.list_daemon_set_for_all_namespaces().items]
     nodes = [sanitize(n, api) for n in core.list_node().items]
-    return diagnose.render(diagnose.diagnose_cluster(pods=pods, events=events, daemonsets=dsets, nodes=nodes))
+    logs: dict[str, str] = {}
+    for pod in pods:
+        meta = pod["metadata"]
+        for c in _unhealthy_containers(pod)[:3]:
+            try:
+                logs[f"{meta['namespace']}/{meta['name']}/{c}"] = core.read_namespaced_pod_log(
+                    meta["name"], meta["namespace"], container=c, tail_lines=50
+                )
+            except ApiException:
+                continue
+    found = diagnose.diagnose_cluster(
+        pods=pods,
+        events=events,
+        daemonsets=dsets,
+        nodes=nodes,
+        logs=logs,
+        expected_gpus=ctx.expected_gpus,
+        host_max_cuda=ctx.host_max_cuda,
+        profile=ctx.profile,
+    )
+    return diagnose.render(found)
 
 
 def gate(
@@ -130,6 +174,7 @@ def gate(
     device_plugin_ds: str,
     require_cluster_policy: bool,
     timeout: float,
+    ctx: Context | None = None,
 ) -> dict[str, Any]:
     """Wait for operator readiness; return the gate's facts (see module docstring).
 
@@ -143,7 +188,10 @@ def gate(
     apps = client.AppsV1Api(api)
     core = client.CoreV1Api(api)
     w = Waiter(timeout)
-    diag = lambda: _diagnose(api, device_plugin_namespace)  # noqa: E731
+    ctx = ctx or Context()
+
+    def diag() -> str:
+        return _diagnose(api, ctx)
 
     state = None
     if require_cluster_policy:
@@ -210,7 +258,7 @@ def gate(
     }
 
 
-def smoke(api: Any, namespace: str, pod: str, timeout: float) -> dict[str, Any]:
+def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None) -> dict[str, Any]:
     """Wait for the smoke Pod to reach ``Succeeded``; return phase, log facts and events.
 
     Raises:
@@ -224,7 +272,7 @@ def smoke(api: Any, namespace: str, pod: str, timeout: float) -> dict[str, Any]:
     core = client.CoreV1Api(api)
 
     def diag() -> str:
-        return _diagnose(api, namespace)
+        return _diagnose(api, ctx or Context())
 
     def done() -> str | None:
         p = core.read_namespaced_pod(pod, namespace)
@@ -320,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--namespace", default="default")
     s.add_argument("--pod", default="gpu-smoke")
     s.add_argument("--timeout", type=float, default=300)
+    for sp in (g, s):
+        sp.add_argument("--expected-gpus", type=int, help="host GPUs x time-slicing replicas")
+        sp.add_argument("--host-max-cuda", help="newest CUDA the host driver supports")
+        sp.add_argument("--profile", default="gpu-lab", help="minikube profile named in fixes")
     c = sub.add_parser("simulate-clusterpolicy", help="sim lab: set ClusterPolicy status")
     c.add_argument("--state", default="ready")
     args = ap.parse_args(argv)
@@ -335,9 +387,11 @@ def main(argv: list[str] | None = None) -> int:
                 args.device_plugin_daemonset,
                 not args.no_cluster_policy,
                 args.timeout,
+                Context(args.expected_gpus, args.host_max_cuda, args.profile),
             )
         else:
-            out = smoke(api, args.namespace, args.pod, args.timeout)
+            ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile)
+            out = smoke(api, args.namespace, args.pod, args.timeout, ctx)
     except GateError as exc:
         print(str(exc), file=sys.stderr)
         return 1
