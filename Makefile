@@ -41,7 +41,8 @@ destroy: venv
 card: venv
 	@stack=$$(scripts/choose-variant) && . scripts/env.sh && \
 	  scripts/pulumi stack output --json --stack $$stack > .state/outputs-$$stack.json && \
-	  $(PY) -m gpulab.card --outputs .state/outputs-$$stack.json --out-dir .
+	  tf=(); [[ -f .state/tflops.json ]] && tf=(--tflops .state/tflops.json); \
+	  $(PY) -m gpulab.card --outputs .state/outputs-$$stack.json "$${tf[@]}" --out-dir .
 
 lint: venv
 	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy

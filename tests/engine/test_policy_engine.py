@@ -1,0 +1,95 @@
+"""The checklist policy pack through the real engine (issue #5's two engine tests).
+
+* ``pulumi preview --policy-pack policy`` of a sim stack whose smoke image needs CUDA 13.1,
+  while the host probe (the h200-1gpu capture: driver 580.159.04, CUDA 13.0) reports 13.0,
+  fails with ``smoke-image-cuda-fits-host``'s message.
+* ``pulumi up --policy-pack policy`` of the simulated lab passes every checklist item or
+  marks it "not observable in the simulated lab" (advisory, from ``checklist-unverified``).
+
+Both need ``make toolchain`` (the ``project`` fixture skips without the CLI) and the
+simulated control plane's binaries on PATH (the sim variant's preflight runs even at
+preview), and the offline gpu-operator chart (``$GPULAB_CHART_PATH`` or the workplace copy).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from gpulab import checklist
+from gpulab import outputs as out
+
+from .conftest import Project, shared_chart
+
+pytestmark = pytest.mark.engine
+
+SIM_TOOLS = ("kwokctl", "kwok", "kube-apiserver", "etcd", "kubectl")
+CUDA_131 = "nvidia/cuda:13.1.0-base-ubuntu24.04"
+
+
+def _sim_ready(project: Project) -> str:
+    """The chart path; skips when the sim lab cannot run on this machine."""
+    missing = [t for t in SIM_TOOLS if shutil.which(t, path=project.env["PATH"]) is None]
+    if missing:
+        pytest.skip(
+            f"simulated control plane not built ({', '.join(missing)} not on PATH): run `make toolchain`"
+        )
+    chart = shared_chart()
+    if chart is None:
+        pytest.skip("no offline gpu-operator chart (set GPULAB_CHART_PATH)")
+    return chart
+
+
+def test_preview_refuses_a_smoke_image_newer_than_the_hosts_cuda(project: Project) -> None:
+    chart = _sim_ready(project)
+    project.init("sim", chartPath=chart, profile="policy-cuda", smokeImage=CUDA_131)
+    p = project.pulumi("preview", "--stack", "sim", "--policy-pack", "policy", check=False, timeout=300)
+    text = p.stdout + p.stderr
+    assert p.returncode != 0, text
+    assert "[mandatory]" in text and "smoke-image-cuda-fits-host" in text, text
+    # The message names image CUDA, host driver, max CUDA and the newest tag that fits.
+    assert "needs CUDA 13.1" in text, text
+    assert "driver 580.159.04" in text and "CUDA 13.0 at most" in text, text
+    assert "nvidia/cuda:13.0.2-base-ubuntu24.04" in text, text
+    # A preview creates nothing.
+    export = project.pulumi("stack", "export", "--stack", "sim").stdout
+    assert '"type": "gpulab:' not in export
+
+
+@pytest.mark.sim
+def test_up_of_the_simulated_lab_passes_every_item_or_marks_it_not_observable(project: Project) -> None:
+    chart = _sim_ready(project)
+    project.init("sim", chartPath=chart, profile="policy-up")
+    try:
+        p = project.pulumi(
+            "up",
+            "--yes",
+            "--skip-preview",
+            "--stack",
+            "sim",
+            "--policy-pack",
+            "policy",
+            check=False,
+            timeout=900,
+        )
+        text = p.stdout + p.stderr
+        assert p.returncode == 0, text
+        assert "[mandatory]" not in text, text
+        assert "[events-scheduled-and-pulled] not observable in the simulated lab" in text, text
+        for item in checklist.ITEM_IDS:
+            assert f"[{item}] not evaluated" not in text, text
+            assert f"[{item}] observed:" not in text, text  # no violation of any level
+        # The same verdict from the outputs the card is made of.
+        outputs = project.outputs("sim")
+        assert outputs[out.SIMULATED] is True
+        items = checklist.evaluate(outputs)
+        assert {i.id: i.status for i in items} == {
+            "device-plugin-stable": checklist.PASS,
+            "allocatable-matches-gpus": checklist.PASS,
+            "driver-version-matches": checklist.PASS,
+            "events-scheduled-and-pulled": checklist.NOT_OBSERVABLE,
+            "baseline-card-complete": checklist.PASS,
+        }
+    finally:
+        project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False, timeout=600)
