@@ -951,8 +951,15 @@ def _allocatable_diagnoses(
             mine = f"{_ns(pod)}/{_name(pod)}"
             others = [(h, c) for h, c in holders if h != mine]
             held = sum(c for _, c in others)
-            if others:
-                who = ", ".join(f"{h} holds {c}" for h, c in others)
+            who = ", ".join(f"{h} holds {c}" for h, c in others)
+            if want > total_alloc:
+                reason = (
+                    f"asks for {want} {GPU_RESOURCE}, more than the {total_alloc} allocatable "
+                    f"(held now: {who or 'none'})"
+                )
+                fix = f"lower the pod's nvidia.com/gpu limit to <= {total_alloc}"
+                variant = "request-too-large"
+            elif others:
                 reason = (
                     f"asks for {want} {GPU_RESOURCE} but {held} of {total_alloc} allocatable "
                     f"are held: {who}"
@@ -965,9 +972,12 @@ def _allocatable_diagnoses(
                 )
                 variant = "held-by-pods"
             else:
-                reason = f"asks for {want} {GPU_RESOURCE}, more than the {total_alloc} allocatable"
-                fix = f"lower the pod's nvidia.com/gpu limit to <= {total_alloc}"
-                variant = "request-too-large"
+                reason = (
+                    f"asks for {want} {GPU_RESOURCE}; {total_alloc} allocatable and none held "
+                    "by other pods (a stale FailedScheduling event, or a GPU just freed)"
+                )
+                fix = "wait for the scheduler's next attempt: kubectl get events -w"
+                variant = "retrying"
             out.append(
                 (
                     Diagnosis(

@@ -64,6 +64,10 @@ json.dump(schema, open("schema-embed.json", "w"), separators=(",", ":"))
 json.dump(json.load(open(f"{src}/terraform-mapping.json")), open("terraform-mapping-embed.json", "w"),
           separators=(",", ":"))
 PY
+  # A patched, writable copy of the provider module, used through a replace line.
+  cp -r "$dir" provider-v4 && chmod -R u+w provider-v4
+  python3 "$here/patches/k8s_release_delete_unreachable.py" provider-v4
+  go mod edit -replace github.com/pulumi/pulumi-kubernetes/provider/v4=./provider-v4
 }
 
 # Our language host beside our CLI (bundled-plugin location). Small files: refreshed always.
@@ -107,12 +111,15 @@ fi
 rm -f "$bin/pulumi-language-python" "$bin/pulumi-resource-pulumi-python" "$bin/pulumi-resource-kubernetes"
 
 kver="v$PULUMI_KUBERNETES_VERSION"
-build_wrapper pulumi-resource-kubernetes "$kver" "$here/go/kubernetes" . \
+# The cache key carries the build's patch level (toolchain/patches), the plugin its version.
+build_wrapper pulumi-resource-kubernetes "$kver-$PULUMI_KUBERNETES_BUILD" "$here/go/kubernetes" . \
   "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$kver" gen_k8s_embeds
-if [[ ! -x "$PULUMI_HOME/plugins/resource-kubernetes-$kver/pulumi-resource-kubernetes" ]]; then
+provider_bin="$cache/pulumi/pulumi-resource-kubernetes-$kver-$PULUMI_KUBERNETES_BUILD/bin/pulumi-resource-kubernetes"
+installed="$PULUMI_HOME/plugins/resource-kubernetes-$kver"
+if ! cmp -s "$provider_bin" "$installed/pulumi-resource-kubernetes"; then
+  rm -rf "$installed" "$installed.lock"
   # --file: install this binary under that version; no registry is asked.
-  "$bin/pulumi" plugin install resource kubernetes "$kver" \
-    --file "$cache/pulumi/pulumi-resource-kubernetes-$kver/bin/pulumi-resource-kubernetes" >&2
+  "$bin/pulumi" plugin install resource kubernetes "$kver" --file "$provider_bin" >&2
 fi
 
 log "toolchain ready: $bin/pulumi, plugins in $PULUMI_HOME/plugins"

@@ -96,43 +96,52 @@ def test_simulated_lab_up_noop_contention_destroy(project: Project) -> None:
 
     api = _api(kubeconfig)
     core = client.CoreV1Api(api)
-    core.create_namespaced_pod(
-        "default",
-        {
+
+    def gpu_pod(name: str, gpus: int, restart: str) -> dict[str, Any]:
+        return {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": "gpu-greedy"},
+            "metadata": {"name": name},
             "spec": {
-                "restartPolicy": "Never",
+                "restartPolicy": restart,
                 "containers": [
                     {
                         "name": "cuda",
                         "image": "nvidia/cuda:12.4.1-base-ubuntu22.04",
-                        "command": ["nvidia-smi"],
-                        "resources": {"limits": {"nvidia.com/gpu": "2"}},
+                        "command": ["sleep", "infinity"],
+                        "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
                     }
                 ],
             },
-        },
-    )
-    message = ""
+        }
+
+    def failed_scheduling(name: str) -> str:
+        for _ in range(60):
+            evs = core.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items
+            message = " ".join(e.message or "" for e in evs if e.reason == "FailedScheduling")
+            if message:
+                return message
+            time.sleep(1)
+        return ""
+
+    # A long-running Pod takes the node's one GPU; a second smoke Pod asks for 2.
+    core.create_namespaced_pod("default", gpu_pod("gpu-holder", 1, "Always"))
     for _ in range(60):
-        pod = core.read_namespaced_pod("gpu-greedy", "default")
-        evs = core.list_namespaced_event("default", field_selector="involvedObject.name=gpu-greedy").items
-        message = " ".join(e.message or "" for e in evs if e.reason == "FailedScheduling")
-        if message:
+        if core.read_namespaced_pod("gpu-holder", "default").status.phase == "Running":
             break
         time.sleep(1)
-    assert pod.status.phase == "Pending"
+    core.create_namespaced_pod("default", gpu_pod("gpu-smoke-2", 2, "Never"))
+    message = failed_scheduling("gpu-smoke-2")
+    assert core.read_namespaced_pod("gpu-smoke-2", "default").status.phase == "Pending"
     assert "Insufficient nvidia.com/gpu" in message, message
     pods = [api.sanitize_for_serialization(p) for p in core.list_pod_for_all_namespaces().items]
-    events = [api.sanitize_for_serialization(e) for e in core.list_namespaced_event("default").items]
+    events = [api.sanitize_for_serialization(e) for e in core.list_event_for_all_namespaces().items]
     nodes = [api.sanitize_for_serialization(n) for n in core.list_node().items]
-    diags = diagnose.diagnose_cluster(pods=pods, events=events, daemonsets=[], nodes=nodes)
-    text = diagnose.render(diags)
-    assert "Insufficient nvidia.com/gpu" in text or "gpu-smoke" in text, text
-    assert "gpu-smoke" in text, f"the diagnosis should name the pod holding the GPU:\n{text}"
-    core.delete_namespaced_pod("gpu-greedy", "default")
+    text = diagnose.render(diagnose.diagnose_cluster(pods=pods, events=events, daemonsets=[], nodes=nodes))
+    assert "pod default/gpu-smoke-2" in text and "Insufficient nvidia.com/gpu" in text, text
+    assert "default/gpu-holder holds 1" in text, f"the diagnosis must name who holds the GPU:\n{text}"
+    for name in ("gpu-holder", "gpu-smoke-2"):
+        core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
 
     workdir = project.dir / ".state" / "sim" / "e2e-one"
     assert workdir.exists()
@@ -166,7 +175,16 @@ def test_destroy_after_cluster_deleted_by_hand(project: Project) -> None:
     project.pulumi("up", "--yes", "--skip-preview", "--stack", "sim")
     env = {**project.env}
     subprocess.run(
-        ["python3", "-m", "gpulab.simcluster", "down", "--name", "e2e-gone", "--workdir", ".state/sim/e2e-gone"],
+        [
+            "python3",
+            "-m",
+            "gpulab.simcluster",
+            "down",
+            "--name",
+            "e2e-gone",
+            "--workdir",
+            ".state/sim/e2e-gone",
+        ],
         cwd=project.dir,
         env=env,
         check=True,

@@ -30,9 +30,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import grpc
 from google.protobuf import empty_pb2
@@ -256,9 +257,7 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         for kv in request.env:
             k, _, v = kv.partition("=")
             env[k] = v
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self._track(proc)
         context.add_callback(lambda: proc.poll() is None and proc.kill())
         queue: list[Any] = []
