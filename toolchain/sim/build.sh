@@ -39,7 +39,7 @@ for arg in "$@"; do
     --update) update=1 ;;
     --mod-only) mod_only=1 ;;
     kube|etcd|kwok|helm) components+=("$arg") ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "build.sh: unknown argument '$arg' (components: kube etcd kwok helm; flags: --update --mod-only)" >&2; exit 2 ;;
   esac
 done
@@ -53,6 +53,11 @@ version_re='^[0-9]+\.[0-9]+\.[0-9]+$'
 for v in "$KUBERNETES_VERSION" "$ETCD_VERSION" "$KWOK_VERSION" "$HELM_VERSION"; do
   [[ $v =~ $version_re ]] || { echo "build.sh: version '$v' in toolchain/versions.env is not X.Y.Z" >&2; exit 2; }
 done
+# kube-apiserver >= 1.35 needs etcd's RequestWatchProgress, which 3.5.13 and later have.
+if [[ $(printf '%s\n' 3.5.13 "$ETCD_VERSION" | sort -V | head -1) != 3.5.13 ]]; then
+  echo "build.sh: ETCD_VERSION=$ETCD_VERSION is older than 3.5.13; kube-apiserver needs >= 3.5.13 (set it in toolchain/versions.env)" >&2
+  exit 2
+fi
 
 # pinned <wrapper-dir> <module>: the version of <module> the committed go.mod requires.
 pinned() {
@@ -256,8 +261,8 @@ done
 # One directory for PATH: links to the binaries of the versions pinned now.
 bindir=$cache/bin
 mkdir -p "$bindir"
-link() { # link <component-dir> <binary>
-  if [[ -e $cache/$1/bin/$2 ]]; then ln -sfn "../$1/bin/$2" "$bindir/$2"; fi
+link() { # link <component-dir> <binary>; a link to another (older) version is removed
+  if [[ -e $cache/$1/bin/$2 ]]; then ln -sfn "../$1/bin/$2" "$bindir/$2"; else rm -f "$bindir/$2"; fi
 }
 for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do link "kube-$KUBERNETES_VERSION" "$b"; done
 link "etcd-$ETCD_VERSION" etcd
