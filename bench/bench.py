@@ -54,7 +54,9 @@ def main() -> int:
             rows["up"].append(proj.timed("up", "--yes", "--skip-preview", "--stack", "sim")[0])
             rows["no-op up"].append(proj.timed("up", "--yes", "--skip-preview", "--stack", "sim")[0])
             rows["destroy"].append(proj.timed("destroy", "--yes", "--skip-preview", "--stack", "sim")[0])
-        print(f"run {i + 1}/{args.runs}: " + ", ".join(f"{k} {v[-1]:.1f}s" for k, v in rows.items()), flush=True)
+        print(
+            f"run {i + 1}/{args.runs}: " + ", ".join(f"{k} {v[-1]:.1f}s" for k, v in rows.items()), flush=True
+        )
     med = {k: statistics.median(v) for k, v in rows.items()}
     ratio = med["up"] / med["plain up"]
     print(f"\nmedians over {args.runs} runs (seconds)")
@@ -64,7 +66,9 @@ def main() -> int:
     ok = ratio <= 1.5 and med["no-op up"] < 10 and med["destroy"] < 30
     print("targets: " + ("met" if ok else "MISSED"))
     (ROOT / ".state").mkdir(exist_ok=True)
-    (ROOT / ".state" / "bench.json").write_text(json.dumps({"runs": rows, "medians": med, "ratio": ratio}, indent=2))
+    (ROOT / ".state" / "bench.json").write_text(
+        json.dumps({"runs": rows, "medians": med, "ratio": ratio}, indent=2)
+    )
     return 0 if ok else 1
 
 

@@ -159,7 +159,8 @@ class GpuOperator(pulumi.ComponentResource):
                 str(op.timeout_seconds),
                 *(["--no-cluster-policy"] if not op.device_plugin and owner_is_addon else []),
                 *(["--expected-gpus", str(args.expected_gpus)] if args.expected_gpus is not None else []),
-                "--profile", args.profile,
+                "--profile",
+                args.profile,
             ],
             environment=pulumi.Output.secret(env),
             # Re-run the gate whenever the release is upgraded.

@@ -94,11 +94,7 @@ _KUBECONFIG_RE: Final = re.compile(
 
 
 def _looks_secret(text: str) -> bool:
-    return (
-        text.strip() == "[secret]"
-        or bool(_PEM_RE.search(text))
-        or bool(_KUBECONFIG_RE.search(text))
-    )
+    return text.strip() == "[secret]" or bool(_PEM_RE.search(text)) or bool(_KUBECONFIG_RE.search(text))
 
 
 def sanitize(value: Any, path: str = "", redacted: list[str] | None = None) -> Any:
@@ -116,10 +112,7 @@ def sanitize(value: Any, path: str = "", redacted: list[str] | None = None) -> A
             return REDACTED
         return value
     if isinstance(value, Mapping):
-        return {
-            str(k): sanitize(v, f"{path}.{k}" if path else str(k), redacted)
-            for k, v in value.items()
-        }
+        return {str(k): sanitize(v, f"{path}.{k}" if path else str(k), redacted) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [sanitize(v, f"{path}[{i}]", redacted) for i, v in enumerate(value)]
     return value
@@ -177,9 +170,7 @@ def _validate_tflops(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     return results
 
 
-def _tflops_section(
-    facts: _Facts, tflops: Mapping[str, Any] | None, redacted: list[str]
-) -> dict[str, Any]:
+def _tflops_section(facts: _Facts, tflops: Mapping[str, Any] | None, redacted: list[str]) -> dict[str, Any]:
     outputs = facts.outputs
     host_model = _first_model(outputs)
     if tflops is not None:
@@ -212,9 +203,7 @@ def _tflops_section(
             warnings.append(f"measured on {gpu}, but the host's GPU is {host_model}")
         host_driver = outputs.get(o.HOST_DRIVER_VERSION)
         if tflops.get("driver") and host_driver and tflops.get("driver") != host_driver:
-            warnings.append(
-                f"measured with driver {tflops.get('driver')}, the host's is {host_driver}"
-            )
+            warnings.append(f"measured with driver {tflops.get('driver')}, the host's is {host_driver}")
         if warnings:
             section["warning"] = "; ".join(warnings)
         return dict(sanitize(section, "measuredTflops", redacted))
@@ -307,9 +296,7 @@ def build_card(
     tflops_section = _tflops_section(facts, tflops, redacted)
     eval_outputs = dict(clean)
     if tflops_section["status"] == "measured":
-        eval_outputs[o.MEASURED_TFLOPS] = {
-            k: v["tflops"] for k, v in tflops_section["results"].items()
-        }
+        eval_outputs[o.MEASURED_TFLOPS] = {k: v["tflops"] for k, v in tflops_section["results"].items()}
     replicas = time_slicing_replicas or _replicas(clean)
     items = checklist.evaluate(eval_outputs, time_slicing_replicas=replicas)
 
@@ -318,9 +305,7 @@ def build_card(
         "schema": SCHEMA,
         "generatedAt": now.isoformat(timespec="seconds"),
         "simulated": facts.simulated_lab,
-        "simulatedFields": sorted(str(x) for x in sim_fields)
-        if isinstance(sim_fields, list)
-        else None,
+        "simulatedFields": sorted(str(x) for x in sim_fields) if isinstance(sim_fields, list) else None,
         "host": {
             "gpuModels": f(o.HOST_GPU_MODELS),
             "gpuCount": f(o.HOST_GPU_COUNT),

@@ -219,15 +219,11 @@ def _device_plugin_stable(view: _View, profile: str) -> Item:
     pods = view.get(o.DEVICE_PLUGIN_PODS)
     if view.unknown(o.DEVICE_PLUGIN_PODS) or pods is None:
         sim = view.simulated(keys)
-        return Item(
-            "device-plugin-stable", title, NOT_EVALUATED, _not_evaluated(keys), expected, fix, sim
-        )
+        return Item("device-plugin-stable", title, NOT_EVALUATED, _not_evaluated(keys), expected, fix, sim)
     pod_list = [p for p in pods if isinstance(p, Mapping)] if isinstance(pods, list) else []
     sim = view.simulated(keys) or any(p.get("simulated") is True for p in pod_list)
     if not pod_list:
-        return Item(
-            "device-plugin-stable", title, FAIL, "no device-plugin pod seen", expected, fix, sim
-        )
+        return Item("device-plugin-stable", title, FAIL, "no device-plugin pod seen", expected, fix, sim)
     bad = [
         p
         for p in pod_list
@@ -369,9 +365,7 @@ def _events(view: _View) -> Item:
             _FIX_TOOLKIT,
             sim,
         )
-    return Item(
-        "events-scheduled-and-pulled", title, PASS, f"events: {seen}", expected, _FIX_TOOLKIT, sim
-    )
+    return Item("events-scheduled-and-pulled", title, PASS, f"events: {seen}", expected, _FIX_TOOLKIT, sim)
 
 
 #: Fields the baseline card must carry (the chapter: GPU count, allocatable, Pod log, plus the
@@ -429,9 +423,7 @@ def _card_complete(view: _View) -> Item:
             fix,
             sim,
         )
-    return Item(
-        "baseline-card-complete", title, PASS, f"all recorded; {tflops_note}", expected, fix, sim
-    )
+    return Item("baseline-card-complete", title, PASS, f"all recorded; {tflops_note}", expected, fix, sim)
 
 
 def evaluate(

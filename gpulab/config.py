@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Mapping
+from typing import Final
 
 NAMESPACE: Final = "gpu-lab"
 CLUSTER_KINDS: Final = ("minikube", "sim")
@@ -148,9 +149,7 @@ def _strip_ns(key: str) -> str:
     return key.split(":", 1)[1] if ":" in key else key
 
 
-def parse_config(
-    raw: Mapping[str, str], env: Mapping[str, str] | None = None
-) -> LabConfig:
+def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -> LabConfig:
     """Validate raw stack config into a :class:`LabConfig`.
 
     Args:
@@ -171,9 +170,7 @@ def parse_config(
             continue
         key = _strip_ns(full_key)
         if key not in SCHEMA:
-            problems.append(
-                f"{NAMESPACE}:{key} is not a known key (known: {', '.join(sorted(SCHEMA))})"
-            )
+            problems.append(f"{NAMESPACE}:{key} is not a known key (known: {', '.join(sorted(SCHEMA))})")
             continue
         kind, _ = SCHEMA[key]
         try:
@@ -262,7 +259,9 @@ def parse_config(
         )
     replicas = pos_int("timeSlicingReplicas")
     smoke_gpus = pos_int("smokeGpus")
-    timeouts = {k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")}
+    timeouts = {
+        k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")
+    }
     if problems:
         raise ConfigError(problems)
     return LabConfig(

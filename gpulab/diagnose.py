@@ -401,13 +401,10 @@ def _cuda_diagnosis(
     tag = cuda.newest_fitting_tag(image, host_max) if host_max else None
     if tag:
         fixes.append(
-            f"use an image that fits the driver: {tag} "
-            f"(pulumi config set smokeImage {tag} && pulumi up)"
+            f"use an image that fits the driver: {tag} (pulumi config set smokeImage {tag} && pulumi up)"
         )
     elif host_max:
-        fixes.append(
-            f"use an image built for CUDA <= {host_max} (check the baseline card's max CUDA)"
-        )
+        fixes.append(f"use an image built for CUDA <= {host_max} (check the baseline card's max CUDA)")
     else:
         fixes.append(
             "read the driver's max CUDA (nvidia-smi header 'CUDA Version', baseline card) and "
@@ -438,12 +435,9 @@ def _validator_fix(ns: str, pod: str, container: str) -> str:
             f"waits for the toolkit: kubectl -n {ns} logs -l app=nvidia-container-toolkit-daemonset"
             " --all-containers --tail=50"
         ),
-        "cuda-validation": (
-            f"check the CUDA workload pod: kubectl -n {ns} get pods | grep cuda-validator"
-        ),
+        "cuda-validation": (f"check the CUDA workload pod: kubectl -n {ns} get pods | grep cuda-validator"),
         "plugin-validation": (
-            f"check the device plugin: kubectl -n {ns} logs -l app=nvidia-device-plugin-daemonset "
-            "--tail=50"
+            f"check the device plugin: kubectl -n {ns} logs -l app=nvidia-device-plugin-daemonset --tail=50"
         ),
     }
     hint = hints.get(container)
@@ -538,8 +532,7 @@ def _crash_diagnosis(
                 object=_pod_obj(pod, cname),
                 reason=f"device plugin keeps restarting ({summary})",
                 detail=_one_line(evidence),
-                fix=f"{prev_logs}; check the node sees the GPU: "
-                f"minikube -p {ctx.profile} ssh -- nvidia-smi",
+                fix=f"{prev_logs}; check the node sees the GPU: minikube -p {ctx.profile} ssh -- nvidia-smi",
                 variant="other",
             ),
             rank,
@@ -556,8 +549,7 @@ def _crash_diagnosis(
                 detail=_one_line(evidence),
                 fix=f"{prev_logs}; "
                 + (
-                    "drop the DCGM_FI_PROF_* (profiling) metrics from the exporter's metrics "
-                    "CSV, or "
+                    "drop the DCGM_FI_PROF_* (profiling) metrics from the exporter's metrics CSV, or "
                     if prof
                     else ""
                 )
@@ -602,9 +594,7 @@ def _node_fix(ctx: _Ctx) -> str:
     )
 
 
-def _pod_diagnoses(
-    ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]
-) -> list[tuple[Diagnosis, int]]:
+def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) -> list[tuple[Diagnosis, int]]:
     """Diagnoses for one pod as ``(Diagnosis, rank)`` pairs."""
     phase = _get(pod, "status", "phase")
     if phase == "Succeeded" or _get(pod, "metadata", "deletionTimestamp"):
@@ -666,9 +656,7 @@ def _pod_diagnoses(
         if term is not None and term.get("exitCode") == 0:
             continue
         waiting_reason = _get(cs, "state", "waiting", "reason")
-        cuda_hit = _cuda_diagnosis(
-            ctx, pod, str(cs.get("name")), [*_status_texts(cs), *event_texts], rank
-        )
+        cuda_hit = _cuda_diagnosis(ctx, pod, str(cs.get("name")), [*_status_texts(cs), *event_texts], rank)
         if cuda_hit is not None:
             out.append(cuda_hit)
         elif waiting_reason in _CRASH_REASONS or (term is not None and term.get("exitCode")):
@@ -696,11 +684,7 @@ def _pod_diagnoses(
             out.append(_crash_diagnosis(ctx, pod, role, cs, "Terminated", events))
         elif wreason in _CREATING_REASONS:
             out.append(_creating_diagnosis(ctx, pod, role, cname, events, rank))
-        elif (
-            _get(cs, "state", "running") is not None
-            and cs.get("ready") is False
-            and role != "workload"
-        ):
+        elif _get(cs, "state", "running") is not None and cs.get("ready") is False and role != "workload":
             line = _last_line(ctx.log(pod, cname)) or "(no log line given)"
             out.append(
                 (
@@ -709,8 +693,7 @@ def _pod_diagnoses(
                         object=_pod_obj(pod, cname),
                         reason="Running but not Ready (its readiness probe fails)",
                         detail=f"last log line: {line}",
-                        fix=f"kubectl -n {ns} describe pod {name}; "
-                        f"kubectl -n {ns} logs {name} -c {cname}",
+                        fix=f"kubectl -n {ns} describe pod {name}; kubectl -n {ns} logs {name} -c {cname}",
                         blocking=not non_blocking,
                     ),
                     rank + (_NON_BLOCKING_RANK if non_blocking else 0),
@@ -826,11 +809,7 @@ def _creating_diagnosis(
             row=row,
             object=_pod_obj(pod, container),
             reason="stuck in ContainerCreating"
-            + (
-                " with the toolkit ready: the runtime configuration conflicts"
-                if toolkit is not None
-                else ""
-            ),
+            + (" with the toolkit ready: the runtime configuration conflicts" if toolkit is not None else ""),
             detail=evidence,
             fix=f"kubectl -n {ns} describe pod {name} (Events); check the node's runtime: "
             f"minikube -p {ctx.profile} ssh -- docker info | grep -i runtime; "
@@ -875,9 +854,7 @@ def _allocatable_diagnoses(
         desired, ready = _ds_ready(plugin)
         plugin_ns = _ns(plugin)
         plugin_state = f"DaemonSet {plugin_ns}/{_name(plugin)} ready {ready}/{desired}"
-    pending_note = "".join(
-        f"; pod {_ns(p)}/{_name(p)} Pending: {_one_line(m, 200)}" for p, m in gpu_pending
-    )
+    pending_note = "".join(f"; pod {_ns(p)}/{_name(p)} Pending: {_one_line(m, 200)}" for p, m in gpu_pending)
     check_node = f"minikube -p {ctx.profile} ssh -- nvidia-smi"
     plugin_logs = f"kubectl -n {plugin_ns} logs -l app=nvidia-device-plugin-daemonset --tail=50"
     total_alloc = sum(alloc.values())
@@ -888,8 +865,7 @@ def _allocatable_diagnoses(
                 Diagnosis(
                     row="allocatable-zero",
                     object=obj,
-                    reason=f"device plugin not registered: no node has {GPU_RESOURCE} in "
-                    "status.allocatable",
+                    reason=f"device plugin not registered: no node has {GPU_RESOURCE} in status.allocatable",
                     detail=(plugin_state or "no device-plugin DaemonSet given") + pending_note,
                     fix=f"check the node sees the GPU: {check_node}; then the device plugin's "
                     f"log: {plugin_logs}",
@@ -961,8 +937,7 @@ def _allocatable_diagnoses(
                 variant = "request-too-large"
             elif others:
                 reason = (
-                    f"asks for {want} {GPU_RESOURCE} but {held} of {total_alloc} allocatable "
-                    f"are held: {who}"
+                    f"asks for {want} {GPU_RESOURCE} but {held} of {total_alloc} allocatable are held: {who}"
                 )
                 first = others[0][0].split("/", 1)
                 fix = (
@@ -1036,8 +1011,7 @@ def _daemonset_diagnoses(ctx: _Ctx, found: Sequence[Diagnosis]) -> list[tuple[Di
                         row="daemonset-no-nodes",
                         object=obj,
                         reason=f"desiredNumberScheduled is 0: {reason}",
-                        detail="; ".join(missing)
-                        or (str(affinity) if affinity else "no nodes given"),
+                        detail="; ".join(missing) or (str(affinity) if affinity else "no nodes given"),
                         fix="kubectl get nodes --show-labels; GPU labels come from NFD and the "
                         f"operator: kubectl -n {ns} get pods -l "
                         "app.kubernetes.io/name=node-feature-discovery"
@@ -1195,9 +1169,7 @@ def render(diags: Sequence[Diagnosis]) -> str:
 
 # --- Helm ----------------------------------------------------------------------------------
 
-_EXISTS_RE: Final = re.compile(
-    r'(?P<kind>[A-Za-z]+) "(?P<name>[^"]+)" in namespace "(?P<ns>[^"]*)" exists'
-)
+_EXISTS_RE: Final = re.compile(r'(?P<kind>[A-Za-z]+) "(?P<name>[^"]+)" in namespace "(?P<ns>[^"]*)" exists')
 _KUBEVERSION_RE: Final = re.compile(
     r"chart requires kubeVersion: (?P<want>\S+) which is incompatible with Kubernetes "
     r"(?P<have>\S+)"
@@ -1239,8 +1211,7 @@ def diagnose_helm_error(
             object=obj,
             reason="a release of that name exists from an earlier, failed install",
             detail=first_line,
-            fix=f"helm -n {namespace} status {release}; helm uninstall {release} -n "
-            f"{namespace}; {again}",
+            fix=f"helm -n {namespace} status {release}; helm uninstall {release} -n {namespace}; {again}",
         )
     if "another operation (install/upgrade/rollback) is in progress" in text:
         return Diagnosis(
@@ -1271,8 +1242,7 @@ def diagnose_helm_error(
         return Diagnosis(
             row="helm-kube-version",
             object=obj,
-            reason=f"the chart requires Kubernetes {m.group('want')}, the cluster reports "
-            f"{m.group('have')}",
+            reason=f"the chart requires Kubernetes {m.group('want')}, the cluster reports {m.group('have')}",
             detail=first_line,
             fix="pick a chart version that supports this Kubernetes (pulumi config set "
             "chartVersion ...) or a Kubernetes the chart supports (pulumi config set "
@@ -1288,9 +1258,7 @@ def diagnose_helm_error(
             "pulumi refresh && pulumi up if the cluster was deleted outside Pulumi",
         )
     if re.search(r"context deadline exceeded|timed out waiting for the condition", text):
-        return _helm_timeout(
-            text, namespace, release, pods, events, daemonsets, nodes, logs, host_max_cuda
-        )
+        return _helm_timeout(text, namespace, release, pods, events, daemonsets, nodes, logs, host_max_cuda)
     if re.search(
         r"failed to (?:fetch|download)|no such host|could not find protocol|"
         r"repo .* not found|chart .* not found|x509:",

@@ -28,7 +28,7 @@ def host_memory_mib(meminfo: str) -> int:
     return 0
 
 
-def minikube_host_findings(cfg: "LabConfig", run: Runner = run_command) -> list[preflight.Finding]:
+def minikube_host_findings(cfg: LabConfig, run: Runner = run_command) -> list[preflight.Finding]:
     """Every host check for the minikube lab (passing ones included), in order."""
     findings: list[preflight.Finding] = []
     rc, out, err = run(["docker", "info", "--format", "{{json .}}"])
@@ -38,16 +38,12 @@ def minikube_host_findings(cfg: "LabConfig", run: Runner = run_command) -> list[
     findings.append(preflight.check_docker_info(rc, out, daemon, context=context, stderr=err))
     meminfo = Path("/proc/meminfo").read_text() if Path("/proc/meminfo").exists() else ""
     findings.append(
-        preflight.check_resources(
-            os.cpu_count() or 0, host_memory_mib(meminfo), cfg.cpus, cfg.memory_mib
-        )
+        preflight.check_resources(os.cpu_count() or 0, host_memory_mib(meminfo), cfg.cpus, cfg.memory_mib)
     )
     mrc, mout, merr = run(["minikube", "version", "--short"])
     if mrc is not None:
         findings.append(preflight.check_minikube_version(mout or merr))
     if cfg.docker_selftest:
-        src, sout, serr = run(
-            ["docker", "run", "--rm", "--gpus", "all", cfg.smoke_image, "nvidia-smi"]
-        )
+        src, sout, serr = run(["docker", "run", "--rm", "--gpus", "all", cfg.smoke_image, "nvidia-smi"])
         findings.append(preflight.check_docker_gpu_selftest(src, sout, serr, cfg.smoke_image))
     return findings

@@ -203,7 +203,8 @@ def gate(
                 if exc.status == 404:
                     return None
                 raise
-            st = (cp.get("status") or {}).get("state")
+            doc: dict[str, Any] = cp if isinstance(cp, dict) else {}
+            st = (doc.get("status") or {}).get("state")
             return st if st == "ready" else None
 
         state = w.until("ClusterPolicy cluster-policy to report state=ready", cp_ready, diag)
@@ -215,26 +216,32 @@ def gate(
             if exc.status == 404:
                 return None
             raise
-        st = ds.status
-        if st.desired_number_scheduled and st.number_ready == st.desired_number_scheduled:
-            return sanitize(ds, api)  # type: ignore[no-any-return]
-        return None
+        doc: dict[str, Any] = sanitize(ds, api)
+        st = doc.get("status") or {}
+        desired = st.get("desiredNumberScheduled") or 0
+        return doc if desired and st.get("numberReady") == desired else None
 
     ds = w.until(f"DaemonSet {device_plugin_namespace}/{device_plugin_ds} to be ready", ds_ready, diag)
 
     selector = ",".join(f"{k}={v}" for k, v in (ds["spec"]["selector"].get("matchLabels") or {}).items())
-    pods = core.list_namespaced_pod(device_plugin_namespace, label_selector=selector).items
-    plugin_pods = [
-        {
-            "name": p.metadata.name,
-            "phase": p.status.phase,
-            "ready": all(cs.ready for cs in (p.status.container_statuses or [])),
-            "restarts": sum(cs.restart_count for cs in (p.status.container_statuses or [])),
-            "simulated": (p.metadata.annotations or {}).get("gpulab.dev/simulated") == "true"
-            or ((ds["metadata"].get("annotations") or {}).get("gpulab.dev/simulated") == "true"),
-        }
-        for p in pods
+    pods = [
+        sanitize(p, api)
+        for p in core.list_namespaced_pod(device_plugin_namespace, label_selector=selector).items
     ]
+    ds_simulated = (ds["metadata"].get("annotations") or {}).get("gpulab.dev/simulated") == "true"
+    plugin_pods = []
+    for p in pods:
+        statuses = (p.get("status") or {}).get("containerStatuses") or []
+        plugin_pods.append(
+            {
+                "name": p["metadata"]["name"],
+                "phase": (p.get("status") or {}).get("phase"),
+                "ready": bool(statuses) and all(cs.get("ready") for cs in statuses),
+                "restarts": sum(int(cs.get("restartCount") or 0) for cs in statuses),
+                "simulated": ds_simulated
+                or (p["metadata"].get("annotations") or {}).get("gpulab.dev/simulated") == "true",
+            }
+        )
 
     def allocatable_seen() -> tuple[int | None, int | None] | None:
         nodes = [sanitize(n, api) for n in core.list_node().items]
@@ -275,32 +282,34 @@ def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | Non
         return _diagnose(api, ctx or Context())
 
     def done() -> str | None:
-        p = core.read_namespaced_pod(pod, namespace)
-        phase = p.status.phase
+        phase = (sanitize(core.read_namespaced_pod(pod, namespace), api).get("status") or {}).get("phase")
         if phase == "Failed":
             raise GateError(f"smoke Pod {namespace}/{pod} failed:\n{diag()}")
         return phase if phase == "Succeeded" else None
 
     phase = Waiter(timeout).until(f"Pod {namespace}/{pod} to reach phase Succeeded", done, diag)
-    p = core.read_namespaced_pod(pod, namespace)
+    p = sanitize(core.read_namespaced_pod(pod, namespace), api)
     log = core.read_namespaced_pod_log(pod, namespace)
     try:
         header = nvsmi.parse_header(log)
     except nvsmi.NvidiaSmiParseError as exc:
         raise GateError(f"smoke Pod {namespace}/{pod} log: {exc}") from exc
-    events = core.list_namespaced_event(
-        namespace, field_selector=f"involvedObject.name={pod},involvedObject.kind=Pod"
-    ).items
+    events = [
+        sanitize(e, api)
+        for e in core.list_namespaced_event(
+            namespace, field_selector=f"involvedObject.name={pod},involvedObject.kind=Pod"
+        ).items
+    ]
     reasons: list[str] = []
-    for e in sorted(events, key=lambda e: str(e.last_timestamp or e.event_time or "")):
-        if e.reason not in reasons:
-            reasons.append(e.reason)
+    for e in sorted(events, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or "")):
+        if e.get("reason") and e["reason"] not in reasons:
+            reasons.append(e["reason"])
     return {
         "smokePhase": phase,
         "smokeDriverVersion": header.driver_version,
         "smokeCudaVersion": header.cuda_version,
         "smokeEvents": reasons,
-        "smokeNode": p.spec.node_name,
+        "smokeNode": (p.get("spec") or {}).get("nodeName"),
         "smokeLogSimulated": "gpu-lab simulated" in log.splitlines()[0] if log else False,
     }
 

@@ -21,8 +21,8 @@ import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 ADDON = "nvidia-device-plugin"
 

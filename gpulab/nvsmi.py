@@ -68,9 +68,7 @@ _FIELD_RE: Final = re.compile(
 _DRIVER_VERSION_RE: Final = re.compile(r"^\d+(?:\.\d+)+$")
 _CUDA_VERSION_RE: Final = re.compile(r"^\d+\.\d+$")
 
-_LIST_GPU_RE: Final = re.compile(
-    r"^GPU (?P<index>\d+): (?P<name>.+?)(?: \(UUID: (?P<uuid>[^)]+)\))?$"
-)
+_LIST_GPU_RE: Final = re.compile(r"^GPU (?P<index>\d+): (?P<name>.+?)(?: \(UUID: (?P<uuid>[^)]+)\))?$")
 _LIST_MIG_RE: Final = re.compile(
     r"^\s+MIG (?P<profile>\S+)\s+Device\s+(?P<index>\d+): \(UUID: (?P<uuid>[^)]+)\)$"
 )
@@ -267,12 +265,10 @@ def parse_header(text: str) -> SmiHeader:
         return SmiHeader(driver_version=driver, cuda_version=cuda)
     if header_started:
         raise NvidiaSmiParseError(
-            f"nvidia-smi header has a CUDA version but no driver version; first line: "
-            f"{first_line!r}"
+            f"nvidia-smi header has a CUDA version but no driver version; first line: {first_line!r}"
         )
     raise NvidiaSmiParseError(
-        f"no nvidia-smi header (Driver Version / KMD Version) found; first non-empty line: "
-        f"{first_line!r}"
+        f"no nvidia-smi header (Driver Version / KMD Version) found; first non-empty line: {first_line!r}"
     )
 
 
@@ -355,8 +351,7 @@ def parse_query_csv(text: str) -> list[GpuInfo]:
         cells = _split_row(row)
         if len(cells) != len(columns):
             raise NvidiaSmiParseError(
-                f"expected {len(columns)} columns ({', '.join(columns)}), got {len(cells)} in "
-                f"row: {row!r}"
+                f"expected {len(columns)} columns ({', '.join(columns)}), got {len(cells)} in row: {row!r}"
             )
         values = {col: _cell(cell) for col, cell in zip(columns, cells, strict=True)}
         index = values.get("index")

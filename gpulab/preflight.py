@@ -54,9 +54,7 @@ MIN_MINIKUBE: Final[tuple[int, int, int]] = (1, 32, 0)
 MIN_CPUS: Final = 4
 MIN_MEMORY_MIB: Final = 8192
 
-_CTK_CONFIGURE: Final = (
-    "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"
-)
+_CTK_CONFIGURE: Final = "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"
 _CTK_FIX: Final = "install nvidia-container-toolkit, then " + _CTK_CONFIGURE
 _START_DOCKER_FIX: Final = "start the Docker daemon: sudo systemctl start docker"
 _DOCKER_GROUP_FIX: Final = (
@@ -121,8 +119,7 @@ def _nvidia_smi_error(check: str, returncode: int, output: str) -> Finding:
     if "couldn't communicate with the nvidia driver" in lowered:
         return _fail(
             check,
-            f"nvidia-smi exited {returncode}: the NVIDIA kernel driver is not loaded "
-            f"({_quote(output)})",
+            f"nvidia-smi exited {returncode}: the NVIDIA kernel driver is not loaded ({_quote(output)})",
             "load the driver (sudo modprobe nvidia) or reboot into the kernel the driver was "
             "built for; check dmesg | grep -i nvrm",
         )
@@ -190,10 +187,7 @@ def _docker_unreachable(check: str, text: str, context: str | None) -> Finding |
             f"no permission to talk to the Docker daemon{where}: {_quote(text)}",
             _DOCKER_GROUP_FIX,
         )
-    if (
-        "cannot connect to the docker daemon" in lowered
-        or "is the docker daemon running" in lowered
-    ):
+    if "cannot connect to the docker daemon" in lowered or "is the docker daemon running" in lowered:
         return _fail(
             check,
             f"the Docker daemon is not reachable{where}: {_quote(text)}",
@@ -351,8 +345,7 @@ def check_resources(cpus: int, memory_mib: int, want_cpus: int, want_memory_mib:
     return Finding(
         CHECK_HOST_RESOURCES,
         True,
-        f"host has {cpus} CPUs / {memory_mib} MiB for minikube's {want_cpus} CPUs / "
-        f"{want_memory_mib} MiB",
+        f"host has {cpus} CPUs / {memory_mib} MiB for minikube's {want_cpus} CPUs / {want_memory_mib} MiB",
     )
 
 
@@ -452,8 +445,7 @@ def check_docker_gpu_selftest(
             check,
             f"nvidia-smi is not in the container: the NVIDIA container toolkit did not mount "
             f"the driver utilities ({_quote(stderr or stdout)})",
-            "keep NVIDIA_DRIVER_CAPABILITIES including utility (nvidia/cuda images set it), "
-            "then " + _CTK_FIX,
+            "keep NVIDIA_DRIVER_CAPABILITIES including utility (nvidia/cuda images set it), then " + _CTK_FIX,
         )
     if "nvidia-smi" in output.lower() or "nvml" in output.lower():
         return _nvidia_smi_error(check, returncode, output)
@@ -478,8 +470,7 @@ def _cuda_too_new(image: str, needed: str, max_cuda: str | None) -> Finding:
             fixes.append(f"use {tag}")
     if not fixes:
         fixes.append(
-            "use an image whose CUDA X.Y is at most the CUDA Version in the host's nvidia-smi "
-            "header"
+            "use an image whose CUDA X.Y is at most the CUDA Version in the host's nvidia-smi header"
         )
     try:
         fixes.append(f"or upgrade the driver to >= {cuda.min_driver_for(needed)}")

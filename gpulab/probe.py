@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from gpulab import nvsmi
 from gpulab.preflight import Finding, PreflightError, check_nvidia_smi
@@ -68,7 +68,7 @@ class HostFacts:
     def models(self) -> list[str]:
         return sorted({g.name for g in self.gpus})
 
-    def gpus_json(self) -> list[dict[str, object]]:
+    def gpus_json(self) -> list[dict[str, int | str | None]]:
         return [g.to_json() for g in self.gpus]
 
 
@@ -126,6 +126,4 @@ def probe_capture(name: str, captures_dir: Path = CAPTURES_DIR) -> HostFacts:
     if not csv_path.is_file() or not table_path.is_file():
         known = sorted(p.name for p in captures_dir.iterdir()) if captures_dir.is_dir() else []
         raise FileNotFoundError(f"capture {name!r} not found in {captures_dir} (known: {known})")
-    return facts_from_outputs(
-        csv_path.read_text(), table_path.read_text(), f"capture:{name}", simulated=True
-    )
+    return facts_from_outputs(csv_path.read_text(), table_path.read_text(), f"capture:{name}", simulated=True)

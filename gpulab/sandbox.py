@@ -38,7 +38,9 @@ def missing_toolchain(env: dict[str, str]) -> str | None:
         for line in (ROOT / "toolchain" / "versions.env").read_text().splitlines()
         if "=" in line and not line.startswith("#")
     )
-    plugin = Path(env["PULUMI_HOME"]) / "plugins" / f"resource-kubernetes-v{versions['PULUMI_KUBERNETES_VERSION']}"
+    plugin = (
+        Path(env["PULUMI_HOME"]) / "plugins" / f"resource-kubernetes-v{versions['PULUMI_KUBERNETES_VERSION']}"
+    )
     if not plugin.is_dir():
         return f"{plugin} missing: run `make toolchain`"
     return None
@@ -51,7 +53,9 @@ class Project:
     dir: Path
     env: dict[str, str]
 
-    def pulumi(self, *args: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    def pulumi(
+        self, *args: str, check: bool = True, timeout: float = 900
+    ) -> subprocess.CompletedProcess[str]:
         """Run the CLI in the copy; raise AssertionError with its output when it fails and ``check``."""
         p = subprocess.run(
             ["pulumi", *args, "--non-interactive"],

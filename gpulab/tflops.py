@@ -533,9 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--size", type=_positive, default=8192, help="matrix size N (default 8192)")
     ap.add_argument("--iters", type=_positive, default=20, help="products per timed run")
     ap.add_argument("--warmup", type=int, default=5, help="untimed products first, at least")
-    ap.add_argument(
-        "--warmup-seconds", type=float, default=1.0, help="untimed warm-up time, at least"
-    )
+    ap.add_argument("--warmup-seconds", type=float, default=1.0, help="untimed warm-up time, at least")
     ap.add_argument("--repeats", type=_positive, default=3, help="timed runs (median reported)")
     ap.add_argument("--dtypes", default=",".join(DEFAULT_DTYPES), help=f"from {','.join(DTYPES)}")
     ap.add_argument("--backend", default="auto", choices=("auto", *_BACKENDS))

@@ -69,7 +69,7 @@ def _listening(port: int) -> bool:
 def test_simulated_lab_up_noop_contention_destroy(project: Project) -> None:
     chart = _chart()
     project.init("sim", chartPath=chart, profile="e2e-one")
-    up_s, up = project.timed("up", "--yes", "--skip-preview", "--stack", "sim")
+    up_s, _ = project.timed("up", "--yes", "--skip-preview", "--stack", "sim")
     o = project.outputs("sim")
     assert o[out.SIMULATED] is True
     assert o[out.ALLOCATABLE_GPUS] == 1 and o[out.CAPACITY_GPUS] == 1

@@ -15,7 +15,7 @@ from gpulab.sandbox import Project
 pytestmark = pytest.mark.engine
 
 FAKEBIN = Path(__file__).resolve().parent / "fakebin"
-PROGRAM = '''
+PROGRAM = """
 import pulumi
 from components.minikube import MinikubeArgs, MinikubeCluster
 
@@ -24,7 +24,7 @@ cluster = MinikubeCluster("minikube", MinikubeArgs(
     profile="lab", cpus=cfg.require_int("cpus"), memory_mib=8192,
     kubernetes_version="v1.34.0", addon_device_plugin=False))
 pulumi.export("kubernetesVersion", cluster.kubernetes_version)
-'''
+"""
 
 
 def _calls(log: Path) -> list[str]:

@@ -112,7 +112,7 @@ class _Monitor(pmocks.MockMonitor):
         super().__init__(mocks)
         self.run = run
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC name)
+    def RegisterResource(self, request: Any) -> Any:
         resp = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
             self.run.registrations.append(
@@ -131,12 +131,13 @@ class _Monitor(pmocks.MockMonitor):
         return resp
 
 
-
 def run_program(config: dict[str, Any], preview: bool = False) -> Run:
     """Run ``__main__.py`` with ``config`` (keys without the ``gpu-lab:`` prefix)."""
     run = Run()
     mocks = _Mocks(preview)
-    pulumi.runtime.set_mocks(mocks, project="gpu-lab", stack="test", preview=preview, monitor=_Monitor(mocks, run))
+    pulumi.runtime.set_mocks(
+        mocks, project="gpu-lab", stack="test", preview=preview, monitor=_Monitor(mocks, run)
+    )
     pulumi.runtime.set_all_config({f"gpu-lab:{k}": str(v) for k, v in config.items()}, [])
 
     def export(name: str, value: Any) -> None:

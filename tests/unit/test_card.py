@@ -36,9 +36,7 @@ users:
     client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURJVENDQWdt
     client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJ
 """
-PEM = (
-    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu3awllsgEwZY\n-----END RSA PRIVATE KEY-----\n"
-)
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu3awllsgEwZY\n-----END RSA PRIVATE KEY-----\n"
 SECRET_MARKERS = (
     "client-key-data",
     "LS0tLS1CRUdJTi",

@@ -46,7 +46,7 @@ def test_chart_path_env_override_and_its_check(tmp_path: Path) -> None:
     (tmp_path / "Chart.yaml").write_text("name: gpu-operator\n")
     cfg = parse_config({}, env={CHART_PATH_ENV: str(tmp_path)})
     assert cfg.operator.chart_path == str(tmp_path)
-    with pytest.raises(ConfigError, match="has no Chart.yaml"):
+    with pytest.raises(ConfigError, match=r"has no Chart\.yaml"):
         parse_config({}, env={CHART_PATH_ENV: str(tmp_path / "nope")})
 
 

@@ -481,9 +481,7 @@ def test_smoke_container_creating_with_toolkit_ready_points_at_the_runtime() -> 
         gpus=1,
         statuses=[waiting("cuda", "ContainerCreating")],
     )
-    diags = diagnose.diagnose_cluster(
-        pods=[*pods, smoke], events=[], daemonsets=dsets, nodes=[node()]
-    )
+    diags = diagnose.diagnose_cluster(pods=[*pods, smoke], events=[], daemonsets=dsets, nodes=[node()])
     assert rows(diags) == ["smoke-container-creating"]
     assert diags[0].variant == "runtime"
 
@@ -522,9 +520,7 @@ def cuda_smoke(status: dict[str, Any]) -> dict[str, Any]:
             "name": "cuda",
             "ready": False,
             "restartCount": 0,
-            "state": {
-                "terminated": {"exitCode": 128, "reason": "StartError", "message": CUDA_START_ERROR}
-            },
+            "state": {"terminated": {"exitCode": 128, "reason": "StartError", "message": CUDA_START_ERROR}},
         },
         {
             "name": "cuda",
@@ -580,9 +576,7 @@ def test_cuda_condition_found_in_an_event_and_max_taken_from_it() -> None:
         "unsatisfied condition: cuda>=12.8 (driver supports CUDA 12.2)",
         ns="default",
     )
-    diags = diagnose.diagnose_cluster(
-        pods=[*pods, smoke], events=[ev], daemonsets=dsets, nodes=[node()]
-    )
+    diags = diagnose.diagnose_cluster(pods=[*pods, smoke], events=[ev], daemonsets=dsets, nodes=[node()])
     d = diags[0]
     assert d.row == "cuda-image-newer-than-driver"
     assert "supports CUDA <= 12.2" in d.reason
@@ -595,9 +589,7 @@ def test_cuda_without_known_max_still_says_what_to_do() -> None:
         "name": "cuda",
         "ready": False,
         "restartCount": 0,
-        "state": {
-            "terminated": {"exitCode": 128, "reason": "StartError", "message": CUDA_START_ERROR}
-        },
+        "state": {"terminated": {"exitCode": 128, "reason": "StartError", "message": CUDA_START_ERROR}},
     }
     diags = diagnose.diagnose_cluster(
         pods=[*pods, cuda_smoke(status)], events=[], daemonsets=dsets, nodes=[node()]
@@ -652,10 +644,7 @@ def test_device_plugin_crashloop_without_nvml_means_runtime_does_not_inject() ->
     )
     assert "does not inject the driver" in d.reason
     assert "6 restart(s)" in d.reason
-    assert (
-        "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"
-        in d.fix
-    )
+    assert "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker" in d.fix
     assert "could not load NVML library" in d.detail
 
 
@@ -670,9 +659,7 @@ def test_device_plugin_crashloop_for_another_reason_quotes_the_log() -> None:
             "E1129 10:04:01 main.go:132] error parsing config file: unmarshal error\n"
         )
     }
-    diags = diagnose.diagnose_cluster(
-        pods=[plugin], events=[], daemonsets=[], nodes=[node()], logs=logs
-    )
+    diags = diagnose.diagnose_cluster(pods=[plugin], events=[], daemonsets=[], nodes=[node()], logs=logs)
     assert diags[0].row == "device-plugin-crashloop"
     assert diags[0].variant == "other"
     assert "error parsing config file" in diags[0].detail
@@ -756,14 +743,10 @@ def test_validator_stuck_in_driver_validation_names_pod_container_and_last_line(
     d = diags[0]
     assert d.row == "validator-stuck"
     assert d.variant == "driver-validation"
-    assert (
-        d.object == "pod gpu-operator/nvidia-operator-validator-5hq8d/container driver-validation"
-    )
+    assert d.object == "pod gpu-operator/nvidia-operator-validator-5hq8d/container driver-validation"
     assert "running since" in d.reason
     assert d.detail == "last log line: command failed, retrying after 5 seconds"
-    assert (
-        "kubectl -n gpu-operator logs nvidia-operator-validator-5hq8d -c driver-validation" in d.fix
-    )
+    assert "kubectl -n gpu-operator logs nvidia-operator-validator-5hq8d -c driver-validation" in d.fix
     # Only the first unfinished init container is reported.
     assert sum(1 for x in diags if x.row == "validator-stuck") == 1
 
@@ -827,9 +810,7 @@ def test_image_pull_failure() -> None:
         ],
     )
     pods, dsets = healthy_operator()
-    diags = diagnose.diagnose_cluster(
-        pods=[*pods, smoke], events=[], daemonsets=dsets, nodes=[node()]
-    )
+    diags = diagnose.diagnose_cluster(pods=[*pods, smoke], events=[], daemonsets=dsets, nodes=[node()])
     assert rows(diags) == ["image-pull-failed"]
     assert "minikube image load nvidia/cuda:12.4.1-base-ubuntu22.04" in diags[0].fix
 
@@ -845,9 +826,7 @@ def test_admission_refusal_of_the_gpu_is_a_failed_pod() -> None:
         "nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
     )
     pods, dsets = healthy_operator()
-    diags = diagnose.diagnose_cluster(
-        pods=[*pods, smoke], events=[], daemonsets=dsets, nodes=[node()]
-    )
+    diags = diagnose.diagnose_cluster(pods=[*pods, smoke], events=[], daemonsets=dsets, nodes=[node()])
     assert rows(diags) == ["pod-failed"]
     assert "refused the GPU at admission" in diags[0].fix
 
@@ -880,9 +859,7 @@ def test_render_numbers_blocks_with_all_fields() -> None:
 
 
 def test_helm_name_in_use_gives_the_exact_uninstall() -> None:
-    d = diagnose.diagnose_helm_error(
-        "Error: INSTALLATION FAILED: cannot re-use a name that is still in use"
-    )
+    d = diagnose.diagnose_helm_error("Error: INSTALLATION FAILED: cannot re-use a name that is still in use")
     assert d is not None
     assert d.row == "helm-name-in-use"
     assert "helm uninstall gpu-operator -n gpu-operator" in d.fix

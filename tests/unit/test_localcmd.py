@@ -59,7 +59,9 @@ def test_create_captures_stdout_and_passes_environment() -> None:
 
 def test_failure_names_command_code_and_stderr_tail() -> None:
     with pytest.raises(CommandError) as err:
-        run_argv([sys.executable, "-c", "import sys; sys.stderr.write('boom\\n'); sys.exit(3)"], None, None, 30)
+        run_argv(
+            [sys.executable, "-c", "import sys; sys.stderr.write('boom\\n'); sys.exit(3)"], None, None, 30
+        )
     assert "exited 3" in str(err.value) and "boom" in str(err.value)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,7 @@ def test_header_unknown_labels_raise_quoting_the_line() -> None:
 
 
 def test_header_known_and_unknown_label_on_one_line_raises() -> None:
-    with pytest.raises(NvidiaSmiParseError, match="Driver Version: 612.10   GSP Version: 2"):
+    with pytest.raises(NvidiaSmiParseError, match=re.escape("Driver Version: 612.10   GSP Version: 2")):
         nvsmi.parse_header("| NVIDIA-SMI 612.10   Driver Version: 612.10   GSP Version: 2 |")
 
 
@@ -90,7 +91,7 @@ def test_header_unknown_second_box_line_raises() -> None:
         "| Runtime Version: 14.0                    |\n"
         "+------------------------------------------+\n"
     )
-    with pytest.raises(NvidiaSmiParseError, match="Runtime Version: 14.0"):
+    with pytest.raises(NvidiaSmiParseError, match=re.escape("Runtime Version: 14.0")):
         nvsmi.parse_header(text)
 
 
@@ -228,8 +229,7 @@ def test_query_csv_header_columns_in_any_order() -> None:
 
 def test_query_csv_noheader_without_trailing_newline() -> None:
     (gpu,) = nvsmi.parse_query_csv(
-        "0, NVIDIA H200, GPU-00000000-0000-4000-8000-000000000000, 580.159.04, 143771, "
-        "00000000:00:06.0"
+        "0, NVIDIA H200, GPU-00000000-0000-4000-8000-000000000000, 580.159.04, 143771, 00000000:00:06.0"
     )
     assert gpu == GpuInfo(
         0,
@@ -242,7 +242,7 @@ def test_query_csv_noheader_without_trailing_newline() -> None:
 
 
 def test_query_csv_wrong_column_count_quotes_row() -> None:
-    with pytest.raises(NvidiaSmiParseError, match="got 3 in row: '0, NVIDIA H200, 580.159.04'"):
+    with pytest.raises(NvidiaSmiParseError, match=re.escape("got 3 in row: '0, NVIDIA H200, 580.159.04'")):
         nvsmi.parse_query_csv("0, NVIDIA H200, 580.159.04\n")
 
 
@@ -254,7 +254,7 @@ def test_query_csv_non_integer_index_quotes_row() -> None:
 
 
 def test_query_csv_memory_not_a_number_raises() -> None:
-    with pytest.raises(NvidiaSmiParseError, match="memory.total"):
+    with pytest.raises(NvidiaSmiParseError, match=re.escape("memory.total")):
         nvsmi.parse_query_csv("0, NVIDIA H200, GPU-0, 580.159.04, lots, 00000000:00:06.0")
 
 
@@ -303,9 +303,7 @@ GPU 1: NVIDIA H200 (UUID: GPU-00000001-0000-4000-8000-000000000001)
 @pytest.mark.parametrize(("host", "count"), HOSTS)
 def test_list_real_fixture(host: str, count: int) -> None:
     gpus = nvsmi.parse_list(read(host, "nvidia-smi-L.txt"))
-    assert gpus == [
-        (i, "NVIDIA H200", f"GPU-0000000{i}-0000-4000-8000-00000000000{i}") for i in range(count)
-    ]
+    assert gpus == [(i, "NVIDIA H200", f"GPU-0000000{i}-0000-4000-8000-00000000000{i}") for i in range(count)]
     assert nvsmi.parse_list_mig(read(host, "nvidia-smi-L.txt")) == []
 
 
@@ -368,8 +366,7 @@ def test_table_real_fixture(host: str, count: int) -> None:
 
     assert header == SmiHeader("580.159.04", "13.0")
     assert [
-        (g.index, g.name, g.pci_bus_id, g.memory_total_mib, g.driver_version, g.mig_mode)
-        for g in gpus
+        (g.index, g.name, g.pci_bus_id, g.memory_total_mib, g.driver_version, g.mig_mode) for g in gpus
     ] == [(i, "NVIDIA H200", BUS_IDS[i], 143771, "580.159.04", "Disabled") for i in range(count)]
 
 

@@ -161,8 +161,7 @@ def test_docker_info_broken_daemon_json() -> None:
 
 
 DAEMON_DOWN = (
-    "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
-    "Is the docker daemon running?"
+    "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
 )
 
 
@@ -306,9 +305,7 @@ UNSATISFIED_CUDA = (
 
 
 def test_selftest_ok() -> None:
-    finding = preflight.check_docker_gpu_selftest(
-        0, TABLE, "", "nvidia/cuda:13.0.2-base-ubuntu24.04"
-    )
+    finding = preflight.check_docker_gpu_selftest(0, TABLE, "", "nvidia/cuda:13.0.2-base-ubuntu24.04")
     assert finding.ok
     assert finding.check == "docker-gpu-selftest"
     assert "driver 580.159.04, CUDA 13.0" in finding.message
@@ -334,12 +331,9 @@ def test_selftest_image_newer_than_driver_without_max_cuda() -> None:
 
 def test_selftest_no_gpu_support_in_docker() -> None:
     err = (
-        'docker: Error response from daemon: could not select device driver "" with '
-        "capabilities: [[gpu]].\n"
+        'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].\n'
     )
-    finding = preflight.check_docker_gpu_selftest(
-        125, "", err, "nvidia/cuda:12.4.1-base-ubuntu22.04"
-    )
+    finding = preflight.check_docker_gpu_selftest(125, "", err, "nvidia/cuda:12.4.1-base-ubuntu22.04")
     assert not finding.ok
     assert finding.fix.endswith(CTK_FIX)
 

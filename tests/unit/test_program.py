@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pulumi.runtime.rpc import _special_secret_sig as SECRET_VALUE
+from pulumi.runtime.rpc import _special_sig_key as SECRET_SIG
 
 import components.lab
 import gpulab.host_checks
@@ -13,9 +15,6 @@ from gpulab import outputs as out
 from gpulab.config import ConfigError
 from gpulab.minikube_ctl import StartSpec, start_argv
 from gpulab.preflight import Finding, PreflightError
-
-from pulumi.runtime.rpc import _special_secret_sig as SECRET_VALUE  # noqa: N812
-from pulumi.runtime.rpc import _special_sig_key as SECRET_SIG  # noqa: N812
 
 from .program_harness import DYNAMIC, KUBECONFIG, run_program
 
@@ -64,9 +63,19 @@ def test_sim_lab_registers_each_piece_in_dependency_order(chart: str) -> None:
     assert run.error is None, run.error
     names = run.names()
     for expected in [
-        "host", "sim", "sim-cluster", "k8s", "gpu-operator", "gpu-operator-namespace",
-        "gpu-operator-release", "gpu-operator-sim-device-plugin",
-        "gpu-operator-sim-clusterpolicy-status", "gpu-operator-gate", "smoke", "smoke-pod", "smoke-check",
+        "host",
+        "sim",
+        "sim-cluster",
+        "k8s",
+        "gpu-operator",
+        "gpu-operator-namespace",
+        "gpu-operator-release",
+        "gpu-operator-sim-device-plugin",
+        "gpu-operator-sim-clusterpolicy-status",
+        "gpu-operator-gate",
+        "smoke",
+        "smoke-pod",
+        "smoke-check",
     ]:
         assert expected in names, f"{expected} missing from {names}"
     gate = run.by_name("gpu-operator-gate")
@@ -87,7 +96,7 @@ def test_sim_cluster_command_scoped_and_replaced_delete_first(chart: str) -> Non
     cl = run.by_name("sim-cluster")
     assert cl.typ == DYNAMIC
     assert argv(run, "sim-cluster")[:4] == ["python3", "-m", "gpulab.simcluster", "up"]
-    assert ["--name", "lab-two"] == argv(run, "sim-cluster")[4:6]
+    assert argv(run, "sim-cluster")[4:6] == ["--name", "lab-two"]
     assert "--gpus" in argv(run, "sim-cluster") and "2" in argv(run, "sim-cluster")
     assert argv(run, "sim-cluster", "delete")[3:6] == ["down", "--name", "lab-two"]
     assert cl.delete_before_replace is True
@@ -99,17 +108,42 @@ def test_minikube_commands_name_the_profile_and_chapter_flags() -> None:
     assert run.error is None, run.error
     create = argv(run, "minikube-cluster")
     assert create == [
-        "python3", "-m", "gpulab.minikube_ctl", "up", "--profile", "lab1", "--cpus", "6",
-        "--memory-mib", "16384", "--kubernetes-version", "v1.34.0", "--gpus", "all",
+        "python3",
+        "-m",
+        "gpulab.minikube_ctl",
+        "up",
+        "--profile",
+        "lab1",
+        "--cpus",
+        "6",
+        "--memory-mib",
+        "16384",
+        "--kubernetes-version",
+        "v1.34.0",
+        "--gpus",
+        "all",
     ]
     assert argv(run, "minikube-cluster", "delete") == [
-        "python3", "-m", "gpulab.minikube_ctl", "down", "--profile", "lab1",
+        "python3",
+        "-m",
+        "gpulab.minikube_ctl",
+        "down",
+        "--profile",
+        "lab1",
     ]
     assert run.by_name("minikube-cluster").delete_before_replace is True
     # The command it runs (one argv, no shell): the chapter's start plus explicit sizes.
     assert start_argv(StartSpec("lab1", 6, 16384, "v1.34.0")) == [
-        "minikube", "start", "-p", "lab1", "--driver=docker", "--container-runtime=docker",
-        "--gpus=all", "--cpus=6", "--memory=16384mb", "--kubernetes-version=v1.34.0",
+        "minikube",
+        "start",
+        "-p",
+        "lab1",
+        "--driver=docker",
+        "--container-runtime=docker",
+        "--gpus=all",
+        "--cpus=6",
+        "--memory=16384mb",
+        "--kubernetes-version=v1.34.0",
     ]
 
 

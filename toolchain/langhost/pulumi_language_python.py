@@ -226,7 +226,12 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         except OSError as exc:
             return language_pb2.RunResponse(error=f"could not start {py}: {exc}")
         self._track(proc)
-        context.add_callback(lambda: proc.poll() is None and proc.send_signal(signal.SIGINT))
+
+        def interrupt() -> None:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+
+        context.add_callback(interrupt)
         try:
             code = proc.wait()
         finally:
@@ -259,7 +264,12 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
             env[k] = v
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self._track(proc)
-        context.add_callback(lambda: proc.poll() is None and proc.kill())
+
+        def kill() -> None:
+            if proc.poll() is None:
+                proc.kill()
+
+        context.add_callback(kill)
         queue: list[Any] = []
         cond = threading.Condition()
 
