@@ -245,12 +245,19 @@ def _device_plugin_stable(view: _View, profile: str) -> Item:
     return Item("device-plugin-stable", title, PASS, observed, expected, fix, sim)
 
 
+def _as_count(value: Any) -> Any:
+    """Whole numbers as int: the engine hands numeric outputs to policies as floats (1.0)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
     keys = [o.ALLOCATABLE_GPUS, o.HOST_GPU_COUNT]
     title = "Allocatable nvidia.com/gpu equals the physical GPU count (step 4)"
     fix = _FIX_ALLOCATABLE.format(profile=profile, plugin_logs=_plugin_logs(view))
     sim = view.simulated(keys)
-    count = view.get(o.HOST_GPU_COUNT)
+    count = _as_count(view.get(o.HOST_GPU_COUNT))
     expected_n = count * replicas if isinstance(count, int) else None
     expected = (
         f"allocatable == {count} GPU(s) x {replicas} replica(s) = {expected_n}"
@@ -268,8 +275,8 @@ def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
             fix,
             sim,
         )
-    alloc = view.get(o.ALLOCATABLE_GPUS)
-    cap = view.get(o.CAPACITY_GPUS)
+    alloc = _as_count(view.get(o.ALLOCATABLE_GPUS))
+    cap = _as_count(view.get(o.CAPACITY_GPUS))
     if alloc is None:
         observed = "device plugin not registered: no node has nvidia.com/gpu in status.allocatable"
         return Item("allocatable-matches-gpus", title, FAIL, observed, expected, fix, sim)

@@ -1005,6 +1005,13 @@ def up(opts: UpOptions) -> dict[str, Any]:
 
     _ensure_node(opts, tools, paths, info)
     _wait_usable(opts, tools, paths)
+    # A component that lost a port race can exit after the API server answered; then a
+    # stranger (e.g. another cluster's kwok) may be serving this node's kubelet endpoint.
+    dead = _dead_components(paths)
+    if dead:
+        err = _diagnose_start_failure(paths, dead)
+        _teardown(paths, tools, remove_workdir=False)
+        raise err
     kubeconfig = paths.kubeconfig.read_text(encoding="utf-8")
     return {
         "kubeconfig": kubeconfig,

@@ -69,6 +69,14 @@ def _listening(port: int) -> bool:
 def test_simulated_lab_up_noop_contention_destroy(project: Project) -> None:
     chart = _chart()
     project.init("sim", chartPath=chart, profile="e2e-one")
+    try:
+        _up_noop_contention_destroy(project)
+    finally:
+        # Whatever failed above, leave no cluster running behind.
+        project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False)
+
+
+def _up_noop_contention_destroy(project: Project) -> None:
     up_s, _ = project.timed("up", "--yes", "--skip-preview", "--stack", "sim")
     o = project.outputs("sim")
     assert o[out.SIMULATED] is True
@@ -172,6 +180,13 @@ def test_destroy_after_cluster_deleted_by_hand(project: Project) -> None:
     """The chapter's cleanup done by hand first: destroy still ends with an empty stack."""
     chart = _chart()
     project.init("sim", chartPath=chart, profile="e2e-gone")
+    try:
+        _delete_by_hand_then_destroy(project)
+    finally:
+        project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False)
+
+
+def _delete_by_hand_then_destroy(project: Project) -> None:
     project.pulumi("up", "--yes", "--skip-preview", "--stack", "sim")
     env = {**project.env}
     subprocess.run(

@@ -200,3 +200,16 @@ def test_simulated_flag_follows_simulated_fields(sim: dict[str, Any]) -> None:
 def test_item_to_json_has_every_field(real: dict[str, Any]) -> None:
     data = checklist.evaluate(real)[0].to_json()
     assert set(data) == {"id", "title", "status", "observed", "expected", "fix", "simulated"}
+
+
+def test_allocatable_given_as_floats_by_the_engine_still_matches() -> None:
+    """Policies receive numeric outputs as floats (1.0); a whole float is a count."""
+    from gpulab import checklist
+    from gpulab import outputs as o
+
+    items = checklist.evaluate({o.ALLOCATABLE_GPUS: 1.0, o.CAPACITY_GPUS: 1.0, o.HOST_GPU_COUNT: 1.0})
+    (item,) = [i for i in items if i.id == "allocatable-matches-gpus"]
+    assert item.status == checklist.PASS, item
+    items = checklist.evaluate({o.ALLOCATABLE_GPUS: 1.0, o.CAPACITY_GPUS: 1.0, o.HOST_GPU_COUNT: 2.0})
+    (item,) = [i for i in items if i.id == "allocatable-matches-gpus"]
+    assert item.status == checklist.FAIL, item

@@ -38,6 +38,7 @@ def restore_runtime() -> Any:
 def no_host_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine has neither minikube nor a GPU: the host checks are tested elsewhere."""
     monkeypatch.setattr(components.lab, "tool_findings", lambda cluster: [])
+    monkeypatch.delenv("GPULAB_CHART_PATH", raising=False)
     monkeypatch.setattr(gpulab.host_checks, "minikube_host_findings", lambda cfg: [])
 
 
