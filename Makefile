@@ -29,11 +29,14 @@ toolchain: venv
 	toolchain/build-pulumi.sh
 	toolchain/sim/build.sh
 
-lab: toolchain
-	scripts/lab up
+# The variant is chosen (and said, with why) before the toolchain build's output.
+lab:
+	@stack=$$(scripts/choose-variant) && $(MAKE) --no-print-directory toolchain && \
+	  GPULAB_STACK=$$stack GPULAB_CHOICE_QUIET=1 scripts/lab up
 
-preview: toolchain
-	scripts/lab preview
+preview:
+	@stack=$$(scripts/choose-variant) && $(MAKE) --no-print-directory toolchain && \
+	  GPULAB_STACK=$$stack GPULAB_CHOICE_QUIET=1 scripts/lab preview
 
 destroy: venv
 	scripts/lab destroy
@@ -55,6 +58,9 @@ test-engine: toolchain
 
 test-e2e: toolchain
 	$(PYTEST) -q -m "sim" tests
+
+# Offline CI and this workplace: the chart copy beside the checkout (see README).
+export GPULAB_CHART_PATH ?= $(if $(wildcard ../shared/charts/gpu-operator/Chart.yaml),$(abspath ../shared/charts/gpu-operator),)
 
 test: toolchain lint
 	$(PYTEST) -q tests

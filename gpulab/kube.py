@@ -314,6 +314,41 @@ def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | Non
     }
 
 
+def benchmark(
+    api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None
+) -> dict[str, Any]:
+    """Wait for the benchmark Pod to succeed; return the JSON object on its log's last line.
+
+    Raises:
+        GateError: the Pod failed or timed out (with the diagnosis), or its log ends with
+            no JSON object (quoting the last line).
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+
+    def diag() -> str:
+        return _diagnose(api, ctx or Context())
+
+    def done() -> str | None:
+        phase = (sanitize(core.read_namespaced_pod(pod, namespace), api).get("status") or {}).get("phase")
+        if phase == "Failed":
+            tail = core.read_namespaced_pod_log(pod, namespace, tail_lines=20)
+            raise GateError(f"benchmark Pod {namespace}/{pod} failed; log tail:\n{tail}\n{diag()}")
+        return phase if phase == "Succeeded" else None
+
+    Waiter(timeout, interval=5).until(f"Pod {namespace}/{pod} to reach phase Succeeded", done, diag)
+    lines = [ln for ln in core.read_namespaced_pod_log(pod, namespace).splitlines() if ln.strip()]
+    last = lines[-1] if lines else ""
+    try:
+        result = json.loads(last)
+    except ValueError as exc:
+        raise GateError(f"benchmark Pod {namespace}/{pod}: last log line is not JSON: {last!r}") from exc
+    if not isinstance(result, dict):
+        raise GateError(f"benchmark Pod {namespace}/{pod}: last log line is not a JSON object: {last!r}")
+    return result
+
+
 def simulate_clusterpolicy(api: Any, state: str, timeout: float = 120) -> dict[str, Any]:
     """Simulated lab only: write ClusterPolicy ``cluster-policy`` ``status.state``.
 
@@ -381,6 +416,10 @@ def main(argv: list[str] | None = None) -> int:
         sp.add_argument("--expected-gpus", type=int, help="host GPUs x time-slicing replicas")
         sp.add_argument("--host-max-cuda", help="newest CUDA the host driver supports")
         sp.add_argument("--profile", default="gpu-lab", help="minikube profile named in fixes")
+    b = sub.add_parser("benchmark", help="wait for the TFLOPS benchmark Pod and read its result")
+    b.add_argument("--namespace", default="default")
+    b.add_argument("--pod", default="gpu-benchmark")
+    b.add_argument("--timeout", type=float, default=1800)
     c = sub.add_parser("simulate-clusterpolicy", help="sim lab: set ClusterPolicy status")
     c.add_argument("--state", default="ready")
     args = ap.parse_args(argv)
@@ -388,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
         api = load_clients()
         if args.cmd == "simulate-clusterpolicy":
             out = simulate_clusterpolicy(api, args.state)
+        elif args.cmd == "benchmark":
+            out = benchmark(api, args.namespace, args.pod, args.timeout)
         elif args.cmd == "gate":
             out = gate(
                 api,

@@ -1,0 +1,122 @@
+"""TflopsBenchmark component: an optional Pod that measures dense matmul TFLOP/s on the lab's GPU.
+
+The chapter's baseline card records measured TFLOPS. On a GPU lab with ``benchmarkPod``
+on, this component runs ``python -m gpulab.tflops --json`` (the same code as the
+host-side command) in a PyTorch image on one GPU, with gpulab's two modules mounted
+from a ConfigMap, then reads the JSON result from the Pod's log. Never used in the
+simulated lab: nothing there can be measured, and a simulated figure must never pass
+for a measured one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.cluster import PYTHON, parse_json_stdout
+from components.localcmd import LocalCommand
+from gpulab import kube
+
+POD_NAME = "gpu-benchmark"
+POD_NAMESPACE = "default"
+GPULAB_DIR = Path(__file__).resolve().parents[1] / "gpulab"
+#: The modules the Pod needs (tflops imports peaks); nothing else of gpulab is shipped.
+MODULES = ("tflops.py", "peaks.py")
+
+
+@dataclass(frozen=True)
+class BenchmarkArgs:
+    """Inputs: ``image`` (pinned PyTorch image), ``kubeconfig`` (secret), ``size`` (matrix
+    N), ``timeout_seconds`` (image pull included)."""
+
+    image: str
+    kubeconfig: pulumi.Input[str]
+    size: int = 8192
+    timeout_seconds: int = 1800
+
+
+def module_files() -> dict[str, str]:
+    """ConfigMap data: an empty package marker plus the measurement modules' source."""
+    data = {"__init__.py": ""}
+    for name in MODULES:
+        data[name] = (GPULAB_DIR / name).read_text()
+    return data
+
+
+def pod_spec(image: str, size: int, config_map: pulumi.Input[str]) -> dict[str, object]:
+    """One GPU, run once, the modules mounted as package ``gpulab`` under /opt/gpulab."""
+    return {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "tflops",
+                "image": image,
+                "command": ["python", "-m", "gpulab.tflops", "--json", "--size", str(size)],
+                "env": [{"name": "PYTHONPATH", "value": "/opt/gpulab"}],
+                "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                "volumeMounts": [{"name": "gpulab", "mountPath": "/opt/gpulab/gpulab", "readOnly": True}],
+            }
+        ],
+        "volumes": [{"name": "gpulab", "configMap": {"name": config_map}}],
+    }
+
+
+class TflopsBenchmark(pulumi.ComponentResource):
+    """The benchmark Pod and its reader (see module docstring).
+
+    Outputs: ``result`` (dict as printed by ``gpulab.tflops --json``: ``results`` per
+    dtype with ``tflops``, ``peak`` and ``fraction``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        args: BenchmarkArgs,
+        provider: k8s.Provider,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("gpulab:benchmark:TflopsBenchmark", name, None, opts)
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider)
+        cm = k8s.core.v1.ConfigMap(
+            f"{name}-modules",
+            metadata={"namespace": POD_NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-lab"}},
+            data=module_files(),
+            opts=k8s_opts,
+        )
+        self.pod = k8s.core.v1.Pod(
+            f"{name}-pod",
+            metadata={
+                "name": POD_NAME,
+                "namespace": POD_NAMESPACE,
+                "labels": {"app.kubernetes.io/part-of": "gpu-lab", "app.kubernetes.io/name": POD_NAME},
+                # Run to completion: never "Ready"; the reader waits for Succeeded.
+                "annotations": {"pulumi.com/skipAwait": "true"},
+            },
+            spec=pod_spec(args.image, args.size, cm.metadata["name"]),
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(delete_before_replace=True)),
+        )
+        self.reader = LocalCommand(
+            f"{name}-result",
+            create=[
+                PYTHON,
+                "-m",
+                "gpulab.kube",
+                "benchmark",
+                "--namespace",
+                POD_NAMESPACE,
+                "--pod",
+                POD_NAME,
+                "--timeout",
+                str(args.timeout_seconds),
+            ],
+            environment=pulumi.Output.secret({kube.KUBECONFIG_ENV: args.kubeconfig}),
+            triggers=[self.pod.metadata.apply(lambda m: m.get("uid") if isinstance(m, dict) else m.uid)],
+            timeout=args.timeout_seconds + 60,
+            purpose="benchmark-result",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.result = parse_json_stdout(self.reader.stdout, "gpulab.kube benchmark")
+        self.register_outputs({"result": self.result})
