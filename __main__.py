@@ -1,7 +1,8 @@
 """gpu-lab: a Kubernetes lab where a GPU is a schedulable resource (wiring only).
 
-host probe -> cluster (minikube | sim) -> GPU Operator + readiness gate -> smoke test,
-then the stack outputs the baseline card is made from (keys: gpulab/outputs.py).
+host probe -> cluster (minikube | kind | k3s | existing | sim) -> GPU Operator + readiness
+gate -> smoke test, then the stack outputs the baseline card is made from (keys:
+gpulab/outputs.py).
 """
 
 from __future__ import annotations
@@ -9,19 +10,29 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.existing import LEFTOVERS, ExistingArgs, ExistingCluster
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
+from components.k3s import K3sArgs, K3sCluster
+from components.kind import KindArgs, KindCluster
 from components.lab import load_config, preflight_or_raise, simulated_fields
 from components.minikube import MinikubeArgs, MinikubeCluster
 from components.sim import SimArgs, SimCluster
 from components.smoke import SmokeArgs, SmokeTest
+from gpulab import existing_ctl
 from gpulab import outputs as out
 
 cfg = load_config()
 probe = HostProbe("host", mode=cfg.effective_host_probe, capture=cfg.effective_capture)
 preflight_or_raise(cfg, probe.facts)
 
-cluster: MinikubeCluster | SimCluster
+# Physical GPUs allocatable must add up to: the host's, or for a cluster that is not this
+# host the count its config promises.
+physical_gpus: int | None = probe.facts.count if probe.facts else None
+host_gpu_count: pulumi.Input[int | None] = probe.gpu_count
+host_probe_source: pulumi.Input[str] = probe.source
+release_after: list[pulumi.Resource] = []
+cluster: MinikubeCluster | SimCluster | KindCluster | K3sCluster | ExistingCluster
 if cfg.cluster == "minikube":
     cluster = MinikubeCluster(
         "minikube",
@@ -34,6 +45,33 @@ if cfg.cluster == "minikube":
             timeout_seconds=cfg.cluster_timeout_seconds,
         ),
     )
+elif cfg.cluster == "kind":
+    cluster = KindCluster(
+        "kind",
+        KindArgs(
+            name=cfg.profile,
+            node_image=cfg.kind_node_image,
+            workdir=f".state/kind/{cfg.profile}",
+            timeout_seconds=cfg.cluster_timeout_seconds,
+        ),
+    )
+elif cfg.cluster == "k3s":
+    cluster = K3sCluster("k3s", K3sArgs(version=cfg.k3s_version, timeout_seconds=cfg.cluster_timeout_seconds))
+elif cfg.cluster == "existing":
+    cluster = ExistingCluster(
+        "existing",
+        ExistingArgs(
+            kubeconfig_path=cfg.kubeconfig_path,
+            context=cfg.kube_context,
+            crds=existing_ctl.operator_crds(cfg.operator.chart_path, cfg.operator.nfd),
+            remove_crds=cfg.remove_crds,
+            timeout_seconds=cfg.operator.timeout_seconds,
+        ),
+    )
+    release_after = cluster.release_after
+    physical_gpus = host_gpu_count = cfg.expected_gpus
+    if probe.facts is None:
+        host_probe_source = "config:expectedGpus"
 else:
     cluster = SimCluster(
         "sim",
@@ -58,8 +96,9 @@ operator = GpuOperator(
         kubeconfig=cluster.kubeconfig,
         device_plugin_owner=cfg.device_plugin_owner,
         simulate_operands=cfg.simulated,
-        expected_gpus=probe.facts.count * cfg.operator.time_slicing_replicas if probe.facts else None,
+        expected_gpus=physical_gpus * cfg.operator.time_slicing_replicas if physical_gpus else None,
         profile=cfg.profile,
+        release_after=release_after,
     ),
     provider=provider,
 )
@@ -73,6 +112,7 @@ smoke = SmokeTest(
         simulated=cfg.simulated,
         host_max_cuda=probe.facts.max_cuda if probe.facts else None,
         profile=cfg.profile,
+        runtime_class=cfg.smoke_runtime_class,
     ),
     provider=provider,
     # The Pod must be scheduled only after the device plugin has registered the GPUs.
@@ -88,12 +128,12 @@ pulumi.export(out.DEVICE_PLUGIN_OWNER, cfg.device_plugin_owner)
 pulumi.export(out.SIMULATED, cfg.simulated)
 pulumi.export(out.SIMULATED_FIELDS, simulated_fields(cfg))
 pulumi.export(out.KUBECONFIG, cluster.kubeconfig)
-pulumi.export(out.HOST_GPU_COUNT, probe.gpu_count)
+pulumi.export(out.HOST_GPU_COUNT, host_gpu_count)
 pulumi.export(out.HOST_GPU_MODELS, probe.gpu_models)
 pulumi.export(out.HOST_GPUS, probe.gpus)
 pulumi.export(out.HOST_DRIVER_VERSION, probe.driver_version)
 pulumi.export(out.HOST_MAX_CUDA, probe.max_cuda)
-pulumi.export(out.HOST_PROBE_SOURCE, probe.source)
+pulumi.export(out.HOST_PROBE_SOURCE, host_probe_source)
 pulumi.export(out.ALLOCATABLE_GPUS, operator.allocatable_gpus)
 pulumi.export(out.CAPACITY_GPUS, operator.capacity_gpus)
 pulumi.export(out.CLUSTER_POLICY_STATE, operator.cluster_policy_state)
@@ -104,3 +144,5 @@ pulumi.export(out.SMOKE_CUDA_VERSION, smoke.cuda_version)
 pulumi.export(out.SMOKE_EVENTS, smoke.events)
 pulumi.export(out.SMOKE_IMAGE, smoke.image)
 pulumi.export(out.SMOKE_NODE, smoke.node)
+if isinstance(cluster, ExistingCluster):
+    pulumi.export(LEFTOVERS, cluster.leftovers)

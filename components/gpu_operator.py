@@ -8,7 +8,8 @@ Children:
   a pinned version, or from a local chart directory (offline). ``driver.enabled=false``:
   the host already has the driver (the chapter's premise); toolkit, device plugin, DCGM
   exporter, NFD and CDI follow config.
-* In the simulated lab only, stand-ins for what the running operator would create,
+* Where no operator process runs (the simulated lab, or an existing cluster with
+  ``simulatedOperands``), stand-ins for what the running operator would create,
   each annotated ``gpulab.dev/simulated: "true"``: the device-plugin DaemonSet (name,
   labels and node selector the operator gives it) and ClusterPolicy ``status.state``.
 * The gate (``python3 -m gpulab.kube gate``): the Helm wait covers only the chart's own
@@ -19,6 +20,7 @@ Children:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,7 @@ import pulumi_kubernetes as k8s
 
 from components.cluster import PYTHON, parse_json_stdout
 from components.localcmd import LocalCommand
-from gpulab import kube
+from gpulab import k3s_ctl, kube
 from gpulab.config import OperatorConfig
 
 NAMESPACE = "gpu-operator"
@@ -41,7 +43,10 @@ DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 def helm_values(op: OperatorConfig) -> dict[str, Any]:
     """The chart values the lab sets (everything else is the chart's default).
 
-    ``driver.enabled`` is always false: the host provides the driver. With
+    ``driver.enabled`` is always false: the host provides the driver. Per variant
+    (``op.cluster``): kind keeps the operator's toolkit off; k3s points the toolkit at k3s's
+    containerd config and socket (``toolkit.env``, names as the container toolkit reads
+    them), or with ``op.nri_plugin`` sets ``cdi.nriPluginEnabled``. With
     ``time_slicing_replicas > 1`` the device plugin gets a time-slicing config, so
     allocatable becomes physical GPUs x replicas.
     """
@@ -54,6 +59,24 @@ def helm_values(op: OperatorConfig) -> dict[str, Any]:
         "nfd": {"enabled": op.nfd},
         "cdi": {"enabled": op.cdi},
     }
+    if op.cluster == "kind":
+        # The host's NVIDIA container toolkit injects the GPUs into the kind node (nvkind), and
+        # kind_ctl gives the node's containerd its nvidia handler: an operator toolkit would
+        # install a second runtime into the node and rewrite that containerd config.
+        values["toolkit"] = {"enabled": False}
+    elif op.cluster == "k3s" and op.toolkit:
+        # k3s runs its own containerd: the chart's defaults (/etc/containerd/config.toml,
+        # /run/containerd/containerd.sock) name a containerd that is not k3s's. config.toml,
+        # not the .tmpl: k3s re-renders config.toml on start and re-adds the nvidia handler
+        # itself once it finds the runtime the toolkit installs under /usr/local/nvidia/toolkit.
+        values["toolkit"]["env"] = [
+            {"name": "CONTAINERD_CONFIG", "value": k3s_ctl.CONTAINERD_CONFIG},
+            {"name": "CONTAINERD_SOCKET", "value": k3s_ctl.CONTAINERD_SOCKET},
+            {"name": "CONTAINERD_RUNTIME_CLASS", "value": k3s_ctl.RUNTIME_CLASS},
+        ]
+    if op.nri_plugin:
+        # GPUs injected by the operator's NRI plugin (containerd >= 2.1), no runtime class.
+        values["cdi"]["nriPluginEnabled"] = True
     if op.time_slicing_replicas > 1:
         values["devicePlugin"]["config"] = {
             "name": "time-slicing-config",
@@ -87,6 +110,8 @@ class GpuOperatorArgs:
         expected_gpus: physical GPUs x time-slicing replicas (None: unknown), for the
             diagnosis when the gate fails.
         profile: the cluster's profile name, named in the diagnosis' fixes.
+        release_after: resources that must exist before the release is installed and
+            outlive it on destroy (an existing cluster's CRD census and clean-up).
     """
 
     operator: OperatorConfig
@@ -95,6 +120,7 @@ class GpuOperatorArgs:
     simulate_operands: bool = False
     expected_gpus: int | None = None
     profile: str = "gpu-lab"
+    release_after: Sequence[pulumi.Resource] = ()
 
 
 class GpuOperator(pulumi.ComponentResource):
@@ -137,7 +163,11 @@ class GpuOperator(pulumi.ComponentResource):
             values=helm_values(op),
             timeout=op.timeout_seconds,
             cleanup_on_fail=True,
-            opts=k8s_opts,
+            # Side-effect order only: the census must see the cluster before the chart's CRDs
+            # exist, and the CRD clean-up must run after the release is uninstalled.
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts, pulumi.ResourceOptions(depends_on=list(args.release_after) or None)
+            ),
         )
         gate_after: list[pulumi.Resource] = [self.release]
         owner_is_addon = args.device_plugin_owner == "minikube-addon"

@@ -35,6 +35,12 @@ REQUIRED_TOOLS = {
         ("kwok", "run `make toolchain`"),
         ("kubectl", "run `make toolchain`"),
     ),
+    "kind": (
+        ("kind", "install kind >= v0.30.0 (https://kind.sigs.k8s.io/docs/user/quick-start/)"),
+        ("docker", "install Docker Engine and the NVIDIA container toolkit"),
+        ("nvidia-ctk", "install nvidia-container-toolkit (it injects the GPUs into the kind node)"),
+    ),
+    # k3s: the installer brings everything; existing: the lab talks to the API server itself.
 }
 
 
@@ -51,7 +57,10 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None) -> None:
     """Stop before anything is created when this machine cannot build ``cfg``'s lab.
 
     ``hostProbe: off`` skips the host checks too: it is the planning mode (preview a GPU
-    stack on a machine that is not the GPU host).
+    stack on a machine that is not the GPU host). Per variant: minikube's Docker and
+    resources (gpulab.host_checks), kind's NVIDIA runtime settings (gpulab.kind_ctl), k3s's
+    root and init system (gpulab.k3s_ctl); an existing cluster is checked by config (its
+    kubeconfig and context) and by its census command (the API server answers).
 
     Raises:
         PreflightError: every failed check with its cause and first fix.
@@ -63,14 +72,40 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None) -> None:
         from gpulab import host_checks
 
         failed += [f for f in host_checks.minikube_host_findings(cfg) if not f.ok]
+    if cfg.cluster == "kind" and not failed:
+        from gpulab import kind_ctl
+
+        failed += [f for f in kind_ctl.host_findings() if not f.ok]
+    if cfg.cluster == "k3s":
+        from gpulab import k3s_ctl
+
+        # Root, an init system, and no foreign k3s of another version (the installer
+        # would change it); the kubeconfig /etc/rancher/k3s/k3s.yaml is root-only.
+        failed += [f for f in k3s_ctl.host_findings(cfg.k3s_version) if not f.ok]
     if failed:
         raise PreflightError(failed)
 
 
 def simulated_fields(cfg: LabConfig) -> list[str]:
-    """Output keys whose values are simulated in this variant (empty for a real GPU lab)."""
+    """Output keys whose values are simulated in this variant (empty for a real GPU lab).
+
+    An existing cluster with ``simulatedOperands``: the host facts are not simulated (there
+    are none, or they are this host's), but everything an operator process would have
+    produced is: the device plugin and its registration, ClusterPolicy status, the smoke
+    Pod's execution and log.
+    """
     if not cfg.simulated:
         return []
+    if cfg.cluster == "existing":
+        return [
+            out.ALLOCATABLE_GPUS,
+            out.CAPACITY_GPUS,
+            out.CLUSTER_POLICY_STATE,
+            out.DEVICE_PLUGIN_PODS,
+            out.SMOKE_PHASE,
+            out.SMOKE_DRIVER_VERSION,
+            out.SMOKE_CUDA_VERSION,
+        ]
     return [
         out.HOST_GPU_COUNT,
         out.HOST_GPU_MODELS,

@@ -28,7 +28,9 @@ POD_NAMESPACE = "default"
 class SmokeArgs:
     """Inputs: ``image`` (pinned), ``gpus`` requested, ``timeout_seconds``, the cluster's
     ``kubeconfig`` (secret), ``simulated`` (the sim lab: execution is faked by kwok), and for
-    the diagnosis of a failure the host's ``host_max_cuda`` and the ``profile`` name."""
+    the diagnosis of a failure the host's ``host_max_cuda`` and the ``profile`` name.
+    ``runtime_class``: the Pod's ``runtimeClassName`` (``nvidia`` on kind and k3s, whose
+    containerd keeps runc as default), None for the node's default runtime."""
 
     image: str
     kubeconfig: pulumi.Input[str]
@@ -37,11 +39,13 @@ class SmokeArgs:
     simulated: bool = False
     host_max_cuda: str | None = None
     profile: str = "gpu-lab"
+    runtime_class: str | None = None
 
 
-def pod_spec(image: str, gpus: int) -> dict[str, object]:
-    """The smoke Pod's spec, as in the chapter (plus an explicit container name)."""
-    return {
+def pod_spec(image: str, gpus: int, runtime_class: str | None = None) -> dict[str, object]:
+    """The smoke Pod's spec, as in the chapter (plus an explicit container name, and
+    ``runtimeClassName`` when given)."""
+    spec: dict[str, object] = {
         "restartPolicy": "Never",
         "containers": [
             {
@@ -52,6 +56,9 @@ def pod_spec(image: str, gpus: int) -> dict[str, object]:
             }
         ],
     }
+    if runtime_class:
+        spec["runtimeClassName"] = runtime_class
+    return spec
 
 
 class SmokeTest(pulumi.ComponentResource):
@@ -80,7 +87,7 @@ class SmokeTest(pulumi.ComponentResource):
                 "labels": {"app.kubernetes.io/part-of": "gpu-lab", "app.kubernetes.io/name": "gpu-smoke"},
                 "annotations": annotations,
             },
-            spec=pod_spec(args.image, args.gpus),
+            spec=pod_spec(args.image, args.gpus, args.runtime_class),
             opts=pulumi.ResourceOptions(parent=self, provider=provider, delete_before_replace=True),
         )
         self.check = LocalCommand(

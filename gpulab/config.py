@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 NAMESPACE: Final = "gpu-lab"
-CLUSTER_KINDS: Final = ("minikube", "sim")
+CLUSTER_KINDS: Final = ("minikube", "sim", "kind", "k3s", "existing")
 DEVICE_PLUGIN_OWNERS: Final = ("operator", "minikube-addon")
 HOST_PROBES: Final = ("auto", "nvidia-smi", "capture", "off")
 #: Captures shipped in gpulab/captures, selectable with ``hostProbe: capture``.
@@ -29,6 +29,19 @@ SAFE_NAME: Final = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 SAFE_TOKEN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,254}$")
 CHART_VERSION: Final = re.compile(r"^v\d+\.\d+\.\d+$")
 K8S_VERSION: Final = re.compile(r"^v1\.\d+\.\d+$")
+#: A k3s release as the installer's INSTALL_K3S_VERSION takes it, e.g. v1.34.1+k3s1.
+K3S_VERSION: Final = re.compile(r"^v1\.\d+\.\d+\+k3s\d+$")
+#: A kubeconfig context name: EKS (arn:aws:eks:...:cluster/x), GKE (gke_p_z_x), kind-x, ...
+KUBE_CONTEXT: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+=-]{0,252}$")
+#: A file path without whitespace, quotes or shell metacharacters.
+SAFE_PATH: Final = re.compile(r"^[A-Za-z0-9._/~+@=:-]{1,4096}$")
+#: Oldest chart whose ClusterPolicy takes ``cdi.nriPluginEnabled`` as the way to inject GPUs
+#: (RKE2's GPU Operator docs recommend it from v26.3.x; it needs containerd >= 2.1).
+MIN_NRI_CHART: Final = (26, 3, 0)
+#: kind v0.30.0's node image for Kubernetes v1.34.0 (kind release notes), pinned by digest.
+DEFAULT_KIND_NODE_IMAGE: Final = (
+    "kindest/node:v1.34.0@sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a"
+)
 # registry/repo:tag or registry/repo@sha256:<64 hex>; "latest" is not a pin.
 IMAGE: Final = re.compile(
     r"^(?P<repo>[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::\d+/[a-z0-9._/-]+)?)"
@@ -73,6 +86,12 @@ class OperatorConfig:
     cdi: bool = True
     time_slicing_replicas: int = 1
     timeout_seconds: int = 600
+    #: The cluster variant the chart goes into; decides the runtime-specific values
+    #: (components/gpu_operator.py ``helm_values``).
+    cluster: str = "minikube"
+    #: ``cdi.nriPluginEnabled`` (k3s only, chart >= v26.3.0): inject GPUs through the NRI
+    #: plugin instead of a containerd runtime handler.
+    nri_plugin: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,19 +115,43 @@ class LabConfig:
     smoke_timeout_seconds: int = 300
     cluster_timeout_seconds: int = 600
     docker_selftest: bool = False
+    kind_node_image: str = DEFAULT_KIND_NODE_IMAGE
+    k3s_version: str = "v1.34.1+k3s1"
+    #: existing: the kubeconfig file (absolute) and the context in it (resolved: never empty
+    #: once parsed for cluster=existing).
+    kubeconfig_path: str = ""
+    kube_context: str = ""
+    #: existing: physical GPUs the cluster's GPU nodes should advertise in total.
+    expected_gpus: int = 0
+    remove_crds: bool = False
+    simulated_operands: bool = False
     operator: OperatorConfig = field(default_factory=OperatorConfig)
 
     @property
     def simulated(self) -> bool:
-        """True for the simulated variant (kwok node, captured nvidia-smi)."""
-        return self.cluster == "sim"
+        """True when the operator's work is simulated: the sim variant (kwok node, captured
+        nvidia-smi), or an existing cluster with ``simulatedOperands`` (e.g. a kwok cluster)."""
+        return self.cluster == "sim" or (self.cluster == "existing" and self.simulated_operands)
 
     @property
     def effective_host_probe(self) -> str:
-        """``auto`` resolved: ``capture`` for the sim lab, ``nvidia-smi`` elsewhere."""
+        """``auto`` resolved: ``capture`` for the sim lab, ``off`` for an existing cluster
+        (it is not this host), ``nvidia-smi`` elsewhere."""
         if self.host_probe != "auto":
             return self.host_probe
-        return "capture" if self.simulated else "nvidia-smi"
+        if self.cluster == "sim":
+            return "capture"
+        return "off" if self.cluster == "existing" else "nvidia-smi"
+
+    @property
+    def smoke_runtime_class(self) -> str | None:
+        """``runtimeClassName`` of the smoke Pod: ``nvidia`` where the node's containerd has
+        the nvidia handler but runc stays the default (kind after the nvkind set-up, k3s,
+        whose containerd adds the handler when it finds the runtime); None elsewhere, and
+        with k3s's NRI plugin (it injects into any runtime class)."""
+        if self.cluster == "kind" or (self.cluster == "k3s" and not self.operator.nri_plugin):
+            return "nvidia"
+        return None
 
     @property
     def effective_capture(self) -> str:
@@ -142,6 +185,14 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "cdi": ("bool", OperatorConfig.cdi),
     "timeSlicingReplicas": ("int", OperatorConfig.time_slicing_replicas),
     "operatorTimeoutSeconds": ("int", OperatorConfig.timeout_seconds),
+    "kindNodeImage": ("str", LabConfig.kind_node_image),
+    "k3sVersion": ("str", LabConfig.k3s_version),
+    "k3sNriPlugin": ("bool", OperatorConfig.nri_plugin),
+    "kubeconfigPath": ("str", ""),
+    "kubeContext": ("str", ""),
+    "expectedGpus": ("int", LabConfig.expected_gpus),
+    "removeCrds": ("bool", LabConfig.remove_crds),
+    "simulatedOperands": ("bool", LabConfig.simulated_operands),
 }
 
 
@@ -160,7 +211,10 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
     Raises:
         ConfigError: every problem at once: unknown keys, bad types, unsafe names, cpus < 4,
             memory < 8192 MiB, a chart version not ``vMAJOR.MINOR.PATCH``, an image without
-            a pinned tag or digest, timeouts <= 0, an unknown cluster kind.
+            a pinned tag or digest, timeouts <= 0, an unknown cluster kind; a kind node image
+            without a digest, a k3s version not ``v1.x.y+k3sN``; for ``existing`` a kubeconfig
+            or context that cannot be used and ``expectedGpus < 1``; a variant-only key set
+            for another variant (see :func:`_variant_settings`).
     """
     env = os.environ if env is None else env
     problems: list[str] = []
@@ -257,6 +311,7 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
         problems.append(
             f"{NAMESPACE}:devicePluginOwner=minikube-addon needs cluster=minikube (got {cluster!r})"
         )
+    variant = _variant_settings(cluster, values, get, problems, env, chart_version)
     replicas = pos_int("timeSlicingReplicas")
     smoke_gpus = pos_int("smokeGpus")
     timeouts = {
@@ -279,11 +334,21 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
         smoke_timeout_seconds=timeouts["smokeTimeoutSeconds"],
         cluster_timeout_seconds=timeouts["clusterTimeoutSeconds"],
         docker_selftest=bool(get("dockerSelfTest")),
+        kind_node_image=str(get("kindNodeImage")),
+        k3s_version=str(get("k3sVersion")),
+        kubeconfig_path=variant["kubeconfig_path"],
+        kube_context=variant["kube_context"],
+        expected_gpus=int(get("expectedGpus")),  # type: ignore[call-overload]
+        remove_crds=bool(get("removeCrds")),
+        simulated_operands=bool(get("simulatedOperands")),
         operator=OperatorConfig(
             chart_version=chart_version,
             chart_repo=chart_repo,
             chart_path=os.path.abspath(chart_path) if chart_path else None,
-            toolkit=bool(get("toolkit")),
+            cluster=cluster,
+            nri_plugin=bool(get("k3sNriPlugin")),
+            # kind: the host's toolkit injects the GPUs (see _variant_settings).
+            toolkit=bool(get("toolkit")) and cluster != "kind",
             device_plugin=device_plugin,
             dcgm_exporter=bool(get("dcgmExporter")),
             nfd=bool(get("nfd")),
@@ -292,6 +357,111 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
             timeout_seconds=timeouts["operatorTimeoutSeconds"],
         ),
     )
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.lstrip("v").split("."))
+
+
+def _variant_settings(
+    cluster: str,
+    values: Mapping[str, object],
+    get: Callable[[str], object],
+    problems: list[str],
+    env: Mapping[str, str],
+    chart_version: str,
+) -> dict[str, str]:
+    """Check the keys of the kind, k3s and existing variants; append a line per problem.
+
+    Returns the resolved kubeconfig path and context (``existing`` only, else empty).
+    Keys of another variant are ignored (one stack file may carry several), except those
+    that would silently mean something else: ``toolkit=true`` on kind, ``simulatedOperands``
+    or ``removeCrds`` outside ``existing``, ``k3sNriPlugin`` outside ``k3s``.
+    """
+    ns = NAMESPACE
+    resolved = {"kubeconfig_path": "", "kube_context": ""}
+    image = str(get("kindNodeImage"))
+    m = IMAGE.match(image)
+    if not m or not m.group("digest"):
+        problems.append(
+            f"{ns}:kindNodeImage={image!r} is not pinned by digest; use repo:tag@sha256:<digest> from "
+            f"the kind release notes, e.g. {DEFAULT_KIND_NODE_IMAGE}"
+        )
+    k3s_version = str(get("k3sVersion"))
+    if not K3S_VERSION.match(k3s_version):
+        problems.append(
+            f"{ns}:k3sVersion={k3s_version!r} must be a k3s release vMAJOR.MINOR.PATCH+k3sN, "
+            "e.g. v1.34.1+k3s1"
+        )
+    expected = int(get("expectedGpus"))  # type: ignore[call-overload]
+    if expected < 0:
+        problems.append(f"{ns}:expectedGpus={expected} must be >= 0")
+    if cluster == "kind" and values.get("toolkit") is True:
+        problems.append(
+            f"{ns}:toolkit=true with cluster=kind: the host's NVIDIA container toolkit injects the GPUs "
+            "into the kind node (nvkind's way), so the operator's toolkit stays off; set toolkit=false"
+        )
+    for key in ("simulatedOperands", "removeCrds"):
+        if values.get(key) is True and cluster != "existing":
+            problems.append(f"{ns}:{key}=true applies to cluster=existing only (got cluster={cluster!r})")
+    nri = bool(get("k3sNriPlugin"))
+    if nri and cluster != "k3s":
+        problems.append(f"{ns}:k3sNriPlugin=true applies to cluster=k3s only (got cluster={cluster!r})")
+    if nri and cluster == "k3s":
+        if CHART_VERSION.match(chart_version) and _version_tuple(chart_version) < MIN_NRI_CHART:
+            problems.append(
+                f"{ns}:k3sNriPlugin=true needs chartVersion >= v{'.'.join(map(str, MIN_NRI_CHART))} "
+                f"(got {chart_version!r})"
+            )
+        for key in ("cdi", "toolkit"):
+            if not bool(get(key)):
+                problems.append(
+                    f"{ns}:k3sNriPlugin=true needs {key}=true (the chart refuses the NRI plugin without it)"
+                )
+    if cluster == "existing":
+        if expected < 1:
+            problems.append(
+                f"{ns}:expectedGpus={expected}: cluster=existing needs the number of physical GPUs its "
+                "nodes should advertise in total (>= 1); allocatable is compared with it"
+            )
+        resolved = _resolve_kubeconfig(str(get("kubeconfigPath")), str(get("kubeContext")), env, problems)
+    return resolved
+
+
+def _resolve_kubeconfig(
+    path_value: str, context: str, env: Mapping[str, str], problems: list[str]
+) -> dict[str, str]:
+    """The kubeconfig file and context an existing cluster is reached with, checked now."""
+    from gpulab.existing_ctl import KubeconfigError, load_kubeconfig
+
+    ns = NAMESPACE
+    origin = f"{ns}:kubeconfigPath"
+    path = path_value
+    if not path:
+        first = (env.get("KUBECONFIG") or "").split(os.pathsep)[0]
+        path, origin = (first, "$KUBECONFIG") if first else ("~/.kube/config", f"{ns}:kubeconfigPath default")
+    if not SAFE_PATH.match(path):
+        problems.append(
+            f"{ns}:kubeconfigPath={path!r} (from {origin}) is not a plain path; allowed: letters, digits "
+            f"and ._/~+@=:- (pattern {SAFE_PATH.pattern})"
+        )
+        return {"kubeconfig_path": "", "kube_context": ""}
+    if context and not KUBE_CONTEXT.match(context):
+        problems.append(
+            f"{ns}:kubeContext={context!r} is not a context name (pattern {KUBE_CONTEXT.pattern})"
+        )
+        return {"kubeconfig_path": "", "kube_context": ""}
+    full = os.path.abspath(os.path.expanduser(path))
+    try:
+        _, name = load_kubeconfig(full, context)
+    except KubeconfigError as exc:
+        key = "kubeContext" if exc.about == "context" else "kubeconfigPath"
+        shown = context if key == "kubeContext" else path
+        problems.append(f"{ns}:{key}={shown!r} (file {full}, from {origin}) cannot be used: {exc}")
+        return {"kubeconfig_path": "", "kube_context": ""}
+    if not KUBE_CONTEXT.match(name):
+        problems.append(f"{ns}:kubeContext: the file's current-context {name!r} is not a safe context name")
+    return {"kubeconfig_path": full, "kube_context": name}
 
 
 def _coerce(kind: str, text: str) -> object:

@@ -1,13 +1,14 @@
-"""Simulated GPU cluster: a real Kubernetes control plane and one kwok node with ``nvidia.com/gpu``.
+"""Simulated GPU cluster: a real Kubernetes control plane and kwok nodes with ``nvidia.com/gpu``.
 
 ``kwokctl --runtime binary`` runs etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler and the kwok controller as local processes, all listening on 127.0.0.1
 only. The API server, admission, the scheduler's extended-resource accounting and the
 controllers are real; the GPU node, container execution and the logs are simulated:
 
-* the node ``gpu-sim-node`` is created with ``status.capacity/allocatable`` holding
-  ``nvidia.com/gpu: N`` and the labels the GPU Operator, NFD and GFD would set; it carries
-  the annotation ``gpulab.dev/simulated: "true"``;
+* the node ``gpu-sim-node`` (with ``--nodes M``, also ``gpu-sim-node-2`` ... ``-M``) is
+  created with ``status.capacity/allocatable`` holding ``nvidia.com/gpu: N`` each and the
+  labels the GPU Operator, NFD and GFD would set; it carries the annotation
+  ``gpulab.dev/simulated: "true"``;
 * kwok Stages (``gpulab/sim/stages/*.yaml``) make Pods Running, complete Job Pods and
   bare run-once Pods (exit code 0), and emit an Event whose message says it is simulated;
 * ``kubectl logs`` of the smoke Pod serves a real ``nvidia-smi`` capture
@@ -15,13 +16,14 @@ controllers are real; the GPU node, container execution and the logs are simulat
 
 CLI (``python -m gpulab.simcluster``; every diagnostic goes to stderr):
 
-* ``up --name N --workdir DIR [--gpus 1] [--bin-dir B] [--node-name gpu-sim-node]
+* ``up --name N --workdir DIR [--gpus 1] [--nodes 1] [--bin-dir B] [--node-name gpu-sim-node]
   [--log-namespace default]... [--log-pod gpu-smoke]... [--timeout 300]
-  [--apiserver-advertise-address IP]`` prints one JSON
-  object: ``{"kubeconfig", "kubernetesVersion", "apiServer", "node", "gpus", "workdir"}``.
-  Idempotent: a healthy cluster of that name and configuration is reused (a new --gpus is
-  applied to the node and the log in place; other changes recreate it). Creates are
-  serialised per user by a lock file, because kwokctl probes ports from 32767 downwards.
+  [--apiserver-advertise-address IP]`` prints one JSON object: ``{"kubeconfig",
+  "kubernetesVersion", "apiServer", "node" (the first), "nodes", "gpus" (per node),
+  "totalGpus", "workdir"}``. Idempotent: a healthy cluster of that name and configuration
+  is reused (a new --gpus or --nodes is applied to the nodes and the log in place, extra
+  nodes of an earlier up are deleted; other changes recreate it). Creates are serialised
+  per user by a lock file, because kwokctl probes ports from 32767 downwards.
 * ``down --name N --workdir DIR [--bin-dir B]`` stops every process of the cluster, checks
   that none remains and none of its ports listens, removes DIR; succeeds when already gone.
 * ``status --name N --workdir DIR [--bin-dir B]`` prints ``{"name", "workdir", "running",
@@ -63,6 +65,8 @@ GPU_RESOURCE: Final = "nvidia.com/gpu"
 #: Annotation on every object this module fakes.
 SIMULATED_ANNOTATION: Final = "gpulab.dev/simulated"
 DEFAULT_NODE_NAME: Final = "gpu-sim-node"
+#: Most simulated GPU nodes one cluster gets (``--nodes``).
+MAX_NODES: Final = 8
 DEFAULT_LOG_NAMESPACES: Final = ("default",)
 DEFAULT_LOG_PODS: Final = ("gpu-smoke",)
 #: First line of every simulated log, so no reader mistakes it for a container's output.
@@ -380,6 +384,24 @@ def validate_name(kind: str, value: str) -> str:
     if not _NAME_RE.match(value):
         raise ValueError(f"{kind} {value!r} is not a DNS label (lowercase letters, digits, '-', at most 63)")
     return value
+
+
+def node_names(base: str, count: int) -> list[str]:
+    """Names of ``count`` simulated nodes: ``base``, ``base-2``, ... ``base-<count>``.
+
+    Raises:
+        ValueError: ``count`` outside 1..:data:`MAX_NODES`, or a name is not a DNS label.
+    """
+    if not 1 <= count <= MAX_NODES:
+        raise ValueError(f"nodes must be 1..{MAX_NODES}, got {count}")
+    names = [base, *(f"{base}-{i}" for i in range(2, count + 1))]
+    return [validate_name("node name", n) for n in names]
+
+
+def stale_nodes(existing: Iterable[str], base: str, wanted: Sequence[str]) -> list[str]:
+    """Nodes an earlier ``up`` with more ``--nodes`` made (``base-K`` not in ``wanted``), sorted."""
+    pattern = re.compile(re.escape(base) + r"(-\d+)?")
+    return sorted(n for n in existing if pattern.fullmatch(n) and n not in wanted)
 
 
 # --------------------------------------------------------------------------- processes
@@ -705,6 +727,7 @@ class UpOptions:
     gpus: int = 1
     bin_dir: Path | None = None
     node_name: str = DEFAULT_NODE_NAME
+    nodes: int = 1
     log_namespaces: tuple[str, ...] = DEFAULT_LOG_NAMESPACES
     log_pods: tuple[str, ...] = DEFAULT_LOG_PODS
     timeout: float = 300.0
@@ -713,6 +736,7 @@ class UpOptions:
     def __post_init__(self) -> None:
         validate_name("cluster name", self.name)
         validate_name("node name", self.node_name)
+        node_names(self.node_name, self.nodes)
         capture_name(self.gpus)
         if not self.log_namespaces or not self.log_pods:
             raise ValueError("--log-namespace and --log-pod need at least one value each")
@@ -844,7 +868,10 @@ def _create_once(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str)
         "--wait",
         f"{wait}s",
     ]
-    _log(f"creating cluster {opts.name!r} in {paths.workdir} (kube {kube_version}, {opts.gpus} GPU)")
+    _log(
+        f"creating cluster {opts.name!r} in {paths.workdir} (kube {kube_version}, "
+        f"{opts.nodes} node(s) x {opts.gpus} GPU)"
+    )
     start = time.monotonic()
     out = sys.stderr if _has_fileno(sys.stderr) else subprocess.DEVNULL
     # Popen, not run: kwokctl waits up to 2 min for an API server that already exited,
@@ -881,10 +908,10 @@ def _create_once(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str)
     _log(f"control plane ready in {time.monotonic() - start:.1f}s")
 
 
-def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo) -> None:
-    """Create or update the GPU node; its status capacity/allocatable are patched too,
+def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo, node_name: str) -> None:
+    """Create or update one GPU node; its status capacity/allocatable are patched too,
     because an existing node keeps its status on apply."""
-    manifest = render_node_manifest(opts.node_name, opts.gpus, info)
+    manifest = render_node_manifest(node_name, opts.gpus, info)
     status = {"status": {k: manifest["status"][k] for k in ("capacity", "allocatable")}}
     proc = _kubectl(
         tools,
@@ -894,7 +921,7 @@ def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo)
     )
     if proc.returncode != 0:
         raise SimClusterError(
-            f"creating node {opts.node_name} failed: {proc.stderr.strip()}",
+            f"creating node {node_name} failed: {proc.stderr.strip()}",
             "check the API server log",
         )
     # Labels that a previous `up` with another GPU count set are replaced by apply; the
@@ -905,7 +932,7 @@ def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo)
         [
             "patch",
             "node",
-            opts.node_name,
+            node_name,
             "--subresource=status",
             "--type=merge",
             "-p",
@@ -914,7 +941,7 @@ def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo)
     )
     if proc.returncode != 0:
         raise SimClusterError(
-            f"patching node {opts.node_name} status failed: {proc.stderr.strip()}",
+            f"patching node {node_name} status failed: {proc.stderr.strip()}",
             "check the API server log",
         )
 
@@ -930,23 +957,39 @@ def _node_state(tools: Tools, paths: Paths, node_name: str) -> tuple[bool, str |
     return ready, node.get("status", {}).get("allocatable", {}).get(GPU_RESOURCE)
 
 
-def _wait_usable(opts: UpOptions, tools: Tools, paths: Paths) -> None:
-    """Wait until the node is Ready with the GPUs and Pods can be created in every log namespace."""
+def _remove_stale_nodes(opts: UpOptions, tools: Tools, paths: Paths, wanted: Sequence[str]) -> None:
+    """Delete the nodes an earlier ``up`` with more ``--nodes`` created."""
+    proc = _kubectl(tools, paths, ["get", "nodes", "-o", "name"])
+    existing = [line.removeprefix("node/") for line in proc.stdout.split()] if proc.returncode == 0 else []
+    for name in stale_nodes(existing, opts.node_name, wanted):
+        _log(f"deleting node {name} (not among the {len(wanted)} asked for)")
+        _kubectl(tools, paths, ["delete", "node", name, "--wait=false"])
+
+
+def _wait_usable(opts: UpOptions, tools: Tools, paths: Paths, names: Sequence[str]) -> None:
+    """Wait until every node is Ready with the GPUs and Pods can be created in every log namespace."""
     deadline = time.monotonic() + opts.timeout
     want = str(opts.gpus)
+    pending = list(names)
     while True:
-        ready, gpus = _node_state(tools, paths, opts.node_name)
+        ready, gpus = False, None
+        while pending:
+            ready, gpus = _node_state(tools, paths, pending[0])
+            if not (ready and gpus == want):
+                break
+            pending.pop(0)
         sa = _kubectl(
             tools,
             paths,
             ["get", "serviceaccount", "default", "-n", "default", "-o", "name"],
         )
-        if ready and gpus == want and sa.returncode == 0:
+        if not pending and sa.returncode == 0:
             return
         if time.monotonic() > deadline:
             kwok_log = paths.cluster_dir / "logs" / "kwok-controller.log"
+            node = pending[0] if pending else names[-1]
             raise SimClusterError(
-                f"node {opts.node_name} not usable after {opts.timeout:.0f}s (Ready={ready}, "
+                f"node {node} not usable after {opts.timeout:.0f}s (Ready={ready}, "
                 f"allocatable {GPU_RESOURCE}={gpus!r}, want {want}; default ServiceAccount "
                 f"{'present' if sa.returncode == 0 else 'missing'}); kwok log {kwok_log}:\n{_tail(kwok_log)}",
                 "check the kwok-controller and kube-controller-manager logs in that directory",
@@ -959,7 +1002,8 @@ def up(opts: UpOptions) -> dict[str, Any]:
 
     Returns:
         ``{"kubeconfig": str (flattened), "kubernetesVersion": "v1.36.3",
-        "apiServer": "https://127.0.0.1:PORT", "node": str, "gpus": int, "workdir": str}``
+        "apiServer": "https://127.0.0.1:PORT", "node": str (the first), "nodes": [str],
+        "gpus": int (per node), "totalGpus": int, "workdir": str}``
 
     Raises:
         SimClusterError: with the cause and the first fix.
@@ -1003,8 +1047,11 @@ def up(opts: UpOptions) -> dict[str, Any]:
     if not reuse:
         _create_cluster(opts, tools, paths, kube_version)
 
-    _ensure_node(opts, tools, paths, info)
-    _wait_usable(opts, tools, paths)
+    names = node_names(opts.node_name, opts.nodes)
+    for node in names:
+        _ensure_node(opts, tools, paths, info, node)
+    _remove_stale_nodes(opts, tools, paths, names)
+    _wait_usable(opts, tools, paths, names)
     # A component that lost a port race can exit after the API server answered; then a
     # stranger (e.g. another cluster's kwok) may be serving this node's kubelet endpoint.
     dead = _dead_components(paths)
@@ -1017,8 +1064,10 @@ def up(opts: UpOptions) -> dict[str, Any]:
         "kubeconfig": kubeconfig,
         "kubernetesVersion": _server_version(tools, paths),
         "apiServer": _api_server_of(kubeconfig),
-        "node": opts.node_name,
+        "node": names[0],
+        "nodes": names,
         "gpus": opts.gpus,
+        "totalGpus": opts.gpus * len(names),
         "workdir": str(paths.workdir),
     }
 
@@ -1148,7 +1197,13 @@ def _parser() -> argparse.ArgumentParser:
         default=1,
         help=f"nvidia.com/gpu of the node, one of {sorted(CAPTURES)}",
     )
-    sp_up.add_argument("--node-name", default=DEFAULT_NODE_NAME)
+    sp_up.add_argument("--node-name", default=DEFAULT_NODE_NAME, help="name of the (first) node")
+    sp_up.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help=f"simulated GPU nodes, 1..{MAX_NODES}; named NODE_NAME, NODE_NAME-2, ... (each --gpus)",
+    )
     sp_up.add_argument(
         "--log-namespace",
         action="append",
@@ -1184,6 +1239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     gpus=args.gpus,
                     bin_dir=args.bin_dir,
                     node_name=args.node_name,
+                    nodes=args.nodes,
                     log_namespaces=tuple(args.log_namespace or DEFAULT_LOG_NAMESPACES),
                     log_pods=tuple(args.log_pod or DEFAULT_LOG_PODS),
                     timeout=args.timeout,

@@ -1,0 +1,69 @@
+"""K3sCluster component: k3s installed on this host, uninstalled on destroy.
+
+One local command, ``{name}-cluster``: ``gpulab.k3s_ctl up --version V`` (as root:
+check, then the official installer with ``INSTALL_K3S_VERSION=V`` unless that version is
+installed; wait for the node) and ``down`` (``k3s-uninstall.sh``, only for a k3s the lab
+installed; success when gone). A new version replaces it delete-first: uninstall, then
+install (k3s holds one installation per host). The kubeconfig is
+``/etc/rancher/k3s/k3s.yaml``.
+
+k3s adds an ``nvidia`` containerd handler when it finds the NVIDIA runtime and ships a
+``nvidia`` RuntimeClass; the operator's toolkit is pointed at k3s's containerd config and
+socket, and the smoke Pod asks for ``runtimeClassName: nvidia`` (gpulab/k3s_ctl.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components.cluster import PYTHON, ClusterOutputs, parse_json_stdout
+from components.localcmd import LocalCommand
+
+
+@dataclass(frozen=True)
+class K3sArgs:
+    """Inputs: ``version`` (validated ``v1.x.y+k3sN``), ``timeout_seconds`` for install and
+    readiness."""
+
+    version: str
+    timeout_seconds: int = 600
+
+
+class K3sCluster(pulumi.ComponentResource, ClusterOutputs):
+    """k3s on this host (see module docstring).
+
+    Outputs: ``kubeconfig`` (secret str), ``kubernetes_version`` (str), ``version`` (the k3s
+    release), ``installed`` (bool: this stack installed it, so destroy uninstalls it).
+    """
+
+    kind = "k3s"
+
+    def __init__(self, name: str, args: K3sArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpulab:k3s:K3sCluster", name, None, opts)
+        ctl = [PYTHON, "-m", "gpulab.k3s_ctl"]
+        self.cluster = LocalCommand(
+            f"{name}-cluster",
+            create=[*ctl, "up", "--version", args.version, "--timeout", str(args.timeout_seconds)],
+            delete=[*ctl, "down"],
+            timeout=args.timeout_seconds * 2 + 60,  # the install, then the wait for the node
+            delete_before_replace=True,
+            secret_stdout=True,
+            purpose="k3s-install",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        info = parse_json_stdout(self.cluster.stdout, "k3s_ctl up")
+        self.kubeconfig = pulumi.Output.secret(info.apply(lambda i: i["kubeconfig"]))
+        self.kubernetes_version = pulumi.Output.unsecret(info.apply(lambda i: i["kubernetesVersion"]))
+        self.version = pulumi.Output.from_input(args.version)
+        self.installed = pulumi.Output.unsecret(info.apply(lambda i: i["installed"]))
+        self.ready = self.cluster
+        self.register_outputs(
+            {
+                "kubeconfig": self.kubeconfig,
+                "kubernetesVersion": self.kubernetes_version,
+                "version": self.version,
+                "installed": self.installed,
+            }
+        )

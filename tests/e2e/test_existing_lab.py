@@ -1,0 +1,164 @@
+"""End to end: the ``existing`` variant through the real engine against a cluster it does not own.
+
+The test brings up the simulated control plane itself (gpulab.simcluster, two kwok nodes
+of one GPU each), writes its kubeconfig to a file, and points an ``existing`` stack at
+it with ``expectedGpus=2`` and ``simulatedOperands=true`` (no operator process runs
+against kwok). It checks the preview against the live API server, then up: allocatable
+summed over both GPU nodes is 2, the smoke Pod Succeeded, the checklist's allocatable
+item passes, the leftovers are the chart's CRDs. Destroy removes what the stack created
+and leaves exactly the listed CRDs. A second round with ``removeCrds=true`` and one CRD
+that was there before the lab: destroy deletes the chart's CRDs except that one. The
+cluster is torn down at the end, whatever happened.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpulab import checklist, existing_ctl
+from gpulab import outputs as out
+from gpulab.sandbox import Project, shared_chart
+
+pytestmark = pytest.mark.sim
+
+SIM_TOOLS = ("kwokctl", "kwok", "kube-apiserver", "etcd", "kubectl")
+NAME = "e2e-existing"
+CRD_PREFIX = "customresourcedefinition/"
+
+
+def _api(kubeconfig: str) -> Any:
+    from kubernetes import client, config
+
+    conf = client.Configuration()
+    config.load_kube_config_from_dict(yaml.safe_load(kubeconfig), client_configuration=conf)
+    return client.ApiClient(conf)
+
+
+def _simcluster(project: Project, *args: str) -> dict[str, Any]:
+    p = subprocess.run(
+        ["python3", "-m", "gpulab.simcluster", *args],
+        cwd=project.dir,
+        env=project.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def two_gpu_nodes(project: Project, tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """A simulated cluster with 2 nodes x 1 GPU; yields (kubeconfig file, kubeconfig text)."""
+    missing = [t for t in SIM_TOOLS if shutil.which(t, path=project.env["PATH"]) is None]
+    if missing:
+        pytest.skip(f"simulated control plane not built ({', '.join(missing)}): run `make toolchain`")
+    workdir = tmp_path / "sim"
+    where = ["--name", NAME, "--workdir", str(workdir)]
+    try:
+        up = _simcluster(project, "up", *where, "--gpus", "1", "--nodes", "2")
+        assert up["nodes"] == ["gpu-sim-node", "gpu-sim-node-2"] and up["totalGpus"] == 2
+        path = tmp_path / "kubeconfig.yaml"
+        path.write_text(up["kubeconfig"])
+        yield path, up["kubeconfig"]
+    finally:
+        _simcluster(project, "down", *where)
+    assert not workdir.exists()
+
+
+def _crds(api: Any) -> set[str]:
+    from kubernetes import client
+
+    return {c.metadata.name for c in client.ApiextensionsV1Api(api).list_custom_resource_definition().items}
+
+
+def test_existing_cluster_with_two_gpu_nodes_up_checks_destroy_and_leftovers(
+    project: Project, two_gpu_nodes: tuple[Path, str]
+) -> None:
+    from kubernetes import client
+
+    chart = shared_chart()
+    if chart is None:
+        pytest.skip("no offline gpu-operator chart: set GPULAB_CHART_PATH")
+    path, kubeconfig = two_gpu_nodes
+    api = _api(kubeconfig)
+    chart_crds = existing_ctl.chart_crds(Path(chart), nfd=True)
+    project.init(
+        "existing",
+        kubeconfigPath=str(path),
+        expectedGpus=2,
+        simulatedOperands="true",
+        chartPath=chart,
+        profile=NAME,
+    )
+    try:
+        # The preview talks to the live API server (its kubeconfig is known at preview).
+        preview = project.pulumi("preview", "--stack", "existing", "--diff", timeout=300).stdout
+        planned = ("existing-census", "gpu-operator-release", "gpu-operator-sim-device-plugin", "smoke-pod")
+        for name in planned:
+            assert name in preview, f"{name} not planned:\n{preview}"
+        assert "gpulab.simcluster" not in preview  # no cluster lifecycle
+
+        project.pulumi("up", "--yes", "--skip-preview", "--stack", "existing", timeout=900)
+        o = project.outputs("existing")
+        assert o[out.CLUSTER_KIND] == "existing"
+        assert o[out.ALLOCATABLE_GPUS] == 2 and o[out.CAPACITY_GPUS] == 2, o
+        assert o[out.HOST_GPU_COUNT] == 2 and o[out.HOST_PROBE_SOURCE] == "config:expectedGpus"
+        assert o[out.SMOKE_PHASE] == "Succeeded"
+        assert o[out.SMOKE_NODE] in ("gpu-sim-node", "gpu-sim-node-2")
+        assert o[out.SIMULATED] is True and out.ALLOCATABLE_GPUS in o[out.SIMULATED_FIELDS]
+        assert o[out.CLUSTER_POLICY_STATE] == "ready"
+        assert len(o[out.DEVICE_PLUGIN_PODS]) == 2, "one stand-in device-plugin pod per GPU node"
+        assert o["leftovers"] == [CRD_PREFIX + c for c in chart_crds]
+        items = {i.id: i for i in checklist.evaluate(o)}
+        assert items["allocatable-matches-gpus"].status == checklist.PASS, items["allocatable-matches-gpus"]
+
+        project.pulumi("up", "--yes", "--skip-preview", "--stack", "existing", "--expect-no-changes")
+
+        project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "existing", timeout=900)
+        core = client.CoreV1Api(api)
+        assert "gpu-operator" not in {n.metadata.name for n in core.list_namespace().items}
+        assert not [p for p in core.list_namespaced_pod("default").items if p.metadata.name == "gpu-smoke"]
+        assert {n.metadata.name for n in core.list_node().items} == {"gpu-sim-node", "gpu-sim-node-2"}
+        left = _crds(api)
+        assert set(chart_crds) <= left, f"the listed leftovers must still be there: {sorted(left)}"
+
+        # Round two: the user removed the leftovers but one CRD that was there before the lab.
+        keep = "gpuclusters.nvidia.com"
+        assert keep in chart_crds
+        subprocess.run(
+            [
+                "python3",
+                "-m",
+                "gpulab.existing_ctl",
+                "remove-crds",
+                "--kubeconfig-path",
+                str(path),
+                *[f"--crd={c}" for c in chart_crds],
+                f"--keep={keep}",
+            ],
+            cwd=project.dir,
+            env=project.env,
+            check=True,
+            capture_output=True,
+        )
+        assert _crds(api) & set(chart_crds) == {keep}
+        project.pulumi("config", "set", "--stack", "existing", "gpu-lab:removeCrds", "true")
+        project.pulumi("up", "--yes", "--skip-preview", "--stack", "existing", timeout=900)
+        o = project.outputs("existing")
+        assert o["leftovers"] == [CRD_PREFIX + keep]
+        assert o[out.ALLOCATABLE_GPUS] == 2 and o[out.SMOKE_PHASE] == "Succeeded"
+        project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "existing", timeout=900)
+        assert _crds(api) & set(chart_crds) == {keep}, "only the CRD from before the lab may remain"
+    finally:
+        project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "existing", check=False, timeout=900)
+    export = json.loads(project.pulumi("stack", "export", "--stack", "existing").stdout)
+    assert not export["deployment"].get("resources")
