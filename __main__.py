@@ -10,6 +10,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.benchmark import BenchmarkArgs, TflopsBenchmark
 from components.existing import LEFTOVERS, ExistingArgs, ExistingCluster
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
@@ -146,3 +147,15 @@ pulumi.export(out.SMOKE_IMAGE, smoke.image)
 pulumi.export(out.SMOKE_NODE, smoke.node)
 if isinstance(cluster, ExistingCluster):
     pulumi.export(LEFTOVERS, cluster.leftovers)
+if cfg.benchmark_pod:
+    bench = TflopsBenchmark(
+        "benchmark",
+        BenchmarkArgs(image=cfg.benchmark_image, kubeconfig=cluster.kubeconfig),
+        provider=provider,
+        # One GPU at a time on a one-GPU lab: measure after the smoke Pod is done with it.
+        opts=pulumi.ResourceOptions(depends_on=[smoke.check]),
+    )
+    pulumi.export(
+        out.MEASURED_TFLOPS,
+        bench.result.apply(lambda r: {k: v.get("tflops") for k, v in (r.get("results") or {}).items()}),
+    )

@@ -82,9 +82,13 @@ class TflopsBenchmark(pulumi.ComponentResource):
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider)
         cm = k8s.core.v1.ConfigMap(
             f"{name}-modules",
-            metadata={"namespace": POD_NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-lab"}},
+            metadata={
+                "name": f"{POD_NAME}-modules",
+                "namespace": POD_NAMESPACE,
+                "labels": {"app.kubernetes.io/part-of": "gpu-lab"},
+            },
             data=module_files(),
-            opts=k8s_opts,
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(delete_before_replace=True)),
         )
         self.pod = k8s.core.v1.Pod(
             f"{name}-pod",

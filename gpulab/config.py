@@ -115,6 +115,9 @@ class LabConfig:
     smoke_timeout_seconds: int = 300
     cluster_timeout_seconds: int = 600
     docker_selftest: bool = False
+    #: Run the TFLOPS benchmark Pod (GPU labs only) in ``benchmark_image``.
+    benchmark_pod: bool = False
+    benchmark_image: str = "nvcr.io/nvidia/pytorch:25.01-py3"
     kind_node_image: str = DEFAULT_KIND_NODE_IMAGE
     k3s_version: str = "v1.34.1+k3s1"
     #: existing: the kubeconfig file (absolute) and the context in it (resolved: never empty
@@ -175,6 +178,8 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "smokeTimeoutSeconds": ("int", LabConfig.smoke_timeout_seconds),
     "clusterTimeoutSeconds": ("int", LabConfig.cluster_timeout_seconds),
     "dockerSelfTest": ("bool", LabConfig.docker_selftest),
+    "benchmarkPod": ("bool", LabConfig.benchmark_pod),
+    "benchmarkImage": ("str", LabConfig.benchmark_image),
     "chartVersion": ("str", OperatorConfig.chart_version),
     "chartRepo": ("str", OperatorConfig.chart_repo),
     "chartPath": ("str", ""),
@@ -317,6 +322,18 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
     timeouts = {
         k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")
     }
+    bench_image = str(get("benchmarkImage"))
+    bm = IMAGE.match(bench_image)
+    if not bm or not (bm.group("tag") or bm.group("digest")) or bm.group("tag") == "latest":
+        problems.append(
+            f"{NAMESPACE}:benchmarkImage={bench_image!r} is not pinned; use repo:tag (not latest) or "
+            "repo@sha256:<digest>, e.g. nvcr.io/nvidia/pytorch:25.01-py3"
+        )
+    if bool(get("benchmarkPod")) and (cluster == "sim" or bool(get("simulatedOperands"))):
+        problems.append(
+            f"{NAMESPACE}:benchmarkPod=true in a simulated lab: there is no GPU to measure, and a "
+            "simulated figure must never pass for a measured one; set benchmarkPod=false"
+        )
     if problems:
         raise ConfigError(problems)
     return LabConfig(
@@ -334,6 +351,8 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
         smoke_timeout_seconds=timeouts["smokeTimeoutSeconds"],
         cluster_timeout_seconds=timeouts["clusterTimeoutSeconds"],
         docker_selftest=bool(get("dockerSelfTest")),
+        benchmark_pod=bool(get("benchmarkPod")),
+        benchmark_image=bench_image,
         kind_node_image=str(get("kindNodeImage")),
         k3s_version=str(get("k3sVersion")),
         kubeconfig_path=variant["kubeconfig_path"],

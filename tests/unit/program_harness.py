@@ -83,6 +83,9 @@ def fake_stdout(purpose: str, gpus: int = 1) -> str:
                 "smokeNode": "n1",
             }
         )
+    if purpose == "benchmark-result":
+        results = {"bf16": {"tflops": 578.7}, "fp32": {"tflops": 51.3}}
+        return json.dumps({"gpu": "NVIDIA H200", "results": results})
     return "{}"
 
 

@@ -297,3 +297,31 @@ def test_missing_host_tools_stop_before_any_resource(monkeypatch: pytest.MonkeyP
     assert "make toolchain" in str(run.error)
     # The host probe component may exist (it only reads); nothing else may.
     assert [r.name for r in run.registrations] in ([], ["host"])
+
+
+def test_benchmark_pod_measures_after_the_smoke_test_and_exports_tflops() -> None:
+    run = run_program({**MINIKUBE, "benchmarkPod": "true"})
+    assert run.error is None, run.error
+    pod = run.by_name("benchmark-pod").inputs
+    (c,) = pod["spec"]["containers"]
+    assert c["image"] == "nvcr.io/nvidia/pytorch:25.01-py3"
+    assert c["command"][:4] == ["python", "-m", "gpulab.tflops", "--json"]
+    assert c["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert pod["spec"]["restartPolicy"] == "Never"
+    cm = run.by_name("benchmark-modules").inputs["data"]
+    assert set(cm) == {"__init__.py", "tflops.py", "peaks.py"} and "def main" in cm["tflops.py"]
+    assert run.urn_of("smoke-check") in run.by_name("benchmark").dependencies
+    assert run.outputs[out.MEASURED_TFLOPS] == {"bf16": 578.7, "fp32": 51.3}
+
+
+def test_no_benchmark_pod_by_default() -> None:
+    run = run_program(MINIKUBE)
+    assert "benchmark-pod" not in run.names()
+    assert out.MEASURED_TFLOPS not in run.exported
+
+
+def test_benchmark_pod_refused_in_the_simulated_lab(chart: str) -> None:
+    run = run_program(sim(chart, benchmarkPod="true"))
+    assert isinstance(run.error, ConfigError)
+    assert "no GPU to measure" in str(run.error)
+    assert run.registrations == []
