@@ -90,6 +90,19 @@ def gpu_totals(nodes: list[dict[str, Any]]) -> tuple[int | None, int | None]:
     return alloc, cap
 
 
+def is_transient(exc: BaseException) -> bool:
+    """True for errors that say the API server is (briefly) unreachable, not that we are wrong.
+
+    Connection failures (urllib3), and API answers with status 0 (no response), 429 or 5xx.
+    """
+    import urllib3
+    from kubernetes.client.rest import ApiException
+
+    if isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError)):
+        return True
+    return isinstance(exc, ApiException) and (exc.status in (0, 429) or (exc.status or 0) >= 500)
+
+
 @dataclass
 class Waiter:
     """Polls ``check`` until it returns a value, or raises GateError with ``diagnose()``."""
@@ -102,7 +115,15 @@ class Waiter:
     def until(self, what: str, check: Callable[[], Any], diagnose: Callable[[], str]) -> Any:
         deadline = self.clock() + self.timeout
         while True:
-            value = check()
+            try:
+                value = check()
+            except Exception as exc:
+                # The API server can drop connections for a while (e.g. k3s restarts when
+                # the operator's toolkit reconfigures its containerd): keep waiting.
+                if not is_transient(exc):
+                    raise
+                print(f"waiting for {what}: API server unavailable ({exc}); retrying", file=sys.stderr)
+                value = None
             if value is not None:
                 return value
             if self.clock() >= deadline:

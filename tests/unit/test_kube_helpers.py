@@ -63,3 +63,30 @@ def test_every_minikube_command_is_scoped_to_the_profile() -> None:
     assert minikube_ctl.addon_argv("lab", False)[2:4] == ["disable", "nvidia-device-plugin"]
     assert minikube_ctl.kubeconfig_argv("lab")[-2:] == ["--context", "lab"]
     assert "--flatten" in minikube_ctl.kubeconfig_argv("lab")
+
+
+def test_waiter_rides_out_api_server_restarts_but_not_real_errors() -> None:
+    import urllib3
+    from kubernetes.client.rest import ApiException
+
+    now = [0.0]
+    w = Waiter(timeout=30, interval=1, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    answers: list[object] = [
+        urllib3.exceptions.NewConnectionError(None, "connection refused"),  # type: ignore[arg-type]
+        ApiException(status=503),
+        "ready",
+    ]
+
+    def check() -> object:
+        a = answers.pop(0)
+        if isinstance(a, BaseException):
+            raise a
+        return a
+
+    assert w.until("x", check, lambda: "diag") == "ready"
+
+    def forbidden() -> object:
+        raise ApiException(status=403)
+
+    with pytest.raises(ApiException):
+        w.until("x", forbidden, lambda: "diag")
