@@ -11,7 +11,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.benchmark import BenchmarkArgs, TflopsBenchmark
-from components.existing import LEFTOVERS, ExistingArgs, ExistingCluster
+from components.existing import ExistingArgs, ExistingCluster
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
 from components.k3s import K3sArgs, K3sCluster
@@ -146,7 +146,7 @@ pulumi.export(out.SMOKE_EVENTS, smoke.events)
 pulumi.export(out.SMOKE_IMAGE, smoke.image)
 pulumi.export(out.SMOKE_NODE, smoke.node)
 if isinstance(cluster, ExistingCluster):
-    pulumi.export(LEFTOVERS, cluster.leftovers)
+    pulumi.export(out.LEFTOVERS, cluster.leftovers)
 if cfg.benchmark_pod:
     bench = TflopsBenchmark(
         "benchmark",

@@ -27,16 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
 
 import pulumi
 
 from components.cluster import PYTHON, ClusterOutputs, parse_json_stdout
 from components.localcmd import LocalCommand
 from gpulab import existing_ctl
-
-#: Stack output key of the existing variant: what destroy leaves behind (list[str]).
-LEFTOVERS: Final = "leftovers"
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,11 @@ SMOKE_IMAGE: Final = "smokeImage"
 #: Node the smoke Pod was scheduled to.
 SMOKE_NODE: Final = "smokeNode"
 
+# --- existing cluster -----------------------------------------------------------------
+#: existing variant: what ``pulumi destroy`` leaves behind, e.g. ``["customresourcedefinition/
+#: clusterpolicies.nvidia.com"]`` (empty when ``removeCrds`` is on).
+LEFTOVERS: Final = "leftovers"
+
 # --- measurement ----------------------------------------------------------------------
 #: Measured dense matmul throughput: ``{"bf16": float, "fp16": float, "fp32": float}``
 #: in TFLOP/s, or ``None`` when not measured.
@@ -99,5 +104,6 @@ ALL_KEYS: Final = (
     SMOKE_EVENTS,
     SMOKE_IMAGE,
     SMOKE_NODE,
+    LEFTOVERS,
     MEASURED_TFLOPS,
 )
