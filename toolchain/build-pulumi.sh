@@ -54,7 +54,10 @@ build_wrapper() {
 # upstream generate.go does at release time); terraform-mapping-embed.json: minified.
 gen_k8s_embeds() {
   local dir
+  # On a cold module cache .Dir is empty until the module is downloaded.
+  go mod download github.com/pulumi/pulumi-kubernetes/provider/v4
   dir=$(go list -m -f '{{.Dir}}' github.com/pulumi/pulumi-kubernetes/provider/v4)
+  [[ -d "$dir" ]] || { log "provider module not found in the module cache"; exit 1; }
   python3 - "$dir/cmd/pulumi-resource-kubernetes" "$PULUMI_KUBERNETES_VERSION" <<'PY'
 import json, sys
 src, version = sys.argv[1], sys.argv[2]
@@ -74,6 +77,7 @@ PY
 install_langhost() {
   local dir=$1 sdkdir
   need_go
+  (cd "$here/go/pulumi" && go mod download github.com/pulumi/pulumi/sdk/v3)
   sdkdir=$(cd "$here/go/pulumi" && go list -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)
   install -m 0644 "$sdkdir/python/cmd/pulumi-language-python-exec" "$dir/pulumi-language-python-exec"
   install -m 0755 "$sdkdir/python/dist/pulumi-resource-pulumi-python" "$dir/pulumi-resource-pulumi-python"
