@@ -16,16 +16,23 @@ from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
 from components.k3s import K3sArgs, K3sCluster
 from components.kind import KindArgs, KindCluster
-from components.lab import load_config, preflight_or_raise, simulated_fields
+from components.lab import load_config, probe_and_preflight, simulated_fields
 from components.minikube import MinikubeArgs, MinikubeCluster
 from components.sim import SimArgs, SimCluster
 from components.smoke import SmokeArgs, SmokeTest
 from gpulab import existing_ctl
 from gpulab import outputs as out
+from gpulab.config import ConfigError
+from gpulab.nvsmi import NvidiaSmiParseError
+from gpulab.preflight import PreflightError
 
-cfg = load_config()
-probe = HostProbe("host", mode=cfg.effective_host_probe, capture=cfg.effective_capture)
-preflight_or_raise(cfg, probe.facts)
+try:
+    cfg = load_config()
+    facts = probe_and_preflight(cfg)
+except (ConfigError, PreflightError, NvidiaSmiParseError) as exc:
+    # The message names every cause and its first fix; a traceback would only bury it.
+    raise pulumi.RunError(str(exc)) from exc
+probe = HostProbe("host", mode=cfg.effective_host_probe, facts=facts)
 
 # Physical GPUs allocatable must add up to: the host's, or for a cluster that is not this
 # host the count its config promises.

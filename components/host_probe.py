@@ -10,45 +10,32 @@ from __future__ import annotations
 
 import pulumi
 
-from gpulab.probe import HostFacts, probe_capture, probe_nvidia_smi
+from gpulab.probe import HostFacts
 
 
 class HostProbe(pulumi.ComponentResource):
-    """Reads the host's GPU facts once and exposes them.
+    """Exposes the host's GPU facts (read by ``components.lab.probe_and_preflight``).
 
     Args:
         name: resource name.
-        mode: ``"nvidia-smi"`` (run it here), ``"capture"`` (read ``capture``; simulated) or
-            ``"off"`` (no probe: every fact output is None, e.g. previewing a GPU stack
-            on a laptop).
-        capture: capture name for ``mode="capture"``, e.g. ``"h200-1gpu"``.
+        mode: how they were read: ``"nvidia-smi"`` (here), ``"capture"`` (a shipped
+            capture; simulated) or ``"off"`` (no probe: every fact output is None, e.g.
+            previewing a GPU stack on a laptop).
+        facts: the facts, or None with ``mode="off"``.
 
     Outputs: ``gpu_count`` (int), ``gpu_models`` (list[str]), ``gpus`` (list[dict], see
     gpulab.outputs.HOST_GPUS), ``driver_version`` (str), ``max_cuda`` (str|None),
     ``source`` (str), ``simulated`` (bool), ``facts`` (the :class:`HostFacts` or None;
     a plain attribute, known at construction).
-
-    Raises:
-        gpulab.preflight.PreflightError: nvidia-smi missing or failing.
-        gpulab.nvsmi.NvidiaSmiParseError: nvidia-smi printed something unparseable.
     """
 
     def __init__(
         self,
         name: str,
         mode: str,
-        capture: str = "h200-1gpu",
+        facts: HostFacts | None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        facts: HostFacts | None
-        if mode == "nvidia-smi":
-            facts = probe_nvidia_smi()
-        elif mode == "capture":
-            facts = probe_capture(capture)
-        elif mode == "off":
-            facts = None
-        else:
-            raise ValueError(f"unknown host probe mode {mode!r}")
         # The facts are also the component's inputs, so policies see them at preview.
         super().__init__(
             "gpulab:host_probe:HostProbe",

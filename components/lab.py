@@ -68,7 +68,7 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None) -> None:
     if cfg.host_probe == "off":
         return
     failed = tool_findings(cfg.cluster)
-    if cfg.cluster == "minikube" and facts is not None:
+    if cfg.cluster == "minikube":
         from gpulab import host_checks
 
         failed += [f for f in host_checks.minikube_host_findings(cfg) if not f.ok]
@@ -84,6 +84,37 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None) -> None:
         failed += [f for f in k3s_ctl.host_findings(cfg.k3s_version) if not f.ok]
     if failed:
         raise PreflightError(failed)
+
+
+def probe_and_preflight(cfg: LabConfig) -> HostFacts | None:
+    """Read the host's GPU facts and run the variant's preflight; report every failure at once.
+
+    Returns the facts (None with ``hostProbe: off``).
+
+    Raises:
+        PreflightError: the probe's failure (e.g. no nvidia-smi) together with every other
+            failed check (tools, Docker, resources), each with its first fix.
+        gpulab.nvsmi.NvidiaSmiParseError: nvidia-smi printed something unparseable.
+    """
+    from gpulab.probe import probe_capture, probe_nvidia_smi
+
+    failed: list[Finding] = []
+    facts: HostFacts | None = None
+    mode = cfg.effective_host_probe
+    try:
+        if mode == "nvidia-smi":
+            facts = probe_nvidia_smi()
+        elif mode == "capture":
+            facts = probe_capture(cfg.effective_capture)
+    except PreflightError as exc:
+        failed += exc.failures
+    try:
+        preflight_or_raise(cfg, facts)
+    except PreflightError as exc:
+        failed += exc.failures
+    if failed:
+        raise PreflightError(failed)
+    return facts
 
 
 def simulated_fields(cfg: LabConfig) -> list[str]:

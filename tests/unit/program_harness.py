@@ -154,7 +154,8 @@ def run_program(config: dict[str, Any], preview: bool = False) -> Run:
         try:
             runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
         except BaseException as exc:  # recorded for the test to assert on
-            run.error = exc
+            # The program re-raises its own errors as RunError (no traceback): keep the cause.
+            run.error = exc.__cause__ if isinstance(exc, pulumi.RunError) and exc.__cause__ else exc
         finally:
             pulumi.export = real_export
 

@@ -326,3 +326,26 @@ def test_benchmark_pod_refused_in_the_simulated_lab(chart: str) -> None:
     assert isinstance(run.error, ConfigError)
     assert "no GPU to measure" in str(run.error)
     assert run.registrations == []
+
+
+def test_preflight_reports_the_missing_driver_and_every_missing_tool_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gpulab.probe
+
+    def no_driver() -> None:
+        raise PreflightError(
+            [Finding("nvidia-smi", False, "nvidia-smi not found on PATH", "install the driver")]
+        )
+
+    monkeypatch.setattr(gpulab.probe, "probe_nvidia_smi", no_driver)
+    monkeypatch.setattr(
+        components.lab,
+        "tool_findings",
+        lambda cluster: [Finding("tool-minikube", False, "minikube is not on PATH", "install minikube")],
+    )
+    run = run_program({"cluster": "minikube"})
+    assert isinstance(run.error, PreflightError)
+    text = str(run.error)
+    assert "nvidia-smi not found on PATH" in text and "minikube is not on PATH" in text
+    assert run.registrations == []
