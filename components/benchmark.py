@@ -97,7 +97,7 @@ class TflopsBenchmark(pulumi.ComponentResource):
                 "namespace": POD_NAMESPACE,
                 "labels": {"app.kubernetes.io/part-of": "gpu-lab", "app.kubernetes.io/name": POD_NAME},
                 # Run to completion: never "Ready"; the reader waits for Succeeded.
-                "annotations": {"pulumi.com/skipAwait": "true"},
+                "annotations": {"pulumi.com/waitFor": f"jsonpath={{.metadata.namespace}}={POD_NAMESPACE}"},
             },
             spec=pod_spec(args.image, args.size, cm.metadata["name"]),
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(delete_before_replace=True)),

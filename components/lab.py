@@ -53,6 +53,49 @@ def tool_findings(cluster: str, which: Any = shutil.which) -> list[Finding]:
     ]
 
 
+def chart_findings(repo: str, chart_version: str, resolve: Any = None, fetch: Any = None) -> list[Finding]:
+    """A failed Finding when the chart repository cannot be reached (offline machines).
+
+    Checked before anything is created; otherwise the cluster would be made first and the
+    Helm release would fail later with "not a valid chart repository". ``resolve``
+    (host -> None, raises OSError) and ``fetch`` (url -> None, raises OSError) are the
+    name lookup and the HTTPS request, injectable for tests.
+    """
+    import socket
+    import urllib.parse
+    import urllib.request
+
+    def default_resolve(host: str) -> None:
+        socket.getaddrinfo(host, 443)
+
+    def default_fetch(url: str) -> None:
+        req = urllib.request.Request(url, method="HEAD")
+        with urllib.request.urlopen(req, timeout=5):
+            pass
+
+    resolve = resolve or default_resolve
+    fetch = fetch or default_fetch
+    if not repo.startswith("https://"):
+        return []  # oci:// registries: helm itself reports what it cannot pull
+    host = urllib.parse.urlparse(repo).hostname or ""
+    try:
+        resolve(host)
+        fetch(repo.rstrip("/") + "/index.yaml")
+    except OSError as exc:
+        return [
+            Finding(
+                "chart-repository",
+                False,
+                f"the chart repository {repo} cannot be reached ({exc})",
+                "offline? point the lab at an unpacked chart: GPULAB_CHART_PATH=/path/to/gpu-operator "
+                "make lab (or `scripts/pulumi config set gpu-lab:chartPath /path/to/gpu-operator`); get "
+                f"it on a connected machine with `helm pull gpu-operator --repo {repo} --version "
+                f"{chart_version} --untar`",
+            )
+        ]
+    return []
+
+
 def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None) -> None:
     """Stop before anything is created when this machine cannot build ``cfg``'s lab.
 
@@ -68,6 +111,8 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None) -> None:
     if cfg.host_probe == "off":
         return
     failed = tool_findings(cfg.cluster)
+    if cfg.operator.chart_path is None:
+        failed += chart_findings(cfg.operator.chart_repo, cfg.operator.chart_version)
     if cfg.cluster == "minikube":
         from gpulab import host_checks
 

@@ -1,9 +1,10 @@
 """SmokeTest component: the chapter's first GPU Pod, and the proof that it ran.
 
 * Pod ``gpu-smoke`` (namespace ``default``): ``nvidia-smi`` in the configured CUDA base
-  image, ``limits: nvidia.com/gpu: N``, ``restartPolicy: Never``. Created with
-  ``pulumi.com/skipAwait`` because a run-to-completion Pod is never "Ready"; replaced
-  delete-first (same name).
+  image, ``limits: nvidia.com/gpu: N``, ``restartPolicy: Never``. A
+  run-to-completion Pod is never "Ready", so ``pulumi.com/waitFor`` makes "created"
+  mean "accepted by the API server"; replaced delete-first (same name), and the delete
+  waits until the old Pod is gone.
 * The check (``python3 -m gpulab.kube smoke``): waits for phase ``Succeeded`` (a Pod has
   no ``complete`` condition), reads the log's nvidia-smi header (driver and CUDA
   versions) and the Pod's events.
@@ -76,7 +77,10 @@ class SmokeTest(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpulab:smoke:SmokeTest", name, None, opts)
-        annotations = {"pulumi.com/skipAwait": "true"}
+        # Created = accepted by the API server; the check waits for Succeeded. Not
+        # skipAwait: for Pods that also skips waiting for deletion, so a delete-first
+        # replacement (same name) would race the old Pod's termination.
+        annotations = {"pulumi.com/waitFor": f"jsonpath={{.metadata.namespace}}={POD_NAMESPACE}"}
         if args.simulated:
             annotations["gpulab.dev/simulated-execution"] = "true"
         self.pod = k8s.core.v1.Pod(

@@ -62,7 +62,9 @@ class ConfigError(ValueError):
         lines = "\n".join(f"  - {p}" for p in problems)
         super().__init__(
             f"invalid gpu-lab configuration ({len(problems)} problem(s)); nothing was created:\n"
-            f"{lines}\nFix with `pulumi config set <key> <value>` (keys and defaults: Pulumi.yaml)."
+            f"{lines}\nFix with `scripts/pulumi config set gpu-lab:<key> <value>` or remove an unknown key "
+            "with "
+            "`scripts/pulumi config rm gpu-lab:<key>` (keys and defaults: Pulumi.yaml)."
         )
 
 
@@ -282,7 +284,12 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
         problems.append(f"{NAMESPACE}:capture={capture!r} is unknown; allowed: {', '.join(CAPTURES)}")
     image = str(get("smokeImage"))
     m = IMAGE.match(image)
-    if not m or not (m.group("tag") or m.group("digest")) or m.group("tag") == "latest":
+    if not m:
+        problems.append(
+            f"{NAMESPACE}:smokeImage={image!r} is not a valid image reference "
+            "(registry/repository:tag or @sha256:<digest>, no spaces or shell characters)"
+        )
+    elif not (m.group("tag") or m.group("digest")) or m.group("tag") == "latest":
         problems.append(
             f"{NAMESPACE}:smokeImage={image!r} is not pinned; use repo:tag (not latest) or "
             "repo@sha256:<digest>, e.g. nvidia/cuda:12.4.1-base-ubuntu22.04"
@@ -319,6 +326,12 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
     variant = _variant_settings(cluster, values, get, problems, env, chart_version)
     replicas = pos_int("timeSlicingReplicas")
     smoke_gpus = pos_int("smokeGpus")
+    if cluster == "sim" and smoke_gpus > sim_gpus * replicas:
+        # The scheduler would leave the Pod Pending until smokeTimeoutSeconds: say it now.
+        problems.append(
+            f"{NAMESPACE}:smokeGpus={smoke_gpus} is more than the simulated node offers "
+            f"(simGpus={sim_gpus} x timeSlicingReplicas={replicas}); lower smokeGpus or raise simGpus"
+        )
     timeouts = {
         k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")
     }

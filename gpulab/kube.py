@@ -370,6 +370,19 @@ def benchmark(
     return result
 
 
+def ping(api: Any, timeout: float = 5) -> dict[str, Any]:
+    """``{"kubernetesVersion": ...}`` when the API server answers; GateError naming it if not."""
+    from kubernetes import client
+
+    try:
+        version = client.VersionApi(api).get_code(_request_timeout=timeout).git_version
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        raise GateError(f"the API server at {api.configuration.host} does not answer: {exc}") from exc
+    return {"kubernetesVersion": version}
+
+
 def simulate_clusterpolicy(api: Any, state: str, timeout: float = 120) -> dict[str, Any]:
     """Simulated lab only: write ClusterPolicy ``cluster-policy`` ``status.state``.
 
@@ -441,12 +454,15 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--namespace", default="default")
     b.add_argument("--pod", default="gpu-benchmark")
     b.add_argument("--timeout", type=float, default=1800)
+    sub.add_parser("ping", help="exit 0 when the API server answers /version within 5 s")
     c = sub.add_parser("simulate-clusterpolicy", help="sim lab: set ClusterPolicy status")
     c.add_argument("--state", default="ready")
     args = ap.parse_args(argv)
     try:
         api = load_clients()
-        if args.cmd == "simulate-clusterpolicy":
+        if args.cmd == "ping":
+            out = ping(api)
+        elif args.cmd == "simulate-clusterpolicy":
             out = simulate_clusterpolicy(api, args.state)
         elif args.cmd == "benchmark":
             out = benchmark(api, args.namespace, args.pod, args.timeout)

@@ -98,6 +98,11 @@ def make_project(base: Path, env: dict[str, str] | None = None) -> Project:
         elif src.exists():
             shutil.copy2(src, dest / name)
     (dest / ".venv").symlink_to(ROOT / ".venv")
+    # A salt `pulumi stack init` wrote into a tracked stack file belongs to the checkout's
+    # passphrase; the copy's stacks get their own.
+    for f in (dest / "stacks").glob("Pulumi.*.yaml"):
+        lines = f.read_text().splitlines(keepends=True)
+        f.write_text("".join(ln for ln in lines if not ln.startswith("encryptionsalt:")))
     (base / "backend").mkdir()
     env.update(
         PULUMI_BACKEND_URL=f"file://{base / 'backend'}",

@@ -74,3 +74,15 @@ def test_pinned_images_accepted(image: str) -> None:
 def test_unpinned_or_unsafe_images_rejected(image: str) -> None:
     with pytest.raises(ConfigError, match="smokeImage"):
         parse_config({"gpu-lab:smokeImage": image}, env={})
+
+
+def test_sim_smoke_pod_cannot_ask_for_more_gpus_than_the_node_offers() -> None:
+    with pytest.raises(ConfigError, match="smokeGpus=2 is more than the simulated node offers"):
+        parse_config({"gpu-lab:cluster": "sim", "gpu-lab:smokeGpus": "2"}, env={})
+    ok = parse_config({"gpu-lab:cluster": "sim", "gpu-lab:smokeGpus": "2", "gpu-lab:simGpus": "2"}, env={})
+    assert ok.smoke_gpus == 2
+
+
+def test_shell_characters_in_an_image_are_named_as_such() -> None:
+    with pytest.raises(ConfigError, match="is not a valid image reference"):
+        parse_config({"gpu-lab:smokeImage": "nvidia/cuda:12.4.1-base-ubuntu22.04;rm"}, env={})

@@ -205,7 +205,12 @@ def test_namespace_is_privileged_for_the_operands(chart: str) -> None:
 def test_smoke_pod_is_the_chapters_pod(chart: str) -> None:
     pod = run_program(sim(chart)).by_name("smoke-pod")
     assert pod.inputs["metadata"]["name"] == "gpu-smoke"
-    assert pod.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    # Not skipAwait (it would skip waiting for deletion too): created when accepted.
+    assert (
+        pod.inputs["metadata"]["annotations"]["pulumi.com/waitFor"]
+        == "jsonpath={.metadata.namespace}=default"
+    )
+    assert "pulumi.com/skipAwait" not in pod.inputs["metadata"]["annotations"]
     assert pod.inputs["metadata"]["annotations"]["gpulab.dev/simulated-execution"] == "true"
     spec = pod.inputs["spec"]
     assert spec["restartPolicy"] == "Never"
