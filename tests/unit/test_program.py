@@ -20,21 +20,6 @@ from .program_harness import DYNAMIC, KUBECONFIG, run_program
 
 
 @pytest.fixture(autouse=True)
-def restore_runtime() -> Any:
-    """Save and restore the Pulumi runtime's ambient settings around each test."""
-    from pulumi.runtime import config as rconfig
-    from pulumi.runtime import settings as rsettings
-
-    saved = dict(rsettings.SETTINGS.__dict__)
-    cfg_token = rconfig.CONFIG.set({})
-    root_token = rsettings.ROOT.set(None)
-    yield
-    rsettings.SETTINGS.__dict__.update(saved)
-    rconfig.CONFIG.reset(cfg_token)
-    rsettings.ROOT.reset(root_token)
-
-
-@pytest.fixture(autouse=True)
 def no_host_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine has neither minikube nor a GPU: the host checks are tested elsewhere."""
     monkeypatch.setattr(components.lab, "tool_findings", lambda cluster: [])

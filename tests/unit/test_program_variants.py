@@ -58,21 +58,6 @@ ORIGINAL_FAKE_STDOUT = program_harness.fake_stdout
 
 
 @pytest.fixture(autouse=True)
-def restore_runtime() -> Any:
-    """Save and restore the Pulumi runtime's ambient settings around each test."""
-    from pulumi.runtime import config as rconfig
-    from pulumi.runtime import settings as rsettings
-
-    saved = dict(rsettings.SETTINGS.__dict__)
-    cfg_token = rconfig.CONFIG.set({})
-    root_token = rsettings.ROOT.set(None)
-    yield
-    rsettings.SETTINGS.__dict__.update(saved)
-    rconfig.CONFIG.reset(cfg_token)
-    rsettings.ROOT.reset(root_token)
-
-
-@pytest.fixture(autouse=True)
 def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     """No host here has kind, k3s or a GPU: host checks are tested on recorded output elsewhere."""
     monkeypatch.setattr(program_harness, "fake_stdout", _fake_stdout)
