@@ -322,7 +322,13 @@ def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | Non
         ).items
     ]
     reasons: list[str] = []
-    for e in sorted(events, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or "")):
+
+    def order(e: dict[str, Any]) -> tuple[str, int]:
+        # Timestamps have one-second resolution; the resourceVersion breaks ties in write order.
+        rv = str((e.get("metadata") or {}).get("resourceVersion") or "0")
+        return str(e.get("firstTimestamp") or e.get("eventTime") or ""), int(rv) if rv.isdigit() else 0
+
+    for e in sorted(events, key=order):
         if e.get("reason") and e["reason"] not in reasons:
             reasons.append(e["reason"])
     return {
