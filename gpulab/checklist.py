@@ -215,7 +215,9 @@ def _device_plugin_stable(view: _View, profile: str) -> Item:
     keys = [o.DEVICE_PLUGIN_PODS]
     title = "Device-plugin pods stay Running (step 3)"
     expected = "every device-plugin pod Running and Ready with 0 restarts"
-    fix = _FIX_ALLOCATABLE.format(profile=profile, plugin_logs=_plugin_logs(view))
+    fix = _in_lab(
+        view, _SIM_FIX_ALLOCATABLE, _FIX_ALLOCATABLE.format(profile=profile, plugin_logs=_plugin_logs(view))
+    )
     pods = view.get(o.DEVICE_PLUGIN_PODS)
     if view.unknown(o.DEVICE_PLUGIN_PODS) or pods is None:
         sim = view.simulated(keys)
@@ -255,7 +257,9 @@ def _as_count(value: Any) -> Any:
 def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
     keys = [o.ALLOCATABLE_GPUS, o.HOST_GPU_COUNT]
     title = "Allocatable nvidia.com/gpu equals the physical GPU count (step 4)"
-    fix = _FIX_ALLOCATABLE.format(profile=profile, plugin_logs=_plugin_logs(view))
+    fix = _in_lab(
+        view, _SIM_FIX_ALLOCATABLE, _FIX_ALLOCATABLE.format(profile=profile, plugin_logs=_plugin_logs(view))
+    )
     sim = view.simulated(keys)
     count = _as_count(view.get(o.HOST_GPU_COUNT))
     expected_n = count * replicas if isinstance(count, int) else None
@@ -290,6 +294,17 @@ def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
     return Item("allocatable-matches-gpus", title, status, observed, expected, fix, sim)
 
 
+def _in_lab(view: _View, sim_fix: str, fix: str) -> str:
+    """The first fix for this lab: the simulated lab's own, with the chapter's for a GPU host."""
+    return f"simulated lab: {sim_fix} (on a GPU host: {fix})" if view.simulated_lab else fix
+
+
+_SIM_FIX_ALLOCATABLE: Final = (
+    "the kwok node advertises simGpus GPUs (scripts/pulumi config get gpu-lab:simGpus) and the "
+    "device plugin is a stand-in: kubectl -n gpu-operator get ds nvidia-device-plugin-daemonset"
+)
+
+
 def _driver_matches(view: _View, profile: str) -> Item:
     keys = [o.SMOKE_DRIVER_VERSION, o.HOST_DRIVER_VERSION]
     title = "Smoke Pod's driver version equals the host baseline (kubectl logs gpu-smoke)"
@@ -299,6 +314,7 @@ def _driver_matches(view: _View, profile: str) -> Item:
         "and nvidia-smi on the host; after a driver upgrade reboot the host, then pulumi up to "
         "refresh the baseline"
     )
+    fix = _in_lab(view, "both versions come from the shipped capture (gpulab/captures): re-run make lab", fix)
     sim = view.simulated(keys)
     unknown = [k for k in keys if view.unknown(k) or view.get(k) is None]
     if unknown:

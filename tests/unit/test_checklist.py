@@ -213,3 +213,16 @@ def test_allocatable_given_as_floats_by_the_engine_still_matches() -> None:
     items = checklist.evaluate({o.ALLOCATABLE_GPUS: 1.0, o.CAPACITY_GPUS: 1.0, o.HOST_GPU_COUNT: 2.0})
     (item,) = [i for i in items if i.id == "allocatable-matches-gpus"]
     assert item.status == checklist.FAIL, item
+
+
+def test_first_fix_fits_the_lab_it_is_shown_in() -> None:
+    from gpulab import checklist
+    from gpulab import outputs as o
+
+    facts = {o.ALLOCATABLE_GPUS: 0, o.CAPACITY_GPUS: 1, o.HOST_GPU_COUNT: 1}
+    (real,) = [i for i in checklist.evaluate(facts) if i.id == "allocatable-matches-gpus"]
+    assert real.fix.startswith("check the node sees the GPU: minikube")
+    sim_items = checklist.evaluate({**facts, o.SIMULATED: True})
+    (sim,) = [i for i in sim_items if i.id == "allocatable-matches-gpus"]
+    assert sim.fix.startswith("simulated lab: the kwok node advertises simGpus GPUs")
+    assert "on a GPU host: check the node sees the GPU" in sim.fix
