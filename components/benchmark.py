@@ -16,9 +16,7 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster import PYTHON, parse_json_stdout
-from components.localcmd import LocalCommand
-from gpulab import kube
+from components.cluster import kube_command, parse_json_stdout, pod_uid
 
 POD_NAME = "gpu-benchmark"
 POD_NAMESPACE = "default"
@@ -102,12 +100,9 @@ class TflopsBenchmark(pulumi.ComponentResource):
             spec=pod_spec(args.image, args.size, cm.metadata["name"]),
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(delete_before_replace=True)),
         )
-        self.reader = LocalCommand(
+        self.reader = kube_command(
             f"{name}-result",
-            create=[
-                PYTHON,
-                "-m",
-                "gpulab.kube",
+            [
                 "benchmark",
                 "--namespace",
                 POD_NAMESPACE,
@@ -116,8 +111,8 @@ class TflopsBenchmark(pulumi.ComponentResource):
                 "--timeout",
                 str(args.timeout_seconds),
             ],
-            environment=pulumi.Output.secret({kube.KUBECONFIG_ENV: args.kubeconfig}),
-            triggers=[self.pod.metadata.apply(lambda m: m.get("uid") if isinstance(m, dict) else m.uid)],
+            args.kubeconfig,
+            triggers=[pod_uid(self.pod)],
             timeout=args.timeout_seconds + 60,
             purpose="benchmark-result",
             opts=pulumi.ResourceOptions(parent=self),

@@ -27,9 +27,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster import PYTHON, parse_json_stdout
-from components.localcmd import LocalCommand
-from gpulab import k3s_ctl, kube
+from components.cluster import kube_command, parse_json_stdout
+from gpulab import k3s_ctl
 from gpulab.config import OperatorConfig
 
 NAMESPACE = "gpu-operator"
@@ -173,13 +172,9 @@ class GpuOperator(pulumi.ComponentResource):
         owner_is_addon = args.device_plugin_owner == "minikube-addon"
         if args.simulate_operands:
             gate_after += self._simulated_operands(name, k8s_opts, args.kubeconfig)
-        env = {kube.KUBECONFIG_ENV: args.kubeconfig}
-        self.gate = LocalCommand(
+        self.gate = kube_command(
             f"{name}-gate",
-            create=[
-                PYTHON,
-                "-m",
-                "gpulab.kube",
+            [
                 "gate",
                 "--device-plugin-namespace",
                 "kube-system" if owner_is_addon else NAMESPACE,
@@ -192,7 +187,7 @@ class GpuOperator(pulumi.ComponentResource):
                 "--profile",
                 args.profile,
             ],
-            environment=pulumi.Output.secret(env),
+            args.kubeconfig,
             # Re-run the gate whenever the release is upgraded.
             triggers=[self.release.status.apply(lambda s: s.revision if s else None), op.chart_version],
             timeout=op.timeout_seconds + 60,
@@ -260,10 +255,10 @@ class GpuOperator(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.release])),
         )
-        status = LocalCommand(
+        status = kube_command(
             f"{name}-sim-clusterpolicy-status",
-            create=[PYTHON, "-m", "gpulab.kube", "simulate-clusterpolicy", "--state", "ready"],
-            environment=pulumi.Output.secret({kube.KUBECONFIG_ENV: kubeconfig}),
+            ["simulate-clusterpolicy", "--state", "ready"],
+            kubeconfig,
             triggers=[self.release.status.apply(lambda s: s.revision if s else None)],
             timeout=120,
             purpose="sim-clusterpolicy-status",

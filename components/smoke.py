@@ -17,9 +17,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster import PYTHON, parse_json_stdout
-from components.localcmd import LocalCommand
-from gpulab import kube
+from components.cluster import kube_command, parse_json_stdout, pod_uid
 
 POD_NAME = "gpu-smoke"
 POD_NAMESPACE = "default"
@@ -94,12 +92,9 @@ class SmokeTest(pulumi.ComponentResource):
             spec=pod_spec(args.image, args.gpus, args.runtime_class),
             opts=pulumi.ResourceOptions(parent=self, provider=provider, delete_before_replace=True),
         )
-        self.check = LocalCommand(
+        self.check = kube_command(
             f"{name}-check",
-            create=[
-                PYTHON,
-                "-m",
-                "gpulab.kube",
+            [
                 "smoke",
                 "--namespace",
                 POD_NAMESPACE,
@@ -107,9 +102,12 @@ class SmokeTest(pulumi.ComponentResource):
                 POD_NAME,
                 "--timeout",
                 str(args.timeout_seconds),
+                *(["--host-max-cuda", args.host_max_cuda] if args.host_max_cuda else []),
+                "--profile",
+                args.profile,
             ],
-            environment=pulumi.Output.secret({kube.KUBECONFIG_ENV: args.kubeconfig}),
-            triggers=[self.pod.metadata.apply(lambda m: m.get("uid") if isinstance(m, dict) else m.uid)],
+            args.kubeconfig,
+            triggers=[pod_uid(self.pod)],
             timeout=args.timeout_seconds + 60,
             purpose="smoke-check",
             opts=pulumi.ResourceOptions(parent=self),

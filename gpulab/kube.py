@@ -286,6 +286,35 @@ def gate(
     }
 
 
+def wait_succeeded(
+    api: Any, what: str, namespace: str, pod: str, timeout: float, ctx: Context | None, interval: float = 2.0
+) -> str:
+    """Wait for a run-once Pod's phase ``Succeeded`` (a Pod has no ``complete`` condition).
+
+    Raises:
+        GateError: phase ``Failed`` (with the log's last lines and the diagnosis) or timeout
+            (with the diagnosis). ``what`` names the Pod's role, e.g. ``"smoke"``.
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+
+    def diag() -> str:
+        return _diagnose(api, ctx or Context())
+
+    def done() -> str | None:
+        phase = (sanitize(core.read_namespaced_pod(pod, namespace), api).get("status") or {}).get("phase")
+        if phase == "Failed":
+            tail = core.read_namespaced_pod_log(pod, namespace, tail_lines=20)
+            raise GateError(f"{what} Pod {namespace}/{pod} failed; log tail:\n{tail}\n{diag()}")
+        return phase if phase == "Succeeded" else None
+
+    phase: str = Waiter(timeout, interval).until(
+        f"Pod {namespace}/{pod} to reach phase Succeeded", done, diag
+    )
+    return phase
+
+
 def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None) -> dict[str, Any]:
     """Wait for the smoke Pod to reach ``Succeeded``; return phase, log facts and events.
 
@@ -298,17 +327,7 @@ def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | Non
     from gpulab import nvsmi
 
     core = client.CoreV1Api(api)
-
-    def diag() -> str:
-        return _diagnose(api, ctx or Context())
-
-    def done() -> str | None:
-        phase = (sanitize(core.read_namespaced_pod(pod, namespace), api).get("status") or {}).get("phase")
-        if phase == "Failed":
-            raise GateError(f"smoke Pod {namespace}/{pod} failed:\n{diag()}")
-        return phase if phase == "Succeeded" else None
-
-    phase = Waiter(timeout).until(f"Pod {namespace}/{pod} to reach phase Succeeded", done, diag)
+    phase = wait_succeeded(api, "smoke", namespace, pod, timeout, ctx)
     p = sanitize(core.read_namespaced_pod(pod, namespace), api)
     log = core.read_namespaced_pod_log(pod, namespace)
     try:
@@ -353,18 +372,7 @@ def benchmark(
     from kubernetes import client
 
     core = client.CoreV1Api(api)
-
-    def diag() -> str:
-        return _diagnose(api, ctx or Context())
-
-    def done() -> str | None:
-        phase = (sanitize(core.read_namespaced_pod(pod, namespace), api).get("status") or {}).get("phase")
-        if phase == "Failed":
-            tail = core.read_namespaced_pod_log(pod, namespace, tail_lines=20)
-            raise GateError(f"benchmark Pod {namespace}/{pod} failed; log tail:\n{tail}\n{diag()}")
-        return phase if phase == "Succeeded" else None
-
-    Waiter(timeout, interval=5).until(f"Pod {namespace}/{pod} to reach phase Succeeded", done, diag)
+    wait_succeeded(api, "benchmark", namespace, pod, timeout, ctx, interval=5)
     lines = [ln for ln in core.read_namespaced_pod_log(pod, namespace).splitlines() if ln.strip()]
     last = lines[-1] if lines else ""
     try:
