@@ -13,9 +13,12 @@ import pytest
 import yaml
 
 from gpulab import existing_ctl as ec
+from gpulab.sandbox import shared_chart
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED_CHART = ROOT.parent / "shared" / "charts" / "gpu-operator"
+# The offline chart as the engine tests find it ($GPULAB_CHART_PATH or the workplace copy).
+_CHART = shared_chart()
+SHARED_CHART = Path(_CHART) if _CHART else ROOT / "no-chart"
 
 
 def _doc() -> dict[str, Any]:
@@ -110,7 +113,7 @@ def test_load_kubeconfig_reads_and_never_writes(tmp_path: Path) -> None:
         ec.load_kubeconfig(str(tmp_path / "bad"))
 
 
-@pytest.mark.skipif(not (SHARED_CHART / "Chart.yaml").is_file(), reason="no offline gpu-operator chart")
+@pytest.mark.skipif(_CHART is None, reason="no offline gpu-operator chart (set GPULAB_CHART_PATH)")
 def test_pinned_crd_list_is_what_the_v26_7_0_chart_installs() -> None:
     assert yaml.safe_load((SHARED_CHART / "Chart.yaml").read_text())["version"] == "v26.7.0"
     assert ec.chart_crds(SHARED_CHART, nfd=True) == sorted([*ec.OPERATOR_CRDS, *ec.NFD_CRDS])
