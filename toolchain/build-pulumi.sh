@@ -67,10 +67,6 @@ json.dump(schema, open("schema-embed.json", "w"), separators=(",", ":"))
 json.dump(json.load(open(f"{src}/terraform-mapping.json")), open("terraform-mapping-embed.json", "w"),
           separators=(",", ":"))
 PY
-  # A patched, writable copy of the provider module, used through a replace line.
-  cp -r "$dir" provider-v4 && chmod -R u+w provider-v4
-  python3 "$here/patches/k8s_release_delete_unreachable.py" provider-v4
-  go mod edit -replace github.com/pulumi/pulumi-kubernetes/provider/v4=./provider-v4
 }
 
 # Our language host beside our CLI (bundled-plugin location). Small files: refreshed always.
@@ -116,9 +112,9 @@ rm -f "$bin/pulumi-language-python" "$bin/pulumi-resource-pulumi-python" "$bin/p
 
 kver="v$PULUMI_KUBERNETES_VERSION"
 # The cache key carries the build's patch level (toolchain/patches), the plugin its version.
-build_wrapper pulumi-resource-kubernetes "$kver-$PULUMI_KUBERNETES_BUILD" "$here/go/kubernetes" . \
+build_wrapper pulumi-resource-kubernetes "$kver" "$here/go/kubernetes" . \
   "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$kver" gen_k8s_embeds
-provider_bin="$cache/pulumi/pulumi-resource-kubernetes-$kver-$PULUMI_KUBERNETES_BUILD/bin/pulumi-resource-kubernetes"
+provider_bin="$cache/pulumi/pulumi-resource-kubernetes-$kver/bin/pulumi-resource-kubernetes"
 installed="$PULUMI_HOME/plugins/resource-kubernetes-$kver"
 if ! cmp -s "$provider_bin" "$installed/pulumi-resource-kubernetes"; then
   rm -rf "$installed" "$installed.lock"
