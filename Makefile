@@ -1,12 +1,13 @@
-# gpu-lab: see README.md. Every target runs with the project's toolchain and local state
-# (scripts/env.sh); nothing here needs PATH changes by hand.
+# gpu-lab: see README.md. Every target runs with the toolchain toolchain/decide.py picks (your
+# pulumi when recent enough, else the offline build) and your backend (scripts/env.sh);
+# nothing here needs PATH changes by hand.
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 PY := .venv/bin/python
 VENV_STAMP := .venv/.stamp-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 PYTEST := . scripts/env.sh && $(PY) -m pytest
 
-.PHONY: help lab destroy preview card toolchain venv test test-unit test-engine test-e2e lint bench clean-state
+.PHONY: help lab destroy preview card toolchain toolchain-tests venv test test-unit test-engine test-e2e lint bench clean-state
 
 help:
 	@echo "make lab        build the lab (GPU lab on a GPU host, simulated lab elsewhere)"
@@ -15,7 +16,8 @@ help:
 	@echo "make card       write baseline-card.md/json from the stack outputs"
 	@echo "make test       every test (unit, engine, end to end)"
 	@echo "make test-unit  fast tests, no engine"
-	@echo "make toolchain  build/find pulumi, its plugins and the simulated control plane"
+	@echo "make toolchain  find (or build, offline) what this machine's stack needs"
+	@echo "make clean-state  delete the local state, refused while a stack still owns resources"
 	@echo "make bench      time up / no-op up / destroy against a plain script"
 
 $(VENV_STAMP): requirements.txt requirements-dev.txt
@@ -25,24 +27,28 @@ $(VENV_STAMP): requirements.txt requirements-dev.txt
 
 venv: $(VENV_STAMP)
 
+# Only what this machine's stack needs: nothing on a GPU host with a recent pulumi.
 toolchain: venv
-	toolchain/build-pulumi.sh
-	toolchain/sim/build.sh
+	@stack=$$(GPULAB_CHOICE_QUIET=1 scripts/choose-variant) && toolchain/setup.sh --stack $$stack
 
-# The variant is chosen (and said, with why) before the toolchain build's output.
-lab:
-	@stack=$$(scripts/choose-variant) && $(MAKE) --no-print-directory toolchain && \
+# Everything the tests use: the simulated control plane too.
+toolchain-tests: venv
+	@toolchain/setup.sh --stack sim --for tests
+
+# The variant, then the toolchain, are chosen and said (with why) before anything is built.
+lab: venv
+	@stack=$$(scripts/choose-variant) && toolchain/setup.sh --stack $$stack && \
 	  GPULAB_STACK=$$stack GPULAB_CHOICE_QUIET=1 scripts/lab up
 
-preview:
-	@stack=$$(scripts/choose-variant) && $(MAKE) --no-print-directory toolchain && \
+preview: venv
+	@stack=$$(scripts/choose-variant) && toolchain/setup.sh --stack $$stack && \
 	  GPULAB_STACK=$$stack GPULAB_CHOICE_QUIET=1 scripts/lab preview
 
 destroy: venv
 	scripts/lab destroy
 
 card: venv
-	@stack=$$(scripts/choose-variant) && . scripts/env.sh && \
+	@stack=$$(scripts/choose-variant) && export GPULAB_STACK=$$stack && . scripts/env.sh && \
 	  scripts/pulumi stack output --json --stack $$stack > .state/outputs-$$stack.json && \
 	  tf=(); [[ -f .state/tflops.json ]] && tf=(--tflops .state/tflops.json); \
 	  $(PY) -m gpulab.card --outputs .state/outputs-$$stack.json "$${tf[@]}" --out-dir .
@@ -53,20 +59,20 @@ lint: venv
 test-unit: venv
 	$(PYTEST) -q -m "not engine and not sim" tests
 
-test-engine: toolchain
+test-engine: toolchain-tests
 	$(PYTEST) -q -m "engine" tests
 
-test-e2e: toolchain
+test-e2e: toolchain-tests
 	$(PYTEST) -q -m "sim" tests
 
 # Offline CI and this workplace: the chart copy beside the checkout (see README).
 export GPULAB_CHART_PATH ?= $(if $(wildcard ../shared/charts/gpu-operator/Chart.yaml),$(abspath ../shared/charts/gpu-operator),)
 
-test: toolchain lint
+test: toolchain-tests lint
 	$(PYTEST) -q tests
 
-bench: toolchain
+bench: toolchain-tests
 	. scripts/env.sh && $(PY) bench/bench.py
 
-clean-state:
-	rm -rf .state
+clean-state: venv
+	@scripts/lab clean-state

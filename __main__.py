@@ -94,8 +94,10 @@ else:
 provider = k8s.Provider(
     "k8s",
     kubeconfig=cluster.kubeconfig,
-    # A cluster deleted by hand must not block `pulumi destroy`: drop its objects.
-    delete_unreachable=True,
+    # A cluster the lab owns and that was deleted by hand must not block `pulumi destroy`:
+    # drop its objects (make destroy first confirms it is gone: gpulab.teardown). Never for a
+    # cluster somebody else runs: unreachable there means "not now", not "gone".
+    delete_unreachable=cfg.cluster != "existing",
 )
 operator = GpuOperator(
     "gpu-operator",

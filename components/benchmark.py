@@ -16,13 +16,14 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster import kube_command, parse_json_stdout, pod_uid
+from components.command import kube_command, parse_json_stdout, pod_uid
 
 POD_NAME = "gpu-benchmark"
 POD_NAMESPACE = "default"
 GPULAB_DIR = Path(__file__).resolve().parents[1] / "gpulab"
-#: The modules the Pod needs (tflops imports peaks); nothing else of gpulab is shipped.
-MODULES = ("tflops.py", "peaks.py")
+#: The modules the Pod needs (tflops imports tflops_measure and peaks); nothing else of gpulab
+#: is shipped.
+MODULES = ("tflops.py", "tflops_measure.py", "peaks.py")
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,6 @@ class TflopsBenchmark(pulumi.ComponentResource):
             args.kubeconfig,
             triggers=[pod_uid(self.pod)],
             timeout=args.timeout_seconds + 60,
-            purpose="benchmark-result",
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.result = parse_json_stdout(self.reader.stdout, "gpulab.kube benchmark")

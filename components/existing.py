@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import pulumi
 
-from components.cluster import PYTHON, ClusterOutputs, parse_json_stdout
-from components.localcmd import LocalCommand
+from components.cluster import ClusterOutputs
+from components.command import PYTHON, lab_command, parse_json_stdout
 from gpulab import existing_ctl
 
 
@@ -71,11 +71,10 @@ class ExistingCluster(pulumi.ComponentResource, ClusterOutputs):
         ctl = [PYTHON, "-m", "gpulab.existing_ctl"]
         where = ["--kubeconfig-path", args.kubeconfig_path, "--context", context]
         crd_flags = [f"--crd={c}" for c in args.crds]
-        self.census = LocalCommand(
+        self.census = lab_command(
             f"{name}-census",
-            create=[*ctl, "census", *where, *crd_flags],
+            [*ctl, "census", *where, *crd_flags],
             timeout=args.timeout_seconds,
-            purpose="existing-census",
             opts=pulumi.ResourceOptions(parent=self),
         )
         info = parse_json_stdout(self.census.stdout, "existing_ctl census")
@@ -86,9 +85,9 @@ class ExistingCluster(pulumi.ComponentResource, ClusterOutputs):
             def keep_flags(keep: list[str]) -> list[str]:
                 return [f"--keep={c}" for c in keep]
 
-            self.crd_cleanup = LocalCommand(
+            self.crd_cleanup = lab_command(
                 f"{name}-crd-cleanup",
-                create=preexisting.apply(lambda keep: [*ctl, "crd-plan", *crd_flags, *keep_flags(keep)]),
+                preexisting.apply(lambda keep: [*ctl, "crd-plan", *crd_flags, *keep_flags(keep)]),
                 delete=preexisting.apply(
                     lambda keep: [
                         *ctl,
@@ -101,7 +100,6 @@ class ExistingCluster(pulumi.ComponentResource, ClusterOutputs):
                     ]
                 ),
                 timeout=args.timeout_seconds + 60,
-                purpose="existing-crd-cleanup",
                 opts=pulumi.ResourceOptions(parent=self),
             )
             # Deleted after the release (which depends on it), so the CRDs outlive their users.

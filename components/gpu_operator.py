@@ -27,7 +27,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster import kube_command, parse_json_stdout
+from components.command import kube_command, parse_json_stdout
 from gpulab import k3s_ctl
 from gpulab.config import OperatorConfig
 
@@ -191,7 +191,6 @@ class GpuOperator(pulumi.ComponentResource):
             # Re-run the gate whenever the release is upgraded.
             triggers=[self.release.status.apply(lambda s: s.revision if s else None), op.chart_version],
             timeout=op.timeout_seconds + 60,
-            purpose="operator-gate",
             # The gate observes what the release's operator creates: a side-effect order.
             opts=pulumi.ResourceOptions(parent=self, depends_on=gate_after),
         )
@@ -261,7 +260,6 @@ class GpuOperator(pulumi.ComponentResource):
             kubeconfig,
             triggers=[self.release.status.apply(lambda s: s.revision if s else None)],
             timeout=120,
-            purpose="sim-clusterpolicy-status",
             # The ClusterPolicy exists only once the release has installed it.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
         )

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.cluster import PYTHON, ClusterOutputs, parse_json_stdout
-from components.localcmd import LocalCommand
+from components.cluster import ClusterOutputs
+from components.command import PYTHON, lab_command, parse_json_stdout
 
 
 @dataclass(frozen=True)
@@ -43,14 +43,15 @@ class K3sCluster(pulumi.ComponentResource, ClusterOutputs):
     def __init__(self, name: str, args: K3sArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpulab:k3s:K3sCluster", name, None, opts)
         ctl = [PYTHON, "-m", "gpulab.k3s_ctl"]
-        self.cluster = LocalCommand(
+        self.cluster = lab_command(
             f"{name}-cluster",
-            create=[*ctl, "up", "--version", args.version, "--timeout", str(args.timeout_seconds)],
+            [*ctl, "up", "--version", args.version, "--timeout", str(args.timeout_seconds)],
             delete=[*ctl, "down"],
+            # k3s holds one installation per host: a new version uninstalls first.
+            triggers=[args.version],
             timeout=args.timeout_seconds * 2 + 60,  # the install, then the wait for the node
             delete_before_replace=True,
             secret_stdout=True,
-            purpose="k3s-install",
             opts=pulumi.ResourceOptions(parent=self),
         )
         info = parse_json_stdout(self.cluster.stdout, "k3s_ctl up")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.cluster import PYTHON, ClusterOutputs, parse_json_stdout
-from components.localcmd import LocalCommand
+from components.cluster import ClusterOutputs
+from components.command import PYTHON, lab_command, parse_json_stdout
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,9 @@ class KindCluster(pulumi.ComponentResource, ClusterOutputs):
         super().__init__("gpulab:kind:KindCluster", name, None, opts)
         ctl = [PYTHON, "-m", "gpulab.kind_ctl"]
         where = ["--name", args.name, "--workdir", args.workdir]
-        self.cluster = LocalCommand(
+        self.cluster = lab_command(
             f"{name}-cluster",
-            create=[
+            [
                 *ctl,
                 "up",
                 *where,
@@ -61,10 +61,11 @@ class KindCluster(pulumi.ComponentResource, ClusterOutputs):
                 str(args.timeout_seconds),
             ],
             delete=[*ctl, "down", *where],
+            # A new node image, name or worker count rebuilds the cluster (same name: delete first).
+            triggers=[args.name, args.node_image, args.workers, args.workdir],
             timeout=args.timeout_seconds + 900,  # kind's wait, then the in-node apt install
             delete_before_replace=True,
             secret_stdout=True,
-            purpose="kind-cluster",
             opts=pulumi.ResourceOptions(parent=self),
         )
         info = parse_json_stdout(self.cluster.stdout, "kind_ctl up")

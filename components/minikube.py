@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.cluster import PYTHON, ClusterOutputs, parse_json_stdout
-from components.localcmd import LocalCommand
+from components.cluster import ClusterOutputs
+from components.command import PYTHON, lab_command, parse_json_stdout
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,9 @@ class MinikubeCluster(pulumi.ComponentResource, ClusterOutputs):
         super().__init__("gpulab:minikube:MinikubeCluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         ctl = [PYTHON, "-m", "gpulab.minikube_ctl"]
-        self.cluster = LocalCommand(
+        self.cluster = lab_command(
             f"{name}-cluster",
-            create=[
+            [
                 *ctl,
                 "up",
                 "--profile",
@@ -66,20 +66,20 @@ class MinikubeCluster(pulumi.ComponentResource, ClusterOutputs):
                 "all",
             ],
             delete=[*ctl, "down", "--profile", args.profile],
+            # A new size, version or name rebuilds the profile (same name: delete first).
+            triggers=[args.profile, args.cpus, args.memory_mib, args.kubernetes_version],
             timeout=args.timeout_seconds,
             delete_before_replace=True,
             secret_stdout=True,
-            purpose="minikube-start",
             opts=child,
         )
         info = parse_json_stdout(self.cluster.stdout, "minikube_ctl up")
         state = "enabled" if args.addon_device_plugin else "disabled"
-        self.addon = LocalCommand(
+        self.addon = lab_command(
             f"{name}-device-plugin-addon",
-            create=[*ctl, "addon", "--profile", args.profile, "--state", state],
+            [*ctl, "addon", "--profile", args.profile, "--state", state],
             triggers=[self.cluster.id, state],
             timeout=120,
-            purpose="minikube-addon",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.cluster]),
         )
         self.kubeconfig = pulumi.Output.secret(info.apply(lambda i: i["kubeconfig"]))

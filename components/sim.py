@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.cluster import PYTHON, ClusterOutputs, parse_json_stdout
-from components.localcmd import LocalCommand
+from components.cluster import ClusterOutputs
+from components.command import PYTHON, lab_command, parse_json_stdout
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,9 @@ class SimCluster(pulumi.ComponentResource, ClusterOutputs):
         super().__init__("gpulab:sim:SimCluster", name, None, opts)
         ctl = [PYTHON, "-m", "gpulab.simcluster"]
         where = ["--name", args.name, "--workdir", args.workdir]
-        self.cluster = LocalCommand(
+        self.cluster = lab_command(
             f"{name}-cluster",
-            create=[
+            [
                 *ctl,
                 "up",
                 *where,
@@ -58,10 +58,11 @@ class SimCluster(pulumi.ComponentResource, ClusterOutputs):
                 args.log_pod,
             ],
             delete=[*ctl, "down", *where],
+            # Another name, directory or GPU count is another cluster (same name: delete first).
+            triggers=[args.name, args.workdir, args.gpus],
             timeout=args.timeout_seconds,
             delete_before_replace=True,
             secret_stdout=True,
-            purpose="sim-cluster",
             opts=pulumi.ResourceOptions(parent=self),
         )
         info = parse_json_stdout(self.cluster.stdout, "simcluster up")

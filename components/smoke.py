@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster import kube_command, parse_json_stdout, pod_uid
+from components.command import kube_command, parse_json_stdout, pod_uid
 
 POD_NAME = "gpu-smoke"
 POD_NAMESPACE = "default"
@@ -109,7 +109,6 @@ class SmokeTest(pulumi.ComponentResource):
             args.kubeconfig,
             triggers=[pod_uid(self.pod)],
             timeout=args.timeout_seconds + 60,
-            purpose="smoke-check",
             opts=pulumi.ResourceOptions(parent=self),
         )
         facts = parse_json_stdout(self.check.stdout, "gpulab.kube smoke")

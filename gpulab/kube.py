@@ -1,7 +1,7 @@
 """Cluster-side checks the lab runs as commands: the readiness gate and the smoke check.
 
 Run as ``python -m gpulab.kube gate ...`` / ``python -m gpulab.kube smoke ...`` by the
-components (through :class:`components.localcmd.LocalCommand`). The kubeconfig arrives
+components (as ``pulumi_command.local.Command`` resources, components/command.py). The kubeconfig arrives
 as YAML text in the ``GPULAB_KUBECONFIG`` environment variable (a secret; never argv).
 Each prints one JSON object on stdout (the facts the stack exports) and exits 0, or
 prints a diagnosis on stderr and exits 1.

@@ -20,29 +20,35 @@ ROOT = Path(__file__).resolve().parents[1]
 COPY = ("Pulumi.yaml", "__main__.py", "components", "gpulab", "stacks", "policy", "requirements.txt")
 
 
-def toolchain_env() -> dict[str, str]:
-    """The environment scripts/env.sh sets up, as a dict."""
+def toolchain_env(stack: str = "sim", base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment scripts/env.sh sets up for ``stack``, as a dict (from ``base``, default
+    this process's environment)."""
+    env = dict(os.environ if base is None else base)
+    env["GPULAB_STACK"] = stack
     out = subprocess.run(
-        ["bash", "-c", f". {ROOT}/scripts/env.sh && env -0"], capture_output=True, check=True
+        ["bash", "-c", f". {ROOT}/scripts/env.sh && env -0"], capture_output=True, check=True, env=env
     ).stdout
     return dict(item.split("=", 1) for item in out.decode().split("\0") if "=" in item)
 
 
 def missing_toolchain(env: dict[str, str]) -> str | None:
     """Why the engine cannot run with ``env`` (a missing binary and the fix), or None."""
-    cli = shutil.which("pulumi", path=env["PATH"])
-    if cli is None:
-        return "pulumi not built: run `make toolchain`"
+    if env.get("GPULAB_TOOLCHAIN_ERROR"):
+        return env["GPULAB_TOOLCHAIN_ERROR"]
+    cli = env.get("GPULAB_PULUMI") or ""
+    if not cli or not os.access(cli, os.X_OK):
+        return f"pulumi not built ({env.get('GPULAB_TOOLCHAIN_REASON')}): run `make toolchain-tests`"
+    if env.get("GPULAB_TOOLCHAIN_MODE") != "offline":
+        return None  # the user's CLI fetches its plugins the standard way
     versions = dict(
         line.split("=", 1)
         for line in (ROOT / "toolchain" / "versions.env").read_text().splitlines()
         if "=" in line and not line.startswith("#")
     )
-    plugin = (
-        Path(env["PULUMI_HOME"]) / "plugins" / f"resource-kubernetes-v{versions['PULUMI_KUBERNETES_VERSION']}"
-    )
+    home = Path(env.get("PULUMI_HOME") or Path.home() / ".pulumi")
+    plugin = home / "plugins" / f"resource-kubernetes-v{versions['PULUMI_KUBERNETES_VERSION']}"
     if not plugin.is_dir():
-        return f"{plugin} missing: run `make toolchain`"
+        return f"{plugin} missing: run `make toolchain-tests`"
     return None
 
 
@@ -58,7 +64,7 @@ class Project:
     ) -> subprocess.CompletedProcess[str]:
         """Run the CLI in the copy; raise AssertionError with its output when it fails and ``check``."""
         p = subprocess.run(
-            ["pulumi", *args, "--non-interactive"],
+            [self.env.get("GPULAB_PULUMI") or "pulumi", *args, "--non-interactive"],
             cwd=self.dir,
             env=self.env,
             capture_output=True,
@@ -70,7 +76,11 @@ class Project:
         return p
 
     def init(self, stack: str, **config: Any) -> None:
-        """Create ``stack`` (passphrase secrets) and set ``gpu-lab:<key>`` config values."""
+        """Create ``stack`` (passphrase secrets) from its ``stacks/<stack>.yaml`` template, as
+        ``make lab`` does, and set ``gpu-lab:<key>`` config values."""
+        template = self.dir / "stacks" / f"{stack}.yaml"
+        if template.is_file():
+            shutil.copy2(template, self.dir / "stacks" / f"Pulumi.{stack}.yaml")
         self.pulumi("stack", "init", stack, "--secrets-provider", "passphrase")
         for k, v in config.items():
             self.pulumi("config", "set", "--stack", stack, f"gpu-lab:{k}", str(v))
@@ -98,16 +108,15 @@ def make_project(base: Path, env: dict[str, str] | None = None) -> Project:
         elif src.exists():
             shutil.copy2(src, dest / name)
     (dest / ".venv").symlink_to(ROOT / ".venv")
-    # A salt `pulumi stack init` wrote into a tracked stack file belongs to the checkout's
-    # passphrase; the copy's stacks get their own.
+    # The checkout's own stack files (its salt, its config) are not the copy's.
     for f in (dest / "stacks").glob("Pulumi.*.yaml"):
-        lines = f.read_text().splitlines(keepends=True)
-        f.write_text("".join(ln for ln in lines if not ln.startswith("encryptionsalt:")))
+        f.unlink()
     (base / "backend").mkdir()
     env.update(
         PULUMI_BACKEND_URL=f"file://{base / 'backend'}",
         PULUMI_CONFIG_PASSPHRASE="test",
     )
+    env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
     return Project(dest, env)
 
 

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Builds (or finds) the Pulumi toolchain the lab needs, offline, from the Go module proxy:
+# The offline Pulumi toolchain, for machines with no usable pulumi CLI (toolchain/decide.py
+# decides; toolchain/setup.sh calls this). Built from the Go module proxy and PyPI:
 #   pulumi                         CLI, github.com/pulumi/pulumi/pkg/v3 at PULUMI_VERSION
-#   pulumi-resource-kubernetes     provider, github.com/pulumi/pulumi-kubernetes/provider/v4
-#   pulumi-language-python         this project's Python language host (toolchain/langhost)
-#   pulumi-resource-pulumi-python  dynamic-provider shim (from the sdk/v3 module zip)
+#   pulumi-resource-kubernetes     provider, github.com/pulumi/pulumi-kubernetes/provider/v4 (stock)
+#   pulumi-language-python         this project's Python language host (toolchain/langhost):
+#                                  the upstream host module is not served by the proxy
+#   pulumi-resource-command        this project's stand-in for pulumi-command's provider
+#                                  (toolchain/command): not served by the proxy either
 # Layout: one cache directory per component and version under $GPULAB_CACHE/pulumi;
-# $GPULAB_CACHE/bin/pulumi links to the CLI. The language host and the shim are *bundled*
-# plugins, so they sit next to the CLI binary, where the engine looks for them. The
-# Kubernetes provider is installed into the plugin cache of $PULUMI_HOME (default
-# $GPULAB_CACHE/pulumi-home) under its version. A component whose .complete marker exists
-# is not rebuilt, so a warm run takes seconds.
-# A `pulumi` of the pinned version already on PATH (the normal case on a user's machine)
-# is used as it is, with its own bundled language host.
+# $GPULAB_CACHE/bin/pulumi links to the CLI. The language host is a *bundled* plugin, so it
+# sits next to the CLI binary, where the engine looks for it. The providers are installed
+# into the plugin cache of $PULUMI_HOME (the CLI's default, ~/.pulumi, unless you set it)
+# under the versions the PyPI SDKs ask for. A component whose .complete marker exists is
+# not rebuilt, so a warm run takes seconds.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -19,15 +20,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/versions.env"
 cache=${GPULAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-lab}
 bin="$cache/bin"
-export PULUMI_HOME=${PULUMI_HOME:-$cache/pulumi-home}
 export PULUMI_SKIP_UPDATE_CHECK=true
-mkdir -p "$bin" "$PULUMI_HOME"
+mkdir -p "$bin"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 
 log() { printf '[toolchain] %s\n' "$*" >&2; }
 need_go() {
   command -v go >/dev/null 2>&1 || {
-    log "go is not on PATH: install Go >= 1.26 (https://go.dev/doc/install) or put a pulumi v${PULUMI_VERSION} on PATH"
+    log "go is not on PATH: install Go >= 1.26 (https://go.dev/doc/install), or a pulumi >= $PULUMI_CLI_FLOOR (then nothing is built)"
     exit 2
   }
 }
@@ -47,6 +47,7 @@ build_wrapper() {
   local t0=$SECONDS
   (cd "$dest/src" && go build -trimpath -ldflags "$ldflags" -o "$dest/bin/$name" "$pkg")
   log "built $name $version in $((SECONDS - t0))s, $(du -h "$dest/bin/$name" | cut -f1)"
+  echo "$((SECONDS - t0))" >"$dest/.build-seconds"
   touch "$dest/.complete"
 }
 
@@ -76,8 +77,9 @@ install_langhost() {
   (cd "$here/go/pulumi" && go mod download github.com/pulumi/pulumi/sdk/v3)
   sdkdir=$(cd "$here/go/pulumi" && go list -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)
   install -m 0644 "$sdkdir/python/cmd/pulumi-language-python-exec" "$dir/pulumi-language-python-exec"
-  install -m 0755 "$sdkdir/python/dist/pulumi-resource-pulumi-python" "$dir/pulumi-resource-pulumi-python"
   install -m 0644 "$here/langhost/pulumi_language_python.py" "$dir/pulumi_language_python.py"
+  # No dynamic providers in this program: the pulumi.dynamic shim is not installed.
+  rm -f "$dir/pulumi-resource-pulumi-python"
   printf '%s+gpulab\n' "$PULUMI_VERSION" >"$dir/VERSION"
   cat >"$dir/pulumi-language-python" <<'SH'
 #!/bin/sh
@@ -91,37 +93,25 @@ SH
   chmod 0755 "$dir/pulumi-language-python"
 }
 
-cli_on_path() {
-  local p
-  p=$(command -v pulumi 2>/dev/null) || return 1
-  [[ "$(readlink -f "$p")" == "$(readlink -f "$bin/pulumi" 2>/dev/null)" ]] && return 1
-  [[ "$(pulumi version 2>/dev/null)" == "v${PULUMI_VERSION}" ]]
-}
-
-if cli_on_path; then
-  log "using $(command -v pulumi) (v${PULUMI_VERSION}) from PATH, with its bundled language host"
-  ln -sfn "$(command -v pulumi)" "$bin/pulumi"
-else
-  build_wrapper pulumi "v$PULUMI_VERSION" "$here/go/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi \
-    "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION"
-  install_langhost "$cache/pulumi/pulumi-v$PULUMI_VERSION/bin"
-  ln -sfn "$cache/pulumi/pulumi-v$PULUMI_VERSION/bin/pulumi" "$bin/pulumi"
-fi
+build_wrapper pulumi "v$PULUMI_VERSION" "$here/go/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi \
+  "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION"
+install_langhost "$cache/pulumi/pulumi-v$PULUMI_VERSION/bin"
+ln -sfn "$cache/pulumi/pulumi-v$PULUMI_VERSION/bin/pulumi" "$bin/pulumi"
 # Earlier layouts linked plugins into $bin; on PATH they would shadow the ones below.
 rm -f "$bin/pulumi-language-python" "$bin/pulumi-resource-pulumi-python" "$bin/pulumi-resource-kubernetes"
 
 kver="v$PULUMI_KUBERNETES_VERSION"
-# The cache key carries the build's patch level (toolchain/patches), the plugin its version.
 build_wrapper pulumi-resource-kubernetes "$kver" "$here/go/kubernetes" . \
   "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$kver" gen_k8s_embeds
 provider_bin="$cache/pulumi/pulumi-resource-kubernetes-$kver/bin/pulumi-resource-kubernetes"
-installed="$PULUMI_HOME/plugins/resource-kubernetes-$kver"
+installed="${PULUMI_HOME:-$HOME/.pulumi}/plugins/resource-kubernetes-$kver"
 if ! cmp -s "$provider_bin" "$installed/pulumi-resource-kubernetes"; then
   rm -rf "$installed" "$installed.lock"
   # --file: install this binary under that version; no registry is asked.
   "$bin/pulumi" plugin install resource kubernetes "$kver" --file "$provider_bin" >&2
 fi
+"$here/command/install.sh" "$bin/pulumi"
 
-log "toolchain ready: $bin/pulumi, plugins in $PULUMI_HOME/plugins"
+log "offline toolchain ready: $bin/pulumi, plugins in ${PULUMI_HOME:-$HOME/.pulumi}/plugins"
 "$bin/pulumi" version >&2
 "$bin/pulumi" plugin ls >&2

@@ -17,8 +17,10 @@ import pulumi
 from pulumi.runtime import mocks as pmocks
 from pulumi.runtime import rpc
 
+from gpulab.argv import decode, step_of
+
 ROOT = Path(__file__).resolve().parents[2]
-DYNAMIC = "pulumi-python:dynamic:Resource"
+COMMAND = "command:local:Command"
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\n"
 
 
@@ -33,6 +35,15 @@ class Registration:
     delete_before_replace: bool
     provider: str
     secret_outputs: list[str]
+
+    @property
+    def step(self) -> str | None:
+        """A Command's step (gpulab.argv.STEPS), from its create argv."""
+        return step_of(self.inputs.get("create"))
+
+    def argv(self, key: str = "create") -> list[str]:
+        """A Command's create (or delete) argv, decoded."""
+        return decode(self.inputs[key])
 
 
 @dataclass
@@ -98,8 +109,8 @@ class _Mocks(pulumi.runtime.Mocks):
         if self.preview:
             # A preview knows inputs only: computed outputs stay unknown.
             return "", outs
-        if args.typ == DYNAMIC:
-            outs["stdout"] = fake_stdout(str(args.inputs.get("purpose", "")))
+        if args.typ == COMMAND:
+            outs["stdout"] = fake_stdout(step_of(args.inputs.get("create")) or "")
         elif args.typ == "kubernetes:helm.sh/v3:Release":
             outs["status"] = {"revision": 1, "status": "deployed"}
         elif args.typ == "kubernetes:core/v1:Pod":

@@ -13,11 +13,12 @@ from pulumi_policy import PolicyResource
 import components.lab
 import gpulab.host_checks
 from gpulab import outputs as out
+from gpulab.argv import decode, encode
 from policy import stack_context, validators
 from policy.stack_context import StackContext
 
+from .policy.harness import Outcome, _opts, check_resource, check_stack
 from .program_harness import Run, run_program
-from .test_policy import Outcome, _opts, check_resource, check_stack
 
 
 @pytest.fixture(autouse=True)
@@ -93,7 +94,7 @@ def test_minikube_lab_passes_every_resource_policy() -> None:
     names = {r.name for r in run.registrations}
     assert {"minikube-cluster", "gpu-operator-release", "smoke-pod"} <= names
     kinds = {(r.typ, r.name) for r in run.registrations}
-    assert (validators.T_DYNAMIC, "minikube-cluster") in kinds
+    assert (validators.T_COMMAND, "minikube-cluster") in kinds
 
 
 def test_sim_lab_passes_every_resource_policy(chart: str) -> None:
@@ -107,10 +108,10 @@ def test_minikube_lab_with_a_too_small_node_is_refused_at_preview() -> None:
     # line for a program that builds the command some other way.
     run = run_program({"cluster": "minikube", "hostProbe": "capture"}, preview=True)
     cmd = dict(run.by_name("minikube-cluster").inputs)
-    create = list(cmd["create"])
+    create = decode(cmd["create"])
     create[create.index("--cpus") + 1] = "2"
-    cmd["create"] = create
-    assert "--cpus=2" in check_resource("minikube-start-resources", validators.T_DYNAMIC, cmd).text
+    cmd["create"] = encode(create)
+    assert "--cpus=2" in check_resource("minikube-start-resources", validators.T_COMMAND, cmd).text
 
 
 def test_stack_policies_at_preview_pass_on_owner_and_cuda(chart: str) -> None:

@@ -16,7 +16,7 @@ from gpulab.config import ConfigError
 from gpulab.minikube_ctl import StartSpec, start_argv
 from gpulab.preflight import Finding, PreflightError
 
-from .program_harness import DYNAMIC, KUBECONFIG, run_program
+from .program_harness import COMMAND, KUBECONFIG, run_program
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +41,7 @@ MINIKUBE = {"cluster": "minikube", "hostProbe": "capture"}
 
 
 def argv(run: Any, name: str, key: str = "create") -> list[str]:
-    return list(run.by_name(name).inputs[key])
+    return run.by_name(name).argv(key)
 
 
 def test_sim_lab_registers_each_piece_in_dependency_order(chart: str) -> None:
@@ -80,8 +80,8 @@ def test_sim_lab_registers_each_piece_in_dependency_order(chart: str) -> None:
 def test_sim_cluster_command_scoped_and_replaced_delete_first(chart: str) -> None:
     run = run_program(sim(chart, simGpus=2, profile="lab-two"))
     cl = run.by_name("sim-cluster")
-    assert cl.typ == DYNAMIC
-    assert argv(run, "sim-cluster")[:4] == ["python3", "-m", "gpulab.simcluster", "up"]
+    assert cl.typ == COMMAND
+    assert argv(run, "sim-cluster")[:4] == ["python", "-m", "gpulab.simcluster", "up"]
     assert argv(run, "sim-cluster")[4:6] == ["--name", "lab-two"]
     assert "--gpus" in argv(run, "sim-cluster") and "2" in argv(run, "sim-cluster")
     assert argv(run, "sim-cluster", "delete")[3:6] == ["down", "--name", "lab-two"]
@@ -94,7 +94,7 @@ def test_minikube_commands_name_the_profile_and_chapter_flags() -> None:
     assert run.error is None, run.error
     create = argv(run, "minikube-cluster")
     assert create == [
-        "python3",
+        "python",
         "-m",
         "gpulab.minikube_ctl",
         "up",
@@ -110,7 +110,7 @@ def test_minikube_commands_name_the_profile_and_chapter_flags() -> None:
         "all",
     ]
     assert argv(run, "minikube-cluster", "delete") == [
-        "python3",
+        "python",
         "-m",
         "gpulab.minikube_ctl",
         "down",
@@ -209,9 +209,9 @@ def test_smoke_pod_is_the_chapters_pod(chart: str) -> None:
 def test_kubeconfig_travels_in_environment_never_in_argv(chart: str) -> None:
     run = run_program(sim(chart))
     for r in run.registrations:
-        if r.typ == DYNAMIC:
+        if r.typ == COMMAND:
             for key in ("create", "delete"):
-                assert KUBECONFIG not in " ".join(r.inputs.get(key) or []), r.name
+                assert KUBECONFIG not in (r.inputs.get(key) or ""), r.name
     gate = run.by_name("gpu-operator-gate")
     env = gate.inputs["environment"]
     assert env.get(SECRET_SIG) == SECRET_VALUE, "environment must be registered as a secret"
@@ -300,7 +300,10 @@ def test_benchmark_pod_measures_after_the_smoke_test_and_exports_tflops() -> Non
     assert c["resources"]["limits"] == {"nvidia.com/gpu": "1"}
     assert pod["spec"]["restartPolicy"] == "Never"
     cm = run.by_name("benchmark-modules").inputs["data"]
-    assert set(cm) == {"__init__.py", "tflops.py", "peaks.py"} and "def main" in cm["tflops.py"]
+    assert (
+        set(cm) == {"__init__.py", "tflops.py", "tflops_measure.py", "peaks.py"}
+        and "def main" in cm["tflops.py"]
+    )
     assert run.urn_of("smoke-check") in run.by_name("benchmark").dependencies
     assert run.outputs[out.MEASURED_TFLOPS] == {"bf16": 578.7, "fp32": 51.3}
 

@@ -24,7 +24,7 @@ from policy import stack_context, validators
 from policy.stack_context import StackContext
 
 from . import program_harness
-from .program_harness import DYNAMIC, run_program
+from .program_harness import COMMAND, run_program
 
 PREEXISTING = ["clusterpolicies.nvidia.com"]
 
@@ -111,7 +111,7 @@ def kubeconfig(tmp_path: Path) -> Path:
 
 
 def argv(run: Any, name: str, key: str = "create") -> list[str]:
-    return list(run.by_name(name).inputs[key])
+    return run.by_name(name).argv(key)
 
 
 def existing(kubeconfig: Path, chart: str, **extra: Any) -> dict[str, Any]:
@@ -138,14 +138,14 @@ def test_kind_lab_creates_its_cluster_scoped_by_name_and_replaced_delete_first()
     for name in ("kind", "kind-cluster", "k8s", "gpu-operator-release", "gpu-operator-gate", "smoke-pod"):
         assert name in run.names(), name
     cl = run.by_name("kind-cluster")
-    assert cl.typ == DYNAMIC and cl.parent == run.urn_of("kind")
-    assert argv(run, "kind-cluster")[:4] == ["python3", "-m", "gpulab.kind_ctl", "up"]
+    assert cl.typ == COMMAND and cl.parent == run.urn_of("kind")
+    assert argv(run, "kind-cluster")[:4] == ["python", "-m", "gpulab.kind_ctl", "up"]
     create = argv(run, "kind-cluster")
     assert create[create.index("--name") + 1] == "lab"
     assert create[create.index("--image") + 1] == DEFAULT_KIND_NODE_IMAGE
     assert create[create.index("--workdir") + 1] == ".state/kind/lab"
     assert argv(run, "kind-cluster", "delete") == [
-        "python3",
+        "python",
         "-m",
         "gpulab.kind_ctl",
         "down",
@@ -197,7 +197,7 @@ def test_k3s_lab_installs_and_uninstalls_through_commands() -> None:
     assert run.error is None, run.error
     cl = run.by_name("k3s-cluster")
     assert argv(run, "k3s-cluster") == [
-        "python3",
+        "python",
         "-m",
         "gpulab.k3s_ctl",
         "up",
@@ -206,7 +206,7 @@ def test_k3s_lab_installs_and_uninstalls_through_commands() -> None:
         "--timeout",
         "600",
     ]
-    assert argv(run, "k3s-cluster", "delete") == ["python3", "-m", "gpulab.k3s_ctl", "down"]
+    assert argv(run, "k3s-cluster", "delete") == ["python", "-m", "gpulab.k3s_ctl", "down"]
     assert cl.delete_before_replace is True and "stdout" in cl.secret_outputs
     assert run.outputs[out.CLUSTER_KIND] == "k3s"
 
@@ -250,7 +250,7 @@ def test_existing_cluster_has_no_lifecycle_only_operator_smoke_and_checks(
 ) -> None:
     run = run_program(existing(kubeconfig, chart))
     assert run.error is None, run.error
-    dynamic = {r.name: r.inputs.get("purpose") for r in run.registrations if r.typ == DYNAMIC}
+    dynamic = {r.name: r.step for r in run.registrations if r.typ == COMMAND}
     assert dynamic == {
         "existing-census": "existing-census",
         "gpu-operator-gate": "operator-gate",
@@ -259,7 +259,7 @@ def test_existing_cluster_has_no_lifecycle_only_operator_smoke_and_checks(
     census = run.by_name("existing-census")
     assert not census.inputs.get("delete"), "reading a cluster must not delete anything"
     assert argv(run, "existing-census") == [
-        "python3",
+        "python",
         "-m",
         "gpulab.existing_ctl",
         "census",
@@ -290,9 +290,9 @@ def test_existing_kubeconfig_is_the_chosen_context_flattened_and_secret(kubeconf
     assert [u["name"] for u in doc["users"]] == ["gpu-admin"]
     # The token travels in the secret environment only, never in a command line.
     for r in run.registrations:
-        if r.typ == DYNAMIC:
+        if r.typ == COMMAND:
             for key in ("create", "delete"):
-                assert "gpu-token" not in " ".join(r.inputs.get(key) or []), r.name
+                assert "gpu-token" not in (r.inputs.get(key) or ""), r.name
 
 
 def test_existing_compares_allocatable_with_expected_gpus(kubeconfig: Path, chart: str) -> None:
@@ -328,7 +328,7 @@ def test_existing_remove_crds_deletes_after_the_release_and_keeps_what_was_there
     assert run.error is None, run.error
     cleanup = run.by_name("existing-crd-cleanup")
     delete = argv(run, "existing-crd-cleanup", "delete")
-    assert delete[:4] == ["python3", "-m", "gpulab.existing_ctl", "remove-crds"]
+    assert delete[:4] == ["python", "-m", "gpulab.existing_ctl", "remove-crds"]
     assert "--crd=nvidiadrivers.nvidia.com" in delete
     assert "--keep=clusterpolicies.nvidia.com" in delete  # the census found it before the lab
     assert argv(run, "existing-crd-cleanup")[3] == "crd-plan"  # create touches nothing

@@ -1,0 +1,133 @@
+"""The lab's local commands: ``pulumi_command.local.Command`` with the lab's conventions.
+
+* **No shell.** Each command is an argv list, JSON-encoded into the one command string and
+  run by :data:`gpulab.argv.INTERPRETER`, so no configured value is ever parsed by a shell.
+* **Re-runs.** Only a change under ``triggers`` replaces a Command (pulumi-command's rule);
+  any other input change is an in-place update that re-runs ``create``. Values whose change
+  must rebuild a thing (a cluster's size, version, name) go into ``triggers``; where the
+  replacement re-creates the same named thing (a minikube profile, a kind or sim cluster),
+  ``delete_before_replace`` makes the old one go first.
+* **Secrets.** Credentials travel in ``environment`` only (a secret input keeps the
+  environment secret in the state); ``secret_stdout`` marks stdout secret
+  (``additional_secret_outputs``), for commands that print a kubeconfig. Secret inputs alone
+  would not make stdout secret (pulumi-command#134).
+* **Progress.** ``logging=stderr``: the helper commands write progress to stderr, streamed
+  into Pulumi's display while they run; stdout carries their JSON result (and maybe a
+  kubeconfig), so it is never logged.
+* **Delete** runs from the state, with the environment the create ran with; the previous
+  stdout is not put in the delete's environment (``addPreviousOutputInEnv=false``): it may
+  hold a kubeconfig, and large values break ``exec`` (pulumi-command#285).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_command import local
+
+from gpulab.argv import INTERPRETER, encode
+from gpulab.kube import KUBECONFIG_ENV
+
+#: argv[0] of the lab's helper commands: gpulab.argv runs them on its own interpreter (the
+#: project's virtualenv), so no machine path reaches the state.
+PYTHON = "python"
+
+
+def _command_text(argv: Sequence[pulumi.Input[str]] | pulumi.Input[Sequence[str]]) -> pulumi.Output[str]:
+    return pulumi.Output.from_input(argv).apply(lambda a: encode([str(x) for x in a]))
+
+
+def lab_command(
+    name: str,
+    create: Sequence[pulumi.Input[str]] | pulumi.Input[Sequence[str]],
+    *,
+    delete: Sequence[pulumi.Input[str]] | pulumi.Input[Sequence[str]] | None = None,
+    environment: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
+    triggers: Sequence[Any] | None = None,
+    timeout: int,
+    delete_before_replace: bool = False,
+    secret_stdout: bool = False,
+    opts: pulumi.ResourceOptions | None = None,
+) -> local.Command:
+    """A ``command:local:Command`` running ``create`` (and ``delete`` on destroy) as argv.
+
+    Args:
+        name: the resource name (derived from the component's, e.g. ``"minikube-cluster"``).
+        create: argv run on create, on a trigger's replacement and on an in-place update.
+        delete: argv run on destroy; must succeed when the thing is already gone.
+        environment: added to the command's environment (secret values stay secret).
+        triggers: values whose change replaces (re-runs) the command.
+        timeout: seconds for each of create, update and delete (``customTimeouts``).
+        delete_before_replace: the old one's delete runs before the new one's create.
+        secret_stdout: stdout holds a secret (a kubeconfig).
+        opts: parent and ordering; merged with the options above.
+    """
+    window = f"{timeout}s"
+    # The engine keeps a secret input's same-named output secret; saying so costs nothing.
+    secret_outputs = (["environment"] if environment is not None else []) + (
+        ["stdout"] if secret_stdout else []
+    )
+    merged = pulumi.ResourceOptions.merge(
+        opts,
+        pulumi.ResourceOptions(
+            delete_before_replace=delete_before_replace or None,
+            additional_secret_outputs=secret_outputs or None,
+            custom_timeouts=pulumi.CustomTimeouts(create=window, update=window, delete=window),
+        ),
+    )
+    return local.Command(
+        name,
+        create=_command_text(create),
+        delete=_command_text(delete) if delete is not None else None,
+        interpreter=INTERPRETER,
+        environment=environment,
+        triggers=list(triggers) if triggers is not None else None,
+        logging=local.Logging.STDERR,
+        add_previous_output_in_env=False,
+        opts=merged,
+    )
+
+
+def kube_command(
+    name: str,
+    args: Sequence[pulumi.Input[str]],
+    kubeconfig: pulumi.Input[str],
+    *,
+    triggers: Sequence[Any],
+    timeout: int,
+    opts: pulumi.ResourceOptions,
+) -> local.Command:
+    """``python -m gpulab.kube <args>`` against the lab's cluster.
+
+    The kubeconfig travels as a secret in the environment (``GPULAB_KUBECONFIG``), never
+    on the command line; the command re-runs when one of ``triggers`` changes.
+    """
+    return lab_command(
+        name,
+        [PYTHON, "-m", "gpulab.kube", *args],
+        environment=pulumi.Output.secret({KUBECONFIG_ENV: kubeconfig}),
+        triggers=triggers,
+        timeout=timeout,
+        opts=opts,
+    )
+
+
+def pod_uid(pod: k8s.core.v1.Pod) -> pulumi.Output[Any]:
+    """The Pod's UID: changes exactly when the Pod is (re)created."""
+    return pod.metadata.apply(lambda m: m.get("uid") if isinstance(m, dict) else m.uid)
+
+
+def parse_json_stdout(stdout: pulumi.Output[str], what: str) -> pulumi.Output[Any]:
+    """The JSON object a helper command printed; a clear error when it printed something else."""
+
+    def load(text: str) -> Any:
+        try:
+            return json.loads(text.strip().splitlines()[-1]) if text and text.strip() else {}
+        except ValueError as exc:
+            raise ValueError(f"{what} printed no JSON object on its last stdout line: {exc}") from exc
+
+    return stdout.apply(load)

@@ -1,0 +1,196 @@
+"""The baseline card as Markdown: :func:`render_markdown` of a card from :func:`~gpulab.card.build_card`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpulab.card.model import HOW_TO_MEASURE
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        text = "-"
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif isinstance(value, list):
+        text = ", ".join(_plain(v) for v in value) or "(none)"
+    elif isinstance(value, Mapping):
+        text = ", ".join(f"{k}={_plain(v)}" for k, v in value.items()) or "(none)"
+    else:
+        text = str(value)
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {_plain(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "null" if value is None else str(value)
+
+
+def _fact_cell(fact: Mapping[str, Any]) -> str:
+    if not fact.get("known", True):
+        return "(not in the outputs)"
+    text = _cell(fact.get("value"))
+    return f"{text} *(simulated)*" if fact.get("simulated") else text
+
+
+def _facts_table(section: Mapping[str, Any], labels: Sequence[tuple[str, str]]) -> list[str]:
+    lines = ["| Fact | Value | Output |", "| --- | --- | --- |"]
+    for key, label in labels:
+        fact = section[key]
+        if isinstance(fact, Mapping) and "source" in fact:
+            lines.append(f"| {label} | {_fact_cell(fact)} | `{fact['source']}` |")
+        else:
+            lines.append(f"| {label} | {_cell(fact)} | - |")
+    return lines
+
+
+def render_markdown(card: Mapping[str, Any]) -> str:
+    """Render a card from :func:`build_card` as Markdown (tables; a SIMULATED banner first
+    when the lab is simulated; every simulated value marked *(simulated)*)."""
+    out: list[str] = ["# GPU lab baseline card", ""]
+    if card.get("simulated"):
+        fields = card.get("simulatedFields")
+        listed = ", ".join(f"`{x}`" for x in fields) if fields else "all facts"
+        out += [
+            "> **SIMULATED.** This card comes from the simulated lab: a kwok node and captured "
+            "`nvidia-smi` output, no GPU. Values marked *(simulated)* were not measured on "
+            f"hardware ({listed}). The scheduler and the API server are real; the kubelet, "
+            "the image pulls and the GPU are not.",
+            "",
+        ]
+    checklist_part = card["checklist"]
+    out += [
+        f"Schema `{card['schema']}`, generated {card['generatedAt']}. "
+        f"Checklist: **{checklist_part['result']}** (exit code {checklist_part['exitCode']})"
+        + (
+            ", on simulated values: it proves the scheduling path, not the GPU."
+            if card.get("simulated")
+            else "."
+        ),
+        "",
+        "## Host",
+        "",
+        *_facts_table(
+            card["host"],
+            [
+                ("gpuModels", "GPU model"),
+                ("gpuCount", "GPU count"),
+                ("memoryMiBPerGpu", "Memory per GPU (MiB)"),
+                ("driverVersion", "Driver version"),
+                ("maxCuda", "Max CUDA (driver)"),
+                ("probeSource", "Probe source"),
+            ],
+        ),
+        "",
+        "## Cluster",
+        "",
+        *_facts_table(
+            card["cluster"],
+            [
+                ("variant", "Variant"),
+                ("kubernetesVersion", "Kubernetes"),
+                ("allocatableGpus", "Allocatable nvidia.com/gpu"),
+                ("capacityGpus", "Capacity nvidia.com/gpu"),
+                ("timeSlicingReplicas", "Time-slicing replicas"),
+                ("clusterPolicyState", "ClusterPolicy state"),
+                ("devicePluginPods", "Device-plugin pods"),
+            ],
+        ),
+        "",
+        "## GPU Operator",
+        "",
+        *_facts_table(
+            card["operator"],
+            [
+                ("chartVersion", "Chart version"),
+                ("chartSource", "Chart source"),
+                ("components", "Components"),
+                ("devicePluginOwner", "Device-plugin owner"),
+            ],
+        ),
+        "",
+        "## Smoke test",
+        "",
+        *_facts_table(
+            card["smoke"],
+            [
+                ("phase", "Phase"),
+                ("driverVersion", "Driver (from the Pod's nvidia-smi)"),
+                ("cudaVersion", "CUDA (from the Pod's nvidia-smi)"),
+                ("events", "Events"),
+                ("image", "Image"),
+                ("node", "Node"),
+            ],
+        ),
+        "",
+        "## Checklist",
+        "",
+        "| Item | Status | Observed | Expected | First fix |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for item in checklist_part["items"]:
+        status = item["status"].upper() if item["status"] == "fail" else item["status"]
+        sim = " *(simulated)*" if item.get("simulated") else ""
+        out.append(
+            f"| `{item['id']}`: {_cell(item['title'])} | {status}{sim} | {_cell(item['observed'])}"
+            f" | {_cell(item['expected'])} | {_cell(item['fix'])} |"
+        )
+    out += ["", "## Measured TFLOPS", ""]
+    tf = card["measuredTflops"]
+    if tf.get("status") == "measured":
+        sim = " *(simulated)*" if tf.get("simulated") else ""
+        about = ", ".join(
+            f"{label} {tf[key]}"
+            for key, label in (
+                ("gpu", "GPU"),
+                ("backend", "backend"),
+                ("size", "size"),
+                ("measuredAt", "measured at"),
+            )
+            if tf.get(key) is not None
+        )
+        out += [
+            f"Dense matmul, {about}{sim}. Peaks are dense datasheet figures (no sparsity)"
+            + (f": {tf['peakSource']}." if tf.get("peakSource") else "."),
+            "",
+            "| dtype | TFLOP/s | Datasheet peak | Fraction of peak |",
+            "| --- | --- | --- | --- |",
+        ]
+        for dtype, r in tf["results"].items():
+            frac = r.get("fraction")
+            out.append(
+                f"| {dtype} | {_cell(r.get('tflops'))}{sim} | {_cell(r.get('peak'))} | "
+                f"{'-' if frac is None else f'{frac:.1%}'} |"
+            )
+        notes = tf.get("notes") or {}
+        if notes:
+            out += ["", *(f"- {dtype}: {_cell(note)}" for dtype, note in notes.items())]
+        if tf.get("warning"):
+            out += ["", f"**Warning:** {tf['warning']}"]
+    else:
+        out.append(f"Not measured. To measure: {tf.get('howTo', HOW_TO_MEASURE)}.")
+    out += ["", "## Tool versions", ""]
+    versions = card.get("toolVersions") or {}
+    if versions:
+        out += ["| Tool | Version |", "| --- | --- |"]
+        out += [f"| {_cell(k)} | {_cell(v)} |" for k, v in versions.items()]
+    else:
+        out.append("(none recorded)")
+    out += [
+        "",
+        "## What the lab still lacks",
+        "",
+        "| Capability | Status | Where next |",
+        "| --- | --- | --- |",
+        *(
+            f"| {_cell(r['capability'])} | {_cell(r['status'])} | {_cell(r['where'])} |"
+            for r in card["capabilityBoundary"]
+        ),
+    ]
+    if card.get("redacted"):
+        out += ["", f"Redacted (secrets, never printed): {', '.join(card['redacted'])}."]
+    return "\n".join(out) + "\n"

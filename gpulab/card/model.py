@@ -1,0 +1,315 @@
+"""The baseline card as a JSON document: :func:`build_card` from the stack outputs, with
+:func:`sanitize` keeping secrets out (schema in :mod:`gpulab.card`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from gpulab import checklist, peaks
+from gpulab import outputs as o
+
+SCHEMA: Final = "gpulab.dev/baseline-card/v1"
+REDACTED: Final = "[redacted]"
+HOW_TO_MEASURE: Final = (
+    "on the host: python -m gpulab.tflops --json > tflops.json (needs PyTorch or CuPy), then "
+    "python -m gpulab.card --outputs outputs.json --tflops tflops.json"
+)
+
+#: The chapter's table 3 (表 3, what you have and still lack): capability, status, where next.
+CAPABILITY_BOUNDARY: Final[tuple[tuple[str, str, str], ...]] = (
+    ("GPU scheduled as nvidia.com/gpu", "have", "this chapter"),
+    (
+        "GPU sharing: one card for several Pods, memory-level quota",
+        "missing: the whole card is the smallest unit",
+        "data plane: MIG, HAMi, DRA",
+    ),
+    (
+        "Queues, quotas, priorities, fair sharing",
+        "missing: no governance yet",
+        "control plane: Kueue, Volcano",
+    ),
+    (
+        "Topology-aware placement (NVLink/NUMA)",
+        "missing: the scheduler has no topology view",
+        "NUMA-aware scheduling, placement policies",
+    ),
+    (
+        "Metrics semantics: GPU utilisation, memory, health",
+        "partial: DCGM exporter deployed, semantics not built",
+        "observability and acceptance",
+    ),
+    (
+        "Other accelerators (beyond NVIDIA)",
+        "missing: NVIDIA path only",
+        "accelerator landscape, Ascend case study",
+    ),
+)
+
+_PEM_RE: Final = re.compile(r"-----BEGIN [A-Z ]+-----")
+_KUBECONFIG_RE: Final = re.compile(
+    r"(client-key-data|client-certificate-data|certificate-authority-data|\btoken)\s*:"
+    r"|\bkind:\s*Config\b|^\s*(clusters|users|contexts)\s*:",
+    re.MULTILINE,
+)
+
+
+def _looks_secret(text: str) -> bool:
+    return text.strip() == "[secret]" or bool(_PEM_RE.search(text)) or bool(_KUBECONFIG_RE.search(text))
+
+
+def sanitize(value: Any, path: str = "", redacted: list[str] | None = None) -> Any:
+    """A deep copy of a JSON value with secret-looking strings replaced by ``"[redacted]"``.
+
+    Secret-looking: ``"[secret]"``, a PEM block (``-----BEGIN ...-----``), or kubeconfig
+    text (``client-key-data:``, ``token:``, ``kind: Config``, ``clusters:``/``users:``
+    sections). Paths of replaced strings (``"host.gpus[0].name"``) are appended to
+    ``redacted`` when given. Mapping keys are kept as strings.
+    """
+    if isinstance(value, str):
+        if _looks_secret(value):
+            if redacted is not None:
+                redacted.append(path or "<value>")
+            return REDACTED
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): sanitize(v, f"{path}.{k}" if path else str(k), redacted) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [sanitize(v, f"{path}[{i}]", redacted) for i, v in enumerate(value)]
+    return value
+
+
+class _Facts:
+    def __init__(self, outputs: Mapping[str, Any], redacted: list[str]) -> None:
+        self.outputs = outputs
+        self.redacted = redacted
+        self.simulated_lab = outputs.get(o.SIMULATED) is True
+        fields = outputs.get(o.SIMULATED_FIELDS)
+        self.sim_fields: frozenset[str] | None = (
+            frozenset(str(f) for f in fields) if isinstance(fields, list) else None
+        )
+
+    def is_simulated(self, key: str) -> bool:
+        if self.sim_fields is None:
+            # Simulated lab without the list: label everything, never under-report.
+            return self.simulated_lab
+        return key in self.sim_fields
+
+    def fact(self, key: str, value: Any = None, *, derived: bool = False) -> dict[str, Any]:
+        known = not checklist.is_unknown(self.outputs, key)
+        raw = value if derived else self.outputs.get(key)
+        return {
+            "value": sanitize(raw, key, self.redacted) if known else None,
+            "source": key,
+            "simulated": self.is_simulated(key),
+            "known": known,
+        }
+
+
+def _memory_per_gpu(gpus: Any) -> list[int | None] | None:
+    if not isinstance(gpus, list):
+        return None
+    return [g.get("memoryMiB") if isinstance(g, Mapping) else None for g in gpus]
+
+
+def _first_model(outputs: Mapping[str, Any]) -> str | None:
+    models = outputs.get(o.HOST_GPU_MODELS)
+    if isinstance(models, list) and models and isinstance(models[0], str):
+        return models[0]
+    return None
+
+
+def _validate_tflops(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    results = doc.get("results")
+    if not isinstance(results, Mapping) or not results:
+        raise ValueError("a gpulab.tflops document needs a non-empty 'results' object")
+    for dtype, r in results.items():
+        if not isinstance(r, Mapping) or not (
+            r.get("tflops") is None or isinstance(r.get("tflops"), (int, float))
+        ):
+            raise ValueError(f"results.{dtype} must be an object with a numeric 'tflops' or null")
+    return results
+
+
+def _tflops_section(facts: _Facts, tflops: Mapping[str, Any] | None, redacted: list[str]) -> dict[str, Any]:
+    outputs = facts.outputs
+    host_model = _first_model(outputs)
+    if tflops is not None:
+        results = _validate_tflops(tflops)
+        gpu = str(tflops.get("gpu") or host_model or "")
+        section: dict[str, Any] = {
+            "status": "measured",
+            "source": "gpulab.tflops document (--tflops)",
+            "simulated": tflops.get("simulated") is True,
+            "gpu": gpu or None,
+            "driver": tflops.get("driver"),
+            "backend": tflops.get("backend"),
+            "size": tflops.get("size"),
+            "measuredAt": tflops.get("measuredAt"),
+            "peakSource": tflops.get("peakSource") or _peak_source(gpu),
+            "notes": tflops.get("notes") or {},
+            "results": {},
+        }
+        for dtype, r in results.items():
+            rate = r.get("tflops")
+            peak = r.get("peak")
+            if peak is None and dtype in peaks.DTYPES and gpu:
+                peak = peaks.peak_for(gpu, dtype)
+            fraction = r.get("fraction")
+            if fraction is None and isinstance(rate, (int, float)) and peak:
+                fraction = round(rate / peak, 3)
+            section["results"][str(dtype)] = {"tflops": rate, "peak": peak, "fraction": fraction}
+        warnings = []
+        if host_model and gpu and gpu != host_model:
+            warnings.append(f"measured on {gpu}, but the host's GPU is {host_model}")
+        host_driver = outputs.get(o.HOST_DRIVER_VERSION)
+        if tflops.get("driver") and host_driver and tflops.get("driver") != host_driver:
+            warnings.append(f"measured with driver {tflops.get('driver')}, the host's is {host_driver}")
+        if warnings:
+            section["warning"] = "; ".join(warnings)
+        return dict(sanitize(section, "measuredTflops", redacted))
+    stored = outputs.get(o.MEASURED_TFLOPS)
+    if isinstance(stored, Mapping) and stored:
+        gpu = host_model or ""
+        out: dict[str, Any] = {
+            "status": "measured",
+            "source": f"stack output {o.MEASURED_TFLOPS}",
+            "simulated": facts.is_simulated(o.MEASURED_TFLOPS),
+            "gpu": gpu or None,
+            "peakSource": _peak_source(gpu),
+            "results": {},
+        }
+        for dtype, v in stored.items():
+            rate = v.get("tflops") if isinstance(v, Mapping) else v
+            rate = rate if isinstance(rate, (int, float)) else None
+            peak = peaks.peak_for(gpu, dtype) if gpu and dtype in peaks.DTYPES else None
+            out["results"][str(dtype)] = {
+                "tflops": rate,
+                "peak": peak,
+                "fraction": round(rate / peak, 3) if rate is not None and peak else None,
+            }
+        return dict(sanitize(out, "measuredTflops", redacted))
+    return {"status": "not measured", "simulated": False, "howTo": HOW_TO_MEASURE}
+
+
+def _peak_source(gpu: str) -> str | None:
+    row = peaks.row_for(gpu) if gpu else None
+    return row.source if row else None
+
+
+def _replicas(outputs: Mapping[str, Any]) -> int:
+    comps = outputs.get(o.OPERATOR_COMPONENTS)
+    if isinstance(comps, Mapping):
+        value = comps.get("timeSlicingReplicas")
+        if isinstance(value, int) and value >= 1:
+            return value
+    return 1
+
+
+def _boundary(outputs: Mapping[str, Any]) -> list[dict[str, str]]:
+    comps = outputs.get(o.OPERATOR_COMPONENTS)
+    dcgm_off = isinstance(comps, Mapping) and comps.get("dcgmExporter") is False
+    rows = []
+    for capability, status, where in CAPABILITY_BOUNDARY:
+        if capability.startswith("Metrics") and dcgm_off:
+            status = "missing: DCGM exporter switched off in this lab, semantics not built"
+        rows.append({"capability": capability, "status": status, "where": where})
+    return rows
+
+
+def build_card(
+    outputs: Mapping[str, Any],
+    *,
+    tflops: Mapping[str, Any] | None = None,
+    tool_versions: Mapping[str, str] | None = None,
+    now: datetime | None = None,
+    time_slicing_replicas: int | None = None,
+) -> dict[str, Any]:
+    """Build the card (schema in :mod:`gpulab.card`'s docstring) from stack outputs.
+
+    Args:
+        outputs: ``pulumi stack output --json`` as a dict (secrets may print as
+            ``"[secret]"``; they are dropped).
+        tflops: a :mod:`gpulab.tflops` JSON document; without it the card uses
+            ``outputs[MEASURED_TFLOPS]`` or says "not measured" and how to measure.
+        tool_versions: e.g. ``{"pulumi": "3.272.0", "python": "3.11.9"}``.
+        now: generation time (timezone-aware; default: the current UTC time).
+        time_slicing_replicas: replicas per GPU for the allocatable check (default: the
+            ``timeSlicingReplicas`` entry of ``outputs[OPERATOR_COMPONENTS]``, else 1).
+
+    Raises:
+        ValueError: ``tflops`` is not a tflops document (no ``results`` object), or ``now``
+            is naive.
+    """
+    if now is None:
+        now = datetime.now(UTC)
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    redacted: list[str] = []
+    # The kubeconfig output is dropped before anything reads it.
+    clean = {k: v for k, v in outputs.items() if k != o.KUBECONFIG}
+    if o.KUBECONFIG in outputs:
+        redacted.append(o.KUBECONFIG)
+    facts = _Facts(clean, redacted)
+    f = facts.fact
+    gpus = clean.get(o.HOST_GPUS)
+
+    tflops_section = _tflops_section(facts, tflops, redacted)
+    eval_outputs = dict(clean)
+    if tflops_section["status"] == "measured":
+        eval_outputs[o.MEASURED_TFLOPS] = {k: v["tflops"] for k, v in tflops_section["results"].items()}
+    replicas = time_slicing_replicas or _replicas(clean)
+    items = checklist.evaluate(eval_outputs, time_slicing_replicas=replicas)
+
+    sim_fields = clean.get(o.SIMULATED_FIELDS)
+    card: dict[str, Any] = {
+        "schema": SCHEMA,
+        "generatedAt": now.isoformat(timespec="seconds"),
+        "simulated": facts.simulated_lab,
+        "simulatedFields": sorted(str(x) for x in sim_fields) if isinstance(sim_fields, list) else None,
+        "host": {
+            "gpuModels": f(o.HOST_GPU_MODELS),
+            "gpuCount": f(o.HOST_GPU_COUNT),
+            "memoryMiBPerGpu": f(o.HOST_GPUS, _memory_per_gpu(gpus), derived=True),
+            "gpus": f(o.HOST_GPUS),
+            "driverVersion": f(o.HOST_DRIVER_VERSION),
+            "maxCuda": f(o.HOST_MAX_CUDA),
+            "probeSource": f(o.HOST_PROBE_SOURCE),
+        },
+        "cluster": {
+            "variant": f(o.CLUSTER_KIND),
+            "kubernetesVersion": f(o.KUBERNETES_VERSION),
+            "allocatableGpus": f(o.ALLOCATABLE_GPUS),
+            "capacityGpus": f(o.CAPACITY_GPUS),
+            "timeSlicingReplicas": replicas,
+            "clusterPolicyState": f(o.CLUSTER_POLICY_STATE),
+            "devicePluginPods": f(o.DEVICE_PLUGIN_PODS),
+        },
+        "operator": {
+            "chartVersion": f(o.CHART_VERSION),
+            "chartSource": f(o.CHART_SOURCE),
+            "components": f(o.OPERATOR_COMPONENTS),
+            "devicePluginOwner": f(o.DEVICE_PLUGIN_OWNER),
+        },
+        "smoke": {
+            "phase": f(o.SMOKE_PHASE),
+            "driverVersion": f(o.SMOKE_DRIVER_VERSION),
+            "cudaVersion": f(o.SMOKE_CUDA_VERSION),
+            "events": f(o.SMOKE_EVENTS),
+            "image": f(o.SMOKE_IMAGE),
+            "node": f(o.SMOKE_NODE),
+        },
+        "checklist": {
+            "result": checklist.overall(items),
+            "exitCode": checklist.exit_code(items),
+            "items": [sanitize(i.to_json(), f"checklist.{i.id}", redacted) for i in items],
+        },
+        "measuredTflops": tflops_section,
+        "toolVersions": sanitize(dict(tool_versions or {}), "toolVersions", redacted),
+        "capabilityBoundary": _boundary(clean),
+        "redacted": redacted,
+    }
+    return card

@@ -1,0 +1,83 @@
+"""Automatic diagnosis: cluster state mapped to the chapter's troubleshooting rows.
+
+Input is what ``kubectl get -o json`` returns (the ``items`` of pods, events, DaemonSets and
+nodes, as plain JSON dicts with camelCase keys), optionally recent container logs, a Helm
+error message or ``minikube start``'s stderr. Output is a list of :class:`Diagnosis`: which
+object fails, why, the evidence, and the first reaction as a concrete command. Pure
+functions, no API calls: :mod:`gpulab.kube` reads the cluster and calls
+:func:`diagnose_cluster` and :func:`render` when a wait times out.
+
+Rows (``Diagnosis.row``), the first five from the chapter's table 2 (单机 GPU 集群常见故障与
+第一反应), the others from its checklist and from how the GPU Operator fails in practice:
+
+============================== ======================================================
+``allocatable-zero``           allocatable 输出 0. Variants: ``not-registered`` (the key
+                               is missing on every node), ``unhealthy`` (0 with capacity
+                               > 0: devices marked unhealthy, e.g. XID errors),
+                               ``no-devices`` (0 with capacity 0)
+``operator-pending``           Operator Pod 一直 Pending (Insufficient cpu/memory)
+``smoke-container-creating``   gpu-smoke 一直 ContainerCreating. Variants:
+                               ``toolkit-not-ready``, ``runtime``
+``cuda-image-newer-than-driver`` the table's "Pod 起了但报 insufficient" row:
+                               ``unsatisfied condition: cuda>=X.Y`` at container start
+``minikube-start-failed``      ``minikube start`` 卡死或报 GPU 相关错误
+                               (:func:`diagnose_minikube_start`)
+``allocatable-mismatch``       allocatable differs from the expected GPU count
+``gpu-insufficient``           ``Insufficient nvidia.com/gpu`` while the GPUs are held
+                               by other pods (names the holders)
+``device-plugin-crashloop``    device plugin restarting; variant ``nvml-not-injected``
+                               when its log says it cannot load NVML
+``daemonset-no-nodes``         ``desiredNumberScheduled: 0``: no node matches the
+                               DaemonSet's nodeSelector
+``daemonset-not-ready``        ready < desired, with no pod-level cause found
+``validator-stuck``            ``nvidia-operator-validator`` stuck in an init container
+``pod-init-waiting``           an operand stuck in an init container (usually waits on
+                               an earlier component)
+``dcgm-exporter-failing``      DCGM exporter failing: ``blocking=False`` (reported in the
+                               card, does not block the lab)
+``image-pull-failed``          ``ErrImagePull`` / ``ImagePullBackOff``
+``pod-crashloop``              any other container crash loop or start error
+``pod-unschedulable``          Pending for a reason other than the above
+``pod-not-ready``              Running, not Ready
+``pod-failed``                 phase ``Failed`` (e.g. admission refused the GPU)
+``node-not-ready``             node condition Ready is not True
+``helm-*``                     Helm errors (:func:`diagnose_helm_error`)
+============================== ======================================================
+
+Order: :func:`diagnose_cluster` sorts along the lab's dependency chain (node, operator,
+DaemonSet placement, driver validation, toolkit, device plugin, allocatable, scheduling,
+workloads; non-blocking last), so the first diagnosis is the one to fix first: later ones
+are often its consequences.
+
+Modules, by failing object: :mod:`~gpulab.diagnose.nodes` (readiness, allocatable, GPU
+shortages), :mod:`~gpulab.diagnose.pods` (Pending, not Ready, Failed),
+:mod:`~gpulab.diagnose.containers` (crash loops, image pulls),
+:mod:`~gpulab.diagnose.init_containers` (the validator and other init waits),
+:mod:`~gpulab.diagnose.smoke` (the smoke Pod: CUDA too new, ContainerCreating),
+:mod:`~gpulab.diagnose.daemonsets` (operand placement and readiness),
+:mod:`~gpulab.diagnose.helm` (the operator's release), :mod:`~gpulab.diagnose.minikube`
+(``minikube start``); :mod:`~gpulab.diagnose.cluster` runs the cluster checks and orders
+them, :mod:`~gpulab.diagnose.formatting` renders them. Shared: :mod:`~gpulab.diagnose.record`
+(:class:`Diagnosis`), :mod:`~gpulab.diagnose.patterns` (the messages recognised),
+:mod:`~gpulab.diagnose.roles` (what a pod is to the lab, and its rank),
+:mod:`~gpulab.diagnose.fields` (JSON readers), :mod:`~gpulab.diagnose.gpus` (GPU
+accounting), :mod:`~gpulab.diagnose.context` (the state one call reads).
+"""
+
+from gpulab.diagnose.cluster import diagnose_cluster
+from gpulab.diagnose.formatting import render
+from gpulab.diagnose.gpus import gpu_holders, gpu_request
+from gpulab.diagnose.helm import diagnose_helm_error
+from gpulab.diagnose.minikube import diagnose_minikube_start
+from gpulab.diagnose.record import GPU_RESOURCE, Diagnosis
+
+__all__ = [
+    "GPU_RESOURCE",
+    "Diagnosis",
+    "diagnose_cluster",
+    "diagnose_helm_error",
+    "diagnose_minikube_start",
+    "gpu_holders",
+    "gpu_request",
+    "render",
+]

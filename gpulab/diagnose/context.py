@@ -1,0 +1,40 @@
+"""The cluster state one :func:`~gpulab.diagnose.diagnose_cluster` call reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gpulab.diagnose.fields import _event_time, _get, _name, _ns
+from gpulab.diagnose.record import Json
+
+
+@dataclass
+class _Ctx:
+    pods: list[Json]
+    events: list[Json]
+    daemonsets: list[Json]
+    nodes: list[Json]
+    logs: Mapping[str, str]
+    host_max_cuda: str | None
+    profile: str
+
+    def pod_events(self, pod: Json) -> list[Json]:
+        ns, name = _ns(pod), _name(pod)
+        found = [
+            e
+            for e in self.events
+            if _get(e, "involvedObject", "name") == name
+            and (_get(e, "involvedObject", "kind") in (None, "Pod"))
+            and (_get(e, "involvedObject", "namespace") or _ns(e)) == ns
+        ]
+        return sorted(found, key=_event_time)
+
+    def log(self, pod: Json, container: str) -> str:
+        return self.logs.get(f"{_ns(pod)}/{_name(pod)}/{container}", "")
+
+    def daemonset(self, name: str) -> Json | None:
+        for ds in self.daemonsets:
+            if _name(ds) == name:
+                return ds
+        return None

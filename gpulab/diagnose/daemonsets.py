@@ -1,0 +1,112 @@
+"""The operand DaemonSets: placed on no node (``daemonset-no-nodes``) or short of ready pods
+with no pod-level cause found (``daemonset-not-ready``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from gpulab.diagnose.context import _Ctx
+from gpulab.diagnose.fields import _ds_ready, _event_time, _get, _name, _ns, _one_line
+from gpulab.diagnose.record import Diagnosis
+from gpulab.diagnose.roles import _NON_BLOCKING_RANK, _ROLE_RANK, _role_of_name
+
+#: Operand DaemonSets that legitimately schedule on no node when their feature is off.
+_OPTIONAL_DAEMONSETS: Final = (
+    "nvidia-mig-manager",
+    "nvidia-sandbox",
+    "nvidia-vfio-manager",
+    "nvidia-kata",
+    "nvidia-cc-manager",
+    "nvidia-vgpu",
+    "nvidia-driver-daemonset",
+    "nvidia-fs",
+    "nvidia-gds",
+)
+
+
+def _daemonset_diagnoses(ctx: _Ctx, found: Sequence[Diagnosis]) -> list[tuple[Diagnosis, int]]:
+    out: list[tuple[Diagnosis, int]] = []
+    for ds in ctx.daemonsets:
+        name, ns = _name(ds), _ns(ds)
+        if name.startswith(_OPTIONAL_DAEMONSETS):
+            continue
+        desired, ready = _ds_ready(ds)
+        non_blocking = _role_of_name(name) == "dcgm-exporter"
+        extra = _NON_BLOCKING_RANK if non_blocking else 0
+        obj = f"daemonset {ns}/{name}"
+        if desired == 0:
+            selector = _get(ds, "spec", "template", "spec", "nodeSelector") or {}
+            affinity = _get(ds, "spec", "template", "spec", "affinity", "nodeAffinity")
+            wanted = ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
+            missing: list[str] = []
+            for node in ctx.nodes:
+                labels = _get(node, "metadata", "labels") or {}
+                lacks = [f"{k}={v}" for k, v in sorted(selector.items()) if labels.get(k) != v]
+                if lacks:
+                    missing.append(f"node {_name(node)} lacks {', '.join(lacks)}")
+            reason = (
+                f"no node matches its nodeSelector {wanted}"
+                if wanted
+                else "no node matches its node affinity"
+                if affinity
+                else "it schedules on no node"
+            )
+            label_fix = (
+                "; ".join(
+                    f"kubectl label node {_name(n)} {k}={v}"
+                    for n in ctx.nodes[:1]
+                    for k, v in sorted(selector.items())
+                )
+                if selector
+                else ""
+            )
+            out.append(
+                (
+                    Diagnosis(
+                        row="daemonset-no-nodes",
+                        object=obj,
+                        reason=f"desiredNumberScheduled is 0: {reason}",
+                        detail="; ".join(missing) or (str(affinity) if affinity else "no nodes given"),
+                        fix="kubectl get nodes --show-labels; GPU labels come from NFD and the "
+                        f"operator: kubectl -n {ns} get pods -l "
+                        "app.kubernetes.io/name=node-feature-discovery"
+                        + (f"; to test by hand: {label_fix}" if label_fix else ""),
+                        blocking=not non_blocking,
+                        variant=name,
+                    ),
+                    _ROLE_RANK["daemonset"] + extra,
+                )
+            )
+        elif ready < desired:
+            prefix = f"pod {ns}/{name}-"
+            if any(d.object.startswith(prefix) for d in found):
+                continue
+            ds_events = [
+                e
+                for e in ctx.events
+                if _get(e, "involvedObject", "kind") == "DaemonSet"
+                and _get(e, "involvedObject", "name") == name
+            ]
+            ds_events.sort(key=_event_time)
+            evidence = (
+                f"{ds_events[-1].get('reason')}: {ds_events[-1].get('message')}"
+                if ds_events
+                else "no pod or event of it given"
+            )
+            role = _role_of_name(name)
+            out.append(
+                (
+                    Diagnosis(
+                        row="daemonset-not-ready",
+                        object=obj,
+                        reason=f"{ready}/{desired} pods ready",
+                        detail=_one_line(evidence),
+                        fix=f"kubectl -n {ns} describe ds {name}; kubectl -n {ns} get pods -o wide "
+                        f"| grep {name}",
+                        blocking=not non_blocking,
+                    ),
+                    _ROLE_RANK.get(role, _ROLE_RANK["operand"]) + extra,
+                )
+            )
+    return out

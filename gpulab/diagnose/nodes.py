@@ -1,0 +1,181 @@
+"""The nodes: ``node-not-ready``, and what they advertise as allocatable ``nvidia.com/gpu``
+(``allocatable-zero``, ``allocatable-mismatch``) against what pods ask for
+(``gpu-insufficient``)."""
+
+from __future__ import annotations
+
+from gpulab.diagnose.context import _Ctx
+from gpulab.diagnose.fields import _ds_ready, _get, _name, _ns, _one_line, _pod_obj, _quantity
+from gpulab.diagnose.gpus import gpu_holders, gpu_request
+from gpulab.diagnose.record import GPU_RESOURCE, Diagnosis, Json
+from gpulab.diagnose.roles import _ROLE_RANK
+
+
+def _node_ready(node: Json) -> tuple[bool, str]:
+    for cond in _get(node, "status", "conditions") or []:
+        if cond.get("type") == "Ready":
+            ok = cond.get("status") == "True"
+            return ok, str(cond.get("message") or cond.get("reason") or "")
+    return True, ""
+
+
+def _node_diagnoses(ctx: _Ctx) -> list[tuple[Diagnosis, int]]:
+    """``node-not-ready`` for every node whose Ready condition is not True."""
+    pairs: list[tuple[Diagnosis, int]] = []
+    for node in ctx.nodes:
+        ok, why = _node_ready(node)
+        if not ok:
+            pairs.append(
+                (
+                    Diagnosis(
+                        row="node-not-ready",
+                        object=f"node {_name(node)}",
+                        reason="node condition Ready is not True",
+                        detail=_one_line(why or "no message"),
+                        fix=f"kubectl describe node {_name(node)}; minikube -p {ctx.profile} status; "
+                        f"minikube -p {ctx.profile} logs | tail -50",
+                    ),
+                    _ROLE_RANK["node"],
+                )
+            )
+    return pairs
+
+
+def _allocatable_diagnoses(
+    ctx: _Ctx, expected_gpus: int | None, gpu_pending: list[tuple[Json, str]]
+) -> list[tuple[Diagnosis, int]]:
+    if not ctx.nodes:
+        return []
+    out: list[tuple[Diagnosis, int]] = []
+    rank = _ROLE_RANK["allocatable"]
+    alloc: dict[str, int] = {}
+    cap: dict[str, int] = {}
+    for n in ctx.nodes:
+        a = (_get(n, "status", "allocatable") or {}).get(GPU_RESOURCE)
+        c = (_get(n, "status", "capacity") or {}).get(GPU_RESOURCE)
+        if a is not None:
+            alloc[_name(n)] = _quantity(a)
+        if c is not None:
+            cap[_name(n)] = _quantity(c)
+    node_names = ", ".join(_name(n) for n in ctx.nodes)
+    obj = f"node {node_names}" if len(ctx.nodes) == 1 else f"nodes {node_names}"
+    plugin = next((d for d in ctx.daemonsets if _name(d).startswith("nvidia-device-plugin")), None)
+    plugin_state = ""
+    plugin_ns = "gpu-operator"
+    if plugin is not None:
+        desired, ready = _ds_ready(plugin)
+        plugin_ns = _ns(plugin)
+        plugin_state = f"DaemonSet {plugin_ns}/{_name(plugin)} ready {ready}/{desired}"
+    pending_note = "".join(f"; pod {_ns(p)}/{_name(p)} Pending: {_one_line(m, 200)}" for p, m in gpu_pending)
+    check_node = f"minikube -p {ctx.profile} ssh -- nvidia-smi"
+    plugin_logs = f"kubectl -n {plugin_ns} logs -l app=nvidia-device-plugin-daemonset --tail=50"
+    total_alloc = sum(alloc.values())
+    total_cap = sum(cap.values())
+    if not alloc:
+        out.append(
+            (
+                Diagnosis(
+                    row="allocatable-zero",
+                    object=obj,
+                    reason=f"device plugin not registered: no node has {GPU_RESOURCE} in status.allocatable",
+                    detail=(plugin_state or "no device-plugin DaemonSet given") + pending_note,
+                    fix=f"check the node sees the GPU: {check_node}; then the device plugin's "
+                    f"log: {plugin_logs}",
+                    variant="not-registered",
+                ),
+                rank,
+            )
+        )
+    elif total_alloc == 0:
+        unhealthy = total_cap > 0
+        out.append(
+            (
+                Diagnosis(
+                    row="allocatable-zero",
+                    object=obj,
+                    reason=(
+                        f"devices unhealthy (e.g. XID errors): capacity {total_cap}, allocatable 0"
+                        if unhealthy
+                        else "the device plugin registered but found no GPU (capacity 0)"
+                    ),
+                    detail=(plugin_state or "no device-plugin DaemonSet given") + pending_note,
+                    fix=(
+                        f"look for XID errors on the host: sudo dmesg | grep -i xid; "
+                        f"nvidia-smi -q | grep -i -A2 -E 'xid|retired|remapp'; {plugin_logs} "
+                        "(it logs 'unhealthy'); a GPU that keeps failing needs a host reset "
+                        "or reboot"
+                        if unhealthy
+                        else f"the node container got no GPU: {check_node}; {plugin_logs}"
+                    ),
+                    variant="unhealthy" if unhealthy else "no-devices",
+                ),
+                rank,
+            )
+        )
+    elif expected_gpus is not None and total_alloc != expected_gpus:
+        fewer = total_alloc < expected_gpus
+        out.append(
+            (
+                Diagnosis(
+                    row="allocatable-mismatch",
+                    object=obj,
+                    reason=f"allocatable {GPU_RESOURCE} is {total_alloc}, expected {expected_gpus}",
+                    detail=f"capacity {total_cap}; " + (plugin_state or ""),
+                    fix=(
+                        f"some GPUs are missing or unhealthy: {check_node}; {plugin_logs}"
+                        if fewer
+                        else "more than expected: is time-slicing on? expected = GPUs x "
+                        "replicas (pulumi config get timeSlicingReplicas)"
+                    ),
+                    variant="fewer" if fewer else "more",
+                ),
+                rank + 1,
+            )
+        )
+    if total_alloc > 0:
+        holders = gpu_holders(ctx.pods)
+        for pod, msg in gpu_pending:
+            want = gpu_request(pod)
+            mine = f"{_ns(pod)}/{_name(pod)}"
+            others = [(h, c) for h, c in holders if h != mine]
+            held = sum(c for _, c in others)
+            who = ", ".join(f"{h} holds {c}" for h, c in others)
+            if want > total_alloc:
+                reason = (
+                    f"asks for {want} {GPU_RESOURCE}, more than the {total_alloc} allocatable "
+                    f"(held now: {who or 'none'})"
+                )
+                fix = f"lower the pod's nvidia.com/gpu limit to <= {total_alloc}"
+                variant = "request-too-large"
+            elif others:
+                reason = (
+                    f"asks for {want} {GPU_RESOURCE} but {held} of {total_alloc} allocatable are held: {who}"
+                )
+                first = others[0][0].split("/", 1)
+                fix = (
+                    f"free a GPU: wait for or delete the holder (kubectl -n {first[0]} delete "
+                    f"pod {first[1]}), or share the GPU (time-slicing: pulumi config set "
+                    "timeSlicingReplicas 2)"
+                )
+                variant = "held-by-pods"
+            else:
+                reason = (
+                    f"asks for {want} {GPU_RESOURCE}; {total_alloc} allocatable and none held "
+                    "by other pods (a stale FailedScheduling event, or a GPU just freed)"
+                )
+                fix = "wait for the scheduler's next attempt: kubectl get events -w"
+                variant = "retrying"
+            out.append(
+                (
+                    Diagnosis(
+                        row="gpu-insufficient",
+                        object=_pod_obj(pod),
+                        reason=reason,
+                        detail=_one_line(msg),
+                        fix=fix,
+                        variant=variant,
+                    ),
+                    _ROLE_RANK["scheduling"],
+                )
+            )
+    return out

@@ -1,0 +1,244 @@
+"""Destroy a lab whose cluster was deleted by hand, on the stock Kubernetes provider.
+
+``pulumi destroy`` of a lab whose cluster is gone would fail on the Kubernetes resources:
+the provider's ``deleteUnreachable`` drops most of them, but not a ``helm.sh/v3`` Release
+(pulumi-kubernetes#2675, open). Before ``make destroy`` this module:
+
+1. reads the stack's state (``pulumi stack export``); no Kubernetes resources: nothing to do;
+2. asks the API server (the stack's ``kubeconfig`` output); it answers: nothing to do;
+3. asks the variant whether the cluster it owns is really gone (minikube profile absent,
+   kind cluster absent, k3s uninstalled, the sim cluster's directory gone). Gone: the
+   stack's Kubernetes resources are removed from the state (``pulumi stack import``) and
+   the count is printed; the destroy then runs the cluster's own delete commands. Present
+   but not answering (stopped, or briefly unreachable), or cannot tell: nothing is dropped,
+   and the message says how to start or delete it first.
+
+An ``existing`` cluster is never pruned: the lab does not own it.
+
+``python -m gpulab.teardown --stack S`` exit codes: 0 ready for destroy, 1 refused (the
+message names the cause and the first fix), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from gpulab.config import NAMESPACE, SCHEMA
+
+#: Resource types the prune removes: Kubernetes objects, not the provider itself.
+K8S_PREFIX = "kubernetes:"
+
+
+class TeardownError(RuntimeError):
+    """The clean-up was refused; the message names the cause and the first fix."""
+
+
+def prune_kubernetes(deployment: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The deployment without its Kubernetes resources, and the URNs removed.
+
+    ``deployment`` is ``pulumi stack export``'s ``deployment`` object. References to a
+    removed URN in other resources' ``dependencies``, ``propertyDependencies`` and
+    ``deletedWith`` are dropped too, so ``pulumi stack import`` accepts the result.
+    Pending operations on removed resources are dropped.
+    """
+    resources = list(deployment.get("resources") or [])
+    removed = [r["urn"] for r in resources if str(r.get("type", "")).startswith(K8S_PREFIX)]
+    gone = set(removed)
+    kept: list[dict[str, Any]] = []
+    for r in resources:
+        if r["urn"] in gone:
+            continue
+        r = dict(r)
+        if r.get("dependencies"):
+            r["dependencies"] = [d for d in r["dependencies"] if d not in gone]
+        if r.get("propertyDependencies"):
+            r["propertyDependencies"] = {
+                k: [d for d in v if d not in gone] for k, v in r["propertyDependencies"].items()
+            }
+        if r.get("deletedWith") in gone:
+            r.pop("deletedWith")
+        kept.append(r)
+    out = dict(deployment)
+    out["resources"] = kept
+    if out.get("pending_operations"):
+        out["pending_operations"] = [
+            op for op in out["pending_operations"] if op.get("resource", {}).get("urn") not in gone
+        ]
+    return out, removed
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+def cluster_gone(
+    kind: str, profile: str, root: Path, run: Callable[[list[str]], Any] = _run
+) -> tuple[bool | None, str]:
+    """Whether the lab-owned cluster ``kind``/``profile`` is gone: (True|False|None, evidence).
+
+    None means this machine cannot tell (e.g. the variant's tool is missing); the caller
+    then keeps the state. ``existing`` is never reported gone.
+    """
+    if kind == "sim":
+        workdir = root / ".state" / "sim" / profile
+        return (
+            not workdir.exists(),
+            f"the sim cluster directory {workdir} {'exists' if workdir.exists() else 'is gone'}",
+        )
+    if kind == "minikube":
+        if shutil.which("minikube") is None:
+            return None, "minikube is not on PATH"
+        p = run(["minikube", "profile", "list", "-o", "json"])
+        try:
+            doc = json.loads(p.stdout)
+            names = {x.get("Name") for x in (doc.get("valid") or []) + (doc.get("invalid") or [])}
+        except (ValueError, AttributeError):
+            # minikube prints an error, not JSON, when it has no profiles at all.
+            if "No minikube profile was found" in (p.stdout + p.stderr):
+                return True, "minikube has no profiles"
+            return None, f"`minikube profile list -o json` printed no JSON: {(p.stderr or p.stdout)[:200]}"
+        present = profile in names
+        return not present, f"minikube profile {profile} is {'listed' if present else 'absent'}"
+    if kind == "kind":
+        if shutil.which("kind") is None:
+            return None, "kind is not on PATH"
+        p = run(["kind", "get", "clusters"])
+        if p.returncode != 0:
+            return None, f"`kind get clusters` failed: {(p.stderr or p.stdout)[:200]}"
+        present = profile in {ln.strip() for ln in p.stdout.splitlines()}
+        return not present, f"kind cluster {profile} is {'listed' if present else 'absent'}"
+    if kind == "k3s":
+        from gpulab import k3s_ctl
+
+        present = k3s_ctl.UNINSTALL_SCRIPT.exists()
+        return not present, f"{k3s_ctl.UNINSTALL_SCRIPT} {'exists' if present else 'is gone'}"
+    return False, f"the lab does not own {kind} clusters"
+
+
+def start_or_delete_hint(kind: str, profile: str) -> str:
+    """The first fix for a cluster that exists but does not answer."""
+    return {
+        "minikube": f"start it (`minikube start -p {profile}`) or delete it (`minikube delete -p {profile}`)",
+        "kind": f"start its node containers (`docker start {profile}-control-plane {profile}-worker`) "
+        f"or delete it (`kind delete cluster --name {profile}`)",
+        "k3s": "start it (`sudo systemctl start k3s`) or uninstall it (`sudo k3s-uninstall.sh`)",
+        "sim": f"start it (`make lab`) or remove it (`python -m gpulab.simcluster down --name {profile} "
+        f"--workdir .state/sim/{profile}`)",
+    }.get(kind, "make the API server reachable")
+
+
+def plan(
+    kind: str,
+    profile: str,
+    deployment: Mapping[str, Any],
+    answers: Callable[[], bool],
+    gone: Callable[[], tuple[bool | None, str]],
+) -> tuple[dict[str, Any] | None, list[str], str]:
+    """Decide the clean-up: (new deployment or None, removed URNs, what to print).
+
+    Raises:
+        TeardownError: the cluster exists but does not answer, or whether it is gone
+            cannot be told; nothing is to be removed then.
+    """
+    k8s = [r for r in deployment.get("resources") or [] if str(r.get("type", "")).startswith(K8S_PREFIX)]
+    if not k8s:
+        return None, [], "no Kubernetes resources in the state"
+    if kind == "existing":
+        return None, [], "an existing cluster is never pruned"
+    if answers():
+        return None, [], "the API server answers"
+    is_gone, evidence = gone()
+    if is_gone is None:
+        raise TeardownError(
+            f"the {kind} cluster {profile!r} does not answer and whether it still exists cannot be "
+            f"told ({evidence}); nothing was removed from the state: {start_or_delete_hint(kind, profile)}, "
+            "then run `make destroy` again"
+        )
+    if not is_gone:
+        raise TeardownError(
+            f"the {kind} cluster {profile!r} exists ({evidence}) but its API server does not answer "
+            f"(stopped?); nothing was removed from the state: {start_or_delete_hint(kind, profile)}, "
+            "then run `make destroy` again"
+        )
+    new, removed = prune_kubernetes(deployment)
+    return new, removed, f"the {kind} cluster {profile!r} is gone ({evidence})"
+
+
+def _config_value(config: Mapping[str, Any], key: str) -> str:
+    entry = config.get(f"{NAMESPACE}:{key}")
+    if isinstance(entry, dict) and "value" in entry:
+        return str(entry["value"])
+    return str(SCHEMA[key][1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI used by ``make destroy`` (see module docstring)."""
+    ap = argparse.ArgumentParser(prog="python -m gpulab.teardown")
+    ap.add_argument("--stack", required=True)
+    args = ap.parse_args(argv)
+    cli = os.environ.get("GPULAB_PULUMI") or "pulumi"
+    root = Path(os.environ.get("GPULAB_ROOT") or Path.cwd())
+
+    def pulumi(*a: str) -> str:
+        p = subprocess.run([cli, *a, "--stack", args.stack], capture_output=True, text=True, cwd=root)
+        if p.returncode != 0:
+            raise TeardownError(f"`pulumi {' '.join(a)}` failed: {(p.stderr or p.stdout).strip()[-400:]}")
+        return p.stdout
+
+    try:
+        exported = json.loads(pulumi("stack", "export"))
+        config = json.loads(pulumi("config", "--json") or "{}")
+        kind, profile = _config_value(config, "cluster"), _config_value(config, "profile")
+
+        def answers() -> bool:
+            from gpulab import kube
+
+            try:
+                kc = json.loads(pulumi("stack", "output", "--json", "--show-secrets")).get("kubeconfig")
+                if not kc:
+                    return False
+                kube.ping(kube.load_clients(kc), timeout=5)
+                return True
+            except Exception:  # unreachable, unparsable, no outputs: all "does not answer"
+                return False
+
+        new, removed, why = plan(
+            kind,
+            profile,
+            exported.get("deployment") or {},
+            answers,
+            lambda: cluster_gone(kind, profile, root),
+        )
+        if new is None:
+            return 0
+        exported["deployment"] = new
+        (root / ".state").mkdir(exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", dir=root / ".state", delete=False) as f:
+            json.dump(exported, f)
+        try:
+            pulumi("stack", "import", "--file", f.name)
+        finally:
+            os.unlink(f.name)
+    except TeardownError as exc:
+        print(f"gpu-lab: {exc}", file=sys.stderr)
+        return 1
+    names = ", ".join(u.rsplit("::", 1)[-1] for u in removed)
+    print(
+        f"gpu-lab: {why}: removed its {len(removed)} unreachable Kubernetes resource(s) from the "
+        f"{args.stack} stack's state ({names}); destroying the rest",
+        file=sys.stderr,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Policies on who runs the device plugin (one per module)."""

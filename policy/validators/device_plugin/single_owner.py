@@ -1,0 +1,111 @@
+"""``single-device-plugin-owner``: exactly one of minikube's addon and the operator runs the
+device plugin (a stack policy: the owners are two resources)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Final
+
+from gpulab import checklist
+from gpulab import config as labconfig
+from gpulab import outputs as out
+from gpulab.argv import step_of
+from policy.stack_context import StackContext
+from policy.validators.findings import NOT_EVALUATED, Finding, _finding
+from policy.validators.fixes import FIX_ALLOCATABLE
+from policy.validators.minikube.start_command import cli_flags, command_argv, minikube_start_argv
+from policy.validators.props import UNKNOWN, dig, has_unknown, show
+from policy.validators.release.operator_release import is_operator_release
+from policy.validators.spec import MANDATORY, Settings, Spec
+from policy.validators.stack_view import Res, _of_type, _stack_outputs
+from policy.validators.tokens import (
+    T_COMMAND,
+    T_GPU_OPERATOR,
+    T_RELEASE,
+)
+
+
+def _addon_state(resources: Sequence[Res]) -> tuple[Any, str]:
+    commands = _of_type(resources, T_COMMAND)
+    # A create still unknown at preview is another step's (the lab's minikube commands are
+    # built from config alone).
+    for cmd in commands:
+        create = cmd.props.get("create")
+        if not has_unknown(create) and step_of(create) == "minikube-addon":
+            state = cli_flags(command_argv(create) or []).get("state")
+            return state == "enabled", f"minikube addon nvidia-device-plugin {state}"
+    for cmd in commands:
+        create = cmd.props.get("create")
+        if not has_unknown(create) and step_of(create) == "minikube-start":
+            argv = minikube_start_argv(create or []) or []
+            gpus = cli_flags(argv[2:]).get("gpus")
+            if gpus:
+                # minikube start --gpus turns its own nvidia-device-plugin addon on.
+                return True, f"minikube addon on (minikube start --gpus={gpus}, no addon command)"
+    return False, "no minikube addon"
+
+
+def _operator_plugin(resources: Sequence[Res], outputs: Mapping[str, Any]) -> tuple[Any, str]:
+    releases = [r for r in _of_type(resources, T_RELEASE) if r.props]
+    for rel in releases:
+        if not is_operator_release(rel.props):
+            continue
+        enabled = dig(rel.props, "values", "devicePlugin", "enabled")
+        if enabled is UNKNOWN:
+            break
+        on = enabled is None or enabled is True or str(enabled).lower() == "true"
+        return on, f"operator devicePlugin.enabled={show(enabled)} (release values)"
+    for op in _of_type(resources, T_GPU_OPERATOR):
+        enabled = dig(op.props, "components", "devicePlugin")
+        if isinstance(enabled, bool):
+            return enabled, f"operator devicePlugin.enabled={show(enabled)} (GpuOperator component)"
+    enabled = dig(outputs, out.OPERATOR_COMPONENTS, "devicePlugin")
+    if isinstance(enabled, bool):
+        return enabled, f"operator devicePlugin.enabled={show(enabled)} (stack output)"
+    if _of_type(resources, T_RELEASE) or _of_type(resources, T_GPU_OPERATOR):
+        return UNKNOWN, "operator values unknown"
+    return False, "no GPU Operator"
+
+
+def check_single_owner(resources: list[Res], cfg: Settings, ctx: StackContext) -> list[Finding]:
+    item = "single-device-plugin-owner"
+    outputs, stack_urn = _stack_outputs(resources)
+    addon, addon_note = _addon_state(resources)
+    operator, operator_note = _operator_plugin(resources, outputs)
+    if not (_of_type(resources, T_RELEASE) or _of_type(resources, T_GPU_OPERATOR) or addon):
+        return []
+    want = str(cfg.get("owner") or "")
+    expected = "exactly one of minikube's addon and the operator's device plugin" + (
+        f", owned by {want}" if want else ""
+    )
+    fix = (
+        "pulumi config set devicePluginOwner operator (the lab disables minikube's addon), or "
+        "devicePluginOwner minikube-addon with devicePlugin false; with none, " + FIX_ALLOCATABLE
+    )
+    observed = f"{addon_note}; {operator_note}"
+    if addon is UNKNOWN or operator is UNKNOWN:
+        return [
+            Finding(
+                item,
+                NOT_EVALUATED,
+                f"{checklist.KNOWN_AFTER_DEPLOYMENT} ({observed})",
+                expected,
+                fix,
+                stack_urn,
+            )
+        ]
+    owners = [n for n, on in (("minikube-addon", addon), ("operator", operator)) if on]
+    ok = len(owners) == 1 and (not want or owners == [want])
+    found = _finding(item, ok, f"{observed} -> owners: {', '.join(owners) or 'none'}", expected, fix)
+    return [replace(found, urn=stack_urn)]
+
+
+SPEC: Final = Spec(
+    "single-device-plugin-owner",
+    "Let exactly one component own the device plugin: minikube's addon or the operator's.",
+    MANDATORY,
+    "stack",
+    check_single_owner,
+    {"owner": {"type": "string", "enum": list(labconfig.DEVICE_PLUGIN_OWNERS)}},
+)

@@ -1,0 +1,1 @@
+"""Policies on the ``minikube start`` command (one per module)."""

@@ -1,0 +1,107 @@
+"""The pack: every policy in pack order, the ``checklist-unverified`` report, and the
+pulumi-policy objects ``policy/__main__.py`` hands to ``PolicyPack``."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from policy.validators import checklist_items
+from policy.validators.adapters import validate_resource, validate_stack
+from policy.validators.device_plugin import single_owner
+from policy.validators.findings import LEDGER
+from policy.validators.minikube import start_gpu, start_resources
+from policy.validators.release import (
+    chart_pinned,
+    chart_source,
+    driver_disabled,
+    namespace,
+    toolkit_fits_runtime,
+)
+from policy.validators.secrets import no_plaintext_secrets
+from policy.validators.smoke import cuda_fits_host, gpu_limit, image_pinned, restart_never
+from policy.validators.spec import Spec
+
+PACK_NAME: Final = "gpu-lab-checklist"
+
+#: Every policy but ``checklist-unverified``, in pack order (the order it lists findings in).
+SPECS: Final[tuple[Spec, ...]] = (
+    chart_pinned.SPEC,
+    driver_disabled.SPEC,
+    namespace.SPEC,
+    chart_source.SPEC,
+    toolkit_fits_runtime.SPEC,
+    gpu_limit.SPEC,
+    restart_never.SPEC,
+    image_pinned.SPEC,
+    start_gpu.SPEC,
+    start_resources.SPEC,
+    no_plaintext_secrets.SPEC,
+    single_owner.SPEC,
+    cuda_fits_host.SPEC,
+    *checklist_items.SPECS,
+)
+
+UNVERIFIED_POLICY: Final = "checklist-unverified"
+UNVERIFIED_DESCRIPTION: Final = (
+    "List every check this run could not verify: not evaluated (e.g. known after deployment) "
+    "or not observable in the simulated lab."
+)
+
+
+def validate_unverified(args: StackValidationArgs, report: ReportViolation) -> None:
+    """``checklist-unverified``: one advisory line per finding that is neither pass nor fail."""
+    for f in LEDGER.unverified([s.name for s in SPECS]):
+        report(f.message(), f.urn)
+
+
+def _schema(spec: Spec) -> PolicyConfigSchema | None:
+    return PolicyConfigSchema(properties=spec.properties) if spec.properties else None
+
+
+def build_policy(spec: Spec) -> Policy:
+    """The pulumi-policy object for ``spec``."""
+    if spec.kind == "resource":
+        return ResourceValidationPolicy(
+            name=spec.name,
+            description=spec.description,
+            validate=lambda args, report: validate_resource(spec, args, report),
+            enforcement_level=spec.level,
+            config_schema=_schema(spec),
+        )
+    return StackValidationPolicy(
+        name=spec.name,
+        description=spec.description,
+        validate=lambda args, report: validate_stack(spec, args, report),
+        enforcement_level=spec.level,
+        config_schema=_schema(spec),
+    )
+
+
+def build_policies() -> list[Policy]:
+    """Every policy in pack order; ``checklist-unverified`` last (it reads the others' findings)."""
+    return [build_policy(s) for s in SPECS] + [
+        StackValidationPolicy(
+            name=UNVERIFIED_POLICY,
+            description=UNVERIFIED_DESCRIPTION,
+            validate=validate_unverified,
+            enforcement_level=EnforcementLevel.ADVISORY,
+        )
+    ]
+
+
+def spec(name: str) -> Spec:
+    """The :class:`Spec` called ``name`` (KeyError naming the known ones otherwise)."""
+    for s in SPECS:
+        if s.name == name:
+            return s
+    raise KeyError(f"no policy {name!r}; known: {', '.join(s.name for s in SPECS)}")

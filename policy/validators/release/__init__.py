@@ -1,0 +1,1 @@
+"""Policies on the GPU Operator's Helm release (one per module)."""

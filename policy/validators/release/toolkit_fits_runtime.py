@@ -1,0 +1,123 @@
+"""``toolkit-fits-runtime``: the container toolkit is configured for the node's runtime."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from policy.stack_context import StackContext
+from policy.validators.findings import NOT_EVALUATED, Finding, _finding
+from policy.validators.fixes import FIX_TOOLKIT
+from policy.validators.props import dig, lab_setting, require_known, show
+from policy.validators.release.operator_release import _release_props
+from policy.validators.spec import MANDATORY, Settings, Spec
+
+#: The container runtime each lab variant's node runs (gpu-lab:cluster -> runtime).
+RUNTIME_BY_CLUSTER: Final = {
+    "minikube": "docker",  # the lab always starts minikube with --container-runtime=docker
+    "sim": "none",  # kwok nodes run no containers
+    "kind": "containerd",
+    "k3s": "k3s",
+    "rke2": "rke2",
+}
+RUNTIMES: Final = ("docker", "containerd", "cri-o", "k3s", "rke2", "none")
+K3S_CONTAINERD_CONFIG_DIR: Final = "/var/lib/rancher/k3s/agent/etc/containerd/"
+K3S_CONTAINERD_SOCKET: Final = "/run/k3s/containerd/containerd.sock"
+RKE2_CONTAINERD_CONFIG_DIR: Final = "/var/lib/rancher/rke2/agent/etc/containerd/"
+CONTAINERD_VARS: Final = ("CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "CONTAINERD_RUNTIME_CLASS")
+
+
+def cluster_runtime(cfg: Settings, ctx: StackContext) -> tuple[str | None, str]:
+    """``(runtime, where it came from)``: pack config ``clusterRuntime``, else the stack's
+    ``gpu-lab:cluster``; ``(None, reason)`` when neither is known."""
+    if cfg.get("clusterRuntime"):
+        return str(cfg["clusterRuntime"]), "pack config clusterRuntime"
+    kind = lab_setting(ctx, "cluster")
+    if kind is None:
+        return None, (
+            "the cluster's runtime is unknown: the pack received no stack config; set pack config "
+            "clusterRuntime (docker, containerd, cri-o, k3s, rke2 or none)"
+        )
+    runtime = RUNTIME_BY_CLUSTER.get(kind)
+    if runtime is None:
+        return None, f"gpu-lab:cluster={kind!r} has no known runtime; set pack config clusterRuntime"
+    return runtime, f"gpu-lab:cluster={kind}"
+
+
+def check_toolkit_runtime(
+    rtype: str, props: dict[str, Any], cfg: Settings, ctx: StackContext
+) -> list[Finding]:
+    release = _release_props(rtype, props)
+    if release is None:
+        return []
+    item = "toolkit-fits-runtime"
+    enabled = require_known(dig(release, "values", "toolkit", "enabled"), "values.toolkit.enabled")
+    env_list = require_known(dig(release, "values", "toolkit", "env"), "values.toolkit.env") or []
+    env = {str(e.get("name")): str(e.get("value")) for e in env_list if isinstance(e, dict)}
+    runtime, origin = cluster_runtime(cfg, ctx)
+    k3s_expected = (
+        f"CONTAINERD_CONFIG under {K3S_CONTAINERD_CONFIG_DIR} and CONTAINERD_SOCKET={K3S_CONTAINERD_SOCKET}"
+    )
+    expected_by_runtime = {
+        "k3s": k3s_expected,
+        "rke2": (
+            f"CONTAINERD_CONFIG under {RKE2_CONTAINERD_CONFIG_DIR} and "
+            f"CONTAINERD_SOCKET={K3S_CONTAINERD_SOCKET}"
+        ),
+        "docker": "no containerd/CRI-O settings (the node's runtime is Docker)",
+        "containerd": "containerd settings at the distribution's paths (not k3s/rke2 ones)",
+        "cri-o": "no containerd settings (the node's runtime is CRI-O)",
+        "none": "anything (the simulated node runs no container runtime)",
+    }
+    if runtime is None:
+        return [
+            Finding(item, NOT_EVALUATED, origin, "toolkit settings that fit the node's runtime", FIX_TOOLKIT)
+        ]
+    expected = f"{expected_by_runtime.get(runtime, 'settings for ' + runtime)} ({origin})"
+    shown = ", ".join(
+        f"{k}={v}" for k, v in sorted(env.items()) if k in CONTAINERD_VARS or k.startswith("CRIO")
+    )
+    observed = f"toolkit.enabled={show(enabled)}, env: {shown or 'chart defaults'}"
+    if enabled is False or runtime == "none":
+        return [_finding(item, True, observed, expected, FIX_TOOLKIT)]
+    config_path, socket = env.get("CONTAINERD_CONFIG", ""), env.get("CONTAINERD_SOCKET", "")
+    if runtime in ("k3s", "rke2"):
+        config_dir = K3S_CONTAINERD_CONFIG_DIR if runtime == "k3s" else RKE2_CONTAINERD_CONFIG_DIR
+        ok = config_path.startswith(config_dir) and socket == K3S_CONTAINERD_SOCKET
+        fix = (
+            f"set toolkit.env CONTAINERD_CONFIG={config_dir}config.toml and CONTAINERD_SOCKET="
+            f"{K3S_CONTAINERD_SOCKET} (the chart's defaults are stock containerd's paths); {FIX_TOOLKIT}"
+        )
+        return [_finding(item, ok, observed, expected, fix)]
+    if runtime in ("docker", "cri-o"):
+        ok = not any(k in env for k in CONTAINERD_VARS)
+        return [
+            _finding(
+                item,
+                ok,
+                observed,
+                expected,
+                f"remove the containerd settings from toolkit.env; {FIX_TOOLKIT}",
+            )
+        ]
+    if runtime == "containerd":
+        ok = not any(
+            p.startswith("/var/lib/rancher/") or p.startswith("/run/k3s/") for p in (config_path, socket)
+        )
+        return [
+            _finding(
+                item, ok, observed, expected, f"point toolkit.env at this node's containerd; {FIX_TOOLKIT}"
+            )
+        ]
+    return [
+        Finding(item, NOT_EVALUATED, f"runtime {runtime!r} is not one this pack knows", expected, FIX_TOOLKIT)
+    ]
+
+
+SPEC: Final = Spec(
+    "toolkit-fits-runtime",
+    "Configure the operator's container toolkit for the node's container runtime.",
+    MANDATORY,
+    "resource",
+    check_toolkit_runtime,
+    {"clusterRuntime": {"type": "string", "enum": list(RUNTIMES)}},
+)

@@ -1,0 +1,1 @@
+"""Policies on secret config values (one per module)."""

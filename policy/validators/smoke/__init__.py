@@ -1,0 +1,1 @@
+"""Policies on the smoke Pod and its image (one per module)."""

@@ -1,0 +1,53 @@
+"""``smoke-pod-gpu-limit``: the smoke Pod requests a GPU in its limits."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from policy.stack_context import StackContext
+from policy.validators.findings import Finding, _finding
+from policy.validators.props import dig, show
+from policy.validators.smoke.pod import _smoke_containers
+from policy.validators.spec import _STR, MANDATORY, Settings, Spec
+from policy.validators.tokens import (
+    GPU_RESOURCE,
+)
+
+
+def check_smoke_gpu_limit(
+    rtype: str, props: dict[str, Any], cfg: Settings, ctx: StackContext
+) -> list[Finding]:
+    containers = _smoke_containers(rtype, props, cfg)
+    if containers is None:
+        return []
+    limits = [dig(c, "resources", "limits", GPU_RESOURCE) for c in containers]
+    observed = ", ".join(
+        f"{dig(c, 'name')}: limits[{GPU_RESOURCE}]={show(v)}" for c, v in zip(containers, limits, strict=True)
+    )
+
+    def positive(v: Any) -> bool:
+        try:
+            return int(str(v)) >= 1
+        except ValueError:
+            return False
+
+    return [
+        _finding(
+            "smoke-pod-gpu-limit",
+            any(positive(v) for v in limits),
+            observed or "no containers",
+            f"a container with resources.limits[{GPU_RESOURCE}] >= 1",
+            "request the GPU as the chapter's step 5 does: resources.limits nvidia.com/gpu: 1 "
+            "(pulumi config set smokeGpus 1); without it the Pod is scheduled anywhere and gets no GPU",
+        )
+    ]
+
+
+SPEC: Final = Spec(
+    "smoke-pod-gpu-limit",
+    "Request nvidia.com/gpu in the smoke Pod's limits.",
+    MANDATORY,
+    "resource",
+    check_smoke_gpu_limit,
+    {"podName": {**_STR, "default": "gpu-smoke"}},
+)

@@ -1,0 +1,1 @@
+"""Tests of :mod:`gpulab.diagnose`, one module per module of the package."""

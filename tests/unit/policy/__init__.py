@@ -1,0 +1,1 @@
+"""Tests of the checklist policy pack (:mod:`policy.validators`), mirroring its modules."""

@@ -1,0 +1,1 @@
+"""Tests of :mod:`policy.validators.device_plugin`, mirroring its modules."""

@@ -1,0 +1,1 @@
+"""Tests of :mod:`policy.validators.minikube`, mirroring its modules."""

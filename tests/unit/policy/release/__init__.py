@@ -1,0 +1,1 @@
+"""Tests of :mod:`policy.validators.release`, mirroring its modules."""

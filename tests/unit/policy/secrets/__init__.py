@@ -1,0 +1,1 @@
+"""Tests of :mod:`policy.validators.secrets`, mirroring its modules."""

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# make toolchain: decide which Pulumi toolchain this machine uses (toolchain/decide.py), say
+# which and why, then build or install only what that needs:
+#   user mode, GPU stacks   nothing (your pulumi, plugins the standard way)
+#   offline mode            toolchain/build-pulumi.sh (CLI, Kubernetes provider, stand-ins)
+#   sim stack, or --for tests   toolchain/sim/build.sh (the simulated control plane)
+# Usage: toolchain/setup.sh --stack STACK [--for lab|tests]
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+stack=${GPULAB_STACK:-sim}
+purpose=lab
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --stack) stack=$2; shift 2 ;;
+    --for) purpose=$2; shift 2 ;;
+    *) echo "usage: toolchain/setup.sh --stack STACK [--for lab|tests]" >&2; exit 2 ;;
+  esac
+done
+decision=$(python3 "$here/decide.py" --stack "$stack" --for "$purpose" --shell) || exit 1
+eval "$decision"
+echo "gpu-lab: toolchain: $GPULAB_TOOLCHAIN_REASON" >&2
+for part in $GPULAB_TOOLCHAIN_BUILD; do
+  case $part in
+    pulumi) "$here/build-pulumi.sh" ;;
+    sim) "$here/sim/build.sh" ;;
+  esac
+done
+[[ -n "$GPULAB_TOOLCHAIN_BUILD" ]] || echo "gpu-lab: toolchain: nothing to build for the $stack stack" >&2
