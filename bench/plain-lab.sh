@@ -10,7 +10,7 @@ k() { kubectl --kubeconfig "$kc" "$@"; }
 case "$action" in
 up)
   chart=$4
-  python3 -m gpulab.simcluster up --name "$name" --workdir "$workdir" --gpus 1 >"$workdir.json"
+  python3 -m variants.sim.ctl up --name "$name" --workdir "$workdir" --gpus 1 >"$workdir.json"
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kubeconfig"])' "$workdir.json" >"$kc"
   k create namespace gpu-operator
   k label namespace gpu-operator pod-security.kubernetes.io/enforce=privileged
@@ -52,7 +52,7 @@ down)
   k delete pod gpu-smoke --wait >/dev/null || true
   helm --kubeconfig "$kc" uninstall gpu-operator -n gpu-operator --wait >/dev/null || true
   k delete namespace gpu-operator --wait >/dev/null || true
-  python3 -m gpulab.simcluster down --name "$name" --workdir "$workdir"
+  python3 -m variants.sim.ctl down --name "$name" --workdir "$workdir"
   rm -f "$kc" "$workdir.json"
   ;;
 *) echo "usage: $0 up|down NAME WORKDIR [CHART]" >&2; exit 2 ;;

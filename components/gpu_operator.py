@@ -27,8 +27,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+import variants
 from components.command import kube_command, parse_json_stdout
-from gpulab import k3s_ctl
 from gpulab.config import OperatorConfig
 
 NAMESPACE = "gpu-operator"
@@ -42,10 +42,10 @@ DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 def helm_values(op: OperatorConfig) -> dict[str, Any]:
     """The chart values the lab sets (everything else is the chart's default).
 
-    ``driver.enabled`` is always false: the host provides the driver. Per variant
-    (``op.cluster``): kind keeps the operator's toolkit off; k3s points the toolkit at k3s's
-    containerd config and socket (``toolkit.env``, names as the container toolkit reads
-    them), or with ``op.nri_plugin`` sets ``cdi.nriPluginEnabled``. With
+    ``driver.enabled`` is always false: the host provides the driver. The variant
+    (``op.cluster``) adjusts them to its node runtime (``Variant.helm_values``: kind keeps
+    the operator's toolkit off; k3s points the toolkit at k3s's containerd, or enables the
+    NRI plugin). With
     ``time_slicing_replicas > 1`` the device plugin gets a time-slicing config, so
     allocatable becomes physical GPUs x replicas.
     """
@@ -58,24 +58,8 @@ def helm_values(op: OperatorConfig) -> dict[str, Any]:
         "nfd": {"enabled": op.nfd},
         "cdi": {"enabled": op.cdi},
     }
-    if op.cluster == "kind":
-        # The host's NVIDIA container toolkit injects the GPUs into the kind node (nvkind), and
-        # kind_ctl gives the node's containerd its nvidia handler: an operator toolkit would
-        # install a second runtime into the node and rewrite that containerd config.
-        values["toolkit"] = {"enabled": False}
-    elif op.cluster == "k3s" and op.toolkit:
-        # k3s runs its own containerd: the chart's defaults (/etc/containerd/config.toml,
-        # /run/containerd/containerd.sock) name a containerd that is not k3s's. config.toml,
-        # not the .tmpl: k3s re-renders config.toml on start and re-adds the nvidia handler
-        # itself once it finds the runtime the toolkit installs under /usr/local/nvidia/toolkit.
-        values["toolkit"]["env"] = [
-            {"name": "CONTAINERD_CONFIG", "value": k3s_ctl.CONTAINERD_CONFIG},
-            {"name": "CONTAINERD_SOCKET", "value": k3s_ctl.CONTAINERD_SOCKET},
-            {"name": "CONTAINERD_RUNTIME_CLASS", "value": k3s_ctl.RUNTIME_CLASS},
-        ]
-    if op.nri_plugin:
-        # GPUs injected by the operator's NRI plugin (containerd >= 2.1), no runtime class.
-        values["cdi"]["nriPluginEnabled"] = True
+    # The node runtime's needs (kind: toolkit off; k3s: its containerd, or the NRI plugin).
+    variants.get(op.cluster).helm_values(values, op)
     if op.time_slicing_replicas > 1:
         values["devicePlugin"]["config"] = {
             "name": "time-slicing-config",

@@ -14,7 +14,7 @@ from gpulab.probe import HostFacts
 
 
 class HostProbe(pulumi.ComponentResource):
-    """Exposes the host's GPU facts (read by ``components.lab.probe_and_preflight``).
+    """Exposes the host's GPU facts (read by ``components.edge.probe_and_preflight``).
 
     Args:
         name: resource name.

@@ -1,198 +1,143 @@
-"""Edge of the program: stack config in, preflight before any resource is registered.
+"""The Lab component: the whole lab, read top down.
 
-``load_config`` reads every ``gpu-lab:*`` key the engine handed the program and parses
-it once (gpulab.config.parse_config). ``preflight_or_raise`` checks what the chosen
-variant needs on this machine. Both raise before a single resource exists, so a bad
-value or a missing host piece leaves nothing half-made.
+host probe -> the variant's cluster -> a Kubernetes provider built from its kubeconfig ->
+the GPU Operator and its readiness gate -> the smoke test -> the optional TFLOPS benchmark
+Pod. Data flows through outputs (the provider from the cluster's kubeconfig, the gate's
+expected count from the probe); ``depends_on`` only orders side effects (the smoke Pod
+after the gate, the benchmark after the smoke Pod). The variant (variants/<name>/) is the
+only thing that differs between a minikube, kind, k3s, existing or simulated lab.
+
+``outputs`` holds every stack output (keys: gpulab/outputs.py); ``__main__.py`` exports it.
 """
 
 from __future__ import annotations
 
-import shutil
+from dataclasses import dataclass
 from typing import Any
 
-from pulumi.runtime.config import CONFIG
+import pulumi
+import pulumi_kubernetes as k8s
 
+from components.benchmark import BenchmarkArgs, TflopsBenchmark
+from components.edge import simulated_fields
+from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.host_probe import HostProbe
+from components.smoke import SmokeArgs, SmokeTest
 from gpulab import outputs as out
-from gpulab.config import LabConfig, parse_config
-from gpulab.preflight import Finding, PreflightError
+from gpulab.config import LabConfig
 from gpulab.probe import HostFacts
 
 
-def load_config() -> LabConfig:
-    """The stack's ``gpu-lab:*`` config, validated (raises gpulab.config.ConfigError)."""
-    raw: dict[str, Any] = dict(CONFIG.get())
-    return parse_config({k: str(v) for k, v in raw.items()})
+@dataclass(frozen=True)
+class LabArgs:
+    """Inputs: ``config`` (parsed, validated: gpulab.config.LabConfig) and the host ``facts``
+    preflight read (None with ``hostProbe: off``)."""
+
+    config: LabConfig
+    facts: HostFacts | None
 
 
-#: Binaries each variant runs on this machine, and where they come from.
-REQUIRED_TOOLS = {
-    "minikube": (("minikube", "install minikube >= 1.32"), ("kubectl", "install kubectl")),
-    "sim": (
-        ("kwokctl", "run `make toolchain` (builds the simulated control plane)"),
-        ("kube-apiserver", "run `make toolchain`"),
-        ("etcd", "run `make toolchain`"),
-        ("kwok", "run `make toolchain`"),
-        ("kubectl", "run `make toolchain`"),
-    ),
-    "kind": (
-        ("kind", "install kind >= v0.30.0 (https://kind.sigs.k8s.io/docs/user/quick-start/)"),
-        ("docker", "install Docker Engine and the NVIDIA container toolkit"),
-        ("nvidia-ctk", "install nvidia-container-toolkit (it injects the GPUs into the kind node)"),
-    ),
-    # k3s: the installer brings everything; existing: the lab talks to the API server itself.
-}
+class Lab(pulumi.ComponentResource):
+    """One GPU lab (see module docstring). Type token ``gpulab:lab:Lab``.
 
-
-def tool_findings(cluster: str, which: Any = shutil.which) -> list[Finding]:
-    """One failed Finding per binary the variant needs that is not on PATH."""
-    return [
-        Finding(f"tool-{tool}", False, f"{tool} is not on PATH (needed by the {cluster} lab)", fix)
-        for tool, fix in REQUIRED_TOOLS.get(cluster, ())
-        if which(tool) is None
-    ]
-
-
-def chart_findings(repo: str, chart_version: str, resolve: Any = None, fetch: Any = None) -> list[Finding]:
-    """A failed Finding when the chart repository cannot be reached (offline machines).
-
-    Checked before anything is created; otherwise the cluster would be made first and the
-    Helm release would fail later with "not a valid chart repository". ``resolve``
-    (host -> None, raises OSError) and ``fetch`` (url -> None, raises OSError) are the
-    name lookup and the HTTPS request, injectable for tests.
+    Attributes: ``probe``, ``cluster``, ``provider``, ``operator``, ``smoke`` and
+    ``benchmark`` (None unless ``benchmarkPod``): the children; ``outputs``: output key ->
+    value, every key of gpulab.outputs this variant has.
     """
-    import socket
-    import urllib.parse
-    import urllib.request
 
-    def default_resolve(host: str) -> None:
-        socket.getaddrinfo(host, 443)
+    def __init__(self, name: str, args: LabArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpulab:lab:Lab", name, None, opts)
+        cfg, facts = args.config, args.facts
+        variant = cfg.variant
+        child = pulumi.ResourceOptions(parent=self)
 
-    def default_fetch(url: str) -> None:
-        req = urllib.request.Request(url, method="HEAD")
-        with urllib.request.urlopen(req, timeout=5):
-            pass
-
-    resolve = resolve or default_resolve
-    fetch = fetch or default_fetch
-    if not repo.startswith("https://"):
-        return []  # oci:// registries: helm itself reports what it cannot pull
-    host = urllib.parse.urlparse(repo).hostname or ""
-    try:
-        resolve(host)
-        fetch(repo.rstrip("/") + "/index.yaml")
-    except OSError as exc:
-        return [
-            Finding(
-                "chart-repository",
-                False,
-                f"the chart repository {repo} cannot be reached ({exc})",
-                "offline? point the lab at an unpacked chart: GPULAB_CHART_PATH=/path/to/gpu-operator "
-                "make lab (or `scripts/pulumi config set gpu-lab:chartPath /path/to/gpu-operator`); get "
-                f"it on a connected machine with `helm pull gpu-operator --repo {repo} --version "
-                f"{chart_version} --untar`",
+        self.probe = HostProbe("host", mode=cfg.effective_host_probe, facts=facts, opts=child)
+        self.cluster = variant.cluster(cfg, child)
+        expect = variant.gpu_expectation(cfg, facts)
+        self.provider = k8s.Provider(
+            "k8s",
+            kubeconfig=self.cluster.kubeconfig,
+            # A cluster the lab owns and that was deleted by hand must not block `pulumi
+            # destroy` (make destroy first confirms it is gone: gpulab.teardown). Never for a
+            # cluster somebody else runs: unreachable there means "not now", not "gone".
+            delete_unreachable=variant.owns_cluster,
+            opts=child,
+        )
+        replicas = cfg.operator.time_slicing_replicas
+        self.operator = GpuOperator(
+            "gpu-operator",
+            GpuOperatorArgs(
+                operator=cfg.operator,
+                kubeconfig=self.cluster.kubeconfig,
+                device_plugin_owner=cfg.device_plugin_owner,
+                simulate_operands=cfg.simulated,
+                expected_gpus=expect.physical * replicas if expect.physical else None,
+                profile=cfg.profile,
+                release_after=self.cluster.release_after,
+            ),
+            provider=self.provider,
+            opts=child,
+        )
+        self.smoke = SmokeTest(
+            "smoke",
+            SmokeArgs(
+                image=cfg.smoke_image,
+                kubeconfig=self.cluster.kubeconfig,
+                gpus=cfg.smoke_gpus,
+                timeout_seconds=cfg.smoke_timeout_seconds,
+                simulated=cfg.simulated,
+                host_max_cuda=facts.max_cuda if facts else None,
+                profile=cfg.profile,
+                runtime_class=cfg.smoke_runtime_class,
+            ),
+            provider=self.provider,
+            # The Pod must be scheduled only after the device plugin has registered the GPUs.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.operator.gate]),
+        )
+        self.benchmark: TflopsBenchmark | None = None
+        if cfg.benchmark_pod:
+            self.benchmark = TflopsBenchmark(
+                "benchmark",
+                BenchmarkArgs(image=cfg.benchmark_image, kubeconfig=self.cluster.kubeconfig),
+                provider=self.provider,
+                # One GPU at a time on a one-GPU lab: measure after the smoke Pod is done with it.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),
             )
-        ]
-    return []
+        self.outputs = self._outputs(cfg, expect.physical if expect.from_config else None, expect.source)
+        self.register_outputs(self.outputs)
 
-
-def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None) -> None:
-    """Stop before anything is created when this machine cannot build ``cfg``'s lab.
-
-    ``hostProbe: off`` skips the host checks too: it is the planning mode (preview a GPU
-    stack on a machine that is not the GPU host). Per variant: minikube's Docker and
-    resources (gpulab.host_checks), kind's NVIDIA runtime settings (gpulab.kind_ctl), k3s's
-    root and init system (gpulab.k3s_ctl); an existing cluster is checked by config (its
-    kubeconfig and context) and by its census command (the API server answers).
-
-    Raises:
-        PreflightError: every failed check with its cause and first fix.
-    """
-    if cfg.host_probe == "off":
-        return
-    failed = tool_findings(cfg.cluster)
-    if cfg.operator.chart_path is None:
-        failed += chart_findings(cfg.operator.chart_repo, cfg.operator.chart_version)
-    if cfg.cluster == "minikube":
-        from gpulab import host_checks
-
-        failed += [f for f in host_checks.minikube_host_findings(cfg) if not f.ok]
-    if cfg.cluster == "kind" and not failed:
-        from gpulab import kind_ctl
-
-        failed += [f for f in kind_ctl.host_findings() if not f.ok]
-    if cfg.cluster == "k3s":
-        from gpulab import k3s_ctl
-
-        # Root, an init system, and no foreign k3s of another version (the installer
-        # would change it); the kubeconfig /etc/rancher/k3s/k3s.yaml is root-only.
-        failed += [f for f in k3s_ctl.host_findings(cfg.k3s_version) if not f.ok]
-    if failed:
-        raise PreflightError(failed)
-
-
-def probe_and_preflight(cfg: LabConfig) -> HostFacts | None:
-    """Read the host's GPU facts and run the variant's preflight; report every failure at once.
-
-    Returns the facts (None with ``hostProbe: off``).
-
-    Raises:
-        PreflightError: the probe's failure (e.g. no nvidia-smi) together with every other
-            failed check (tools, Docker, resources), each with its first fix.
-        gpulab.nvsmi.NvidiaSmiParseError: nvidia-smi printed something unparseable.
-    """
-    from gpulab.probe import probe_capture, probe_nvidia_smi
-
-    failed: list[Finding] = []
-    facts: HostFacts | None = None
-    mode = cfg.effective_host_probe
-    try:
-        if mode == "nvidia-smi":
-            facts = probe_nvidia_smi()
-        elif mode == "capture":
-            facts = probe_capture(cfg.effective_capture)
-    except PreflightError as exc:
-        failed += exc.failures
-    try:
-        preflight_or_raise(cfg, facts)
-    except PreflightError as exc:
-        failed += exc.failures
-    if failed:
-        raise PreflightError(failed)
-    return facts
-
-
-def simulated_fields(cfg: LabConfig) -> list[str]:
-    """Output keys whose values are simulated in this variant (empty for a real GPU lab).
-
-    An existing cluster with ``simulatedOperands``: the host facts are not simulated (there
-    are none, or they are this host's), but everything an operator process would have
-    produced is: the device plugin and its registration, ClusterPolicy status, the smoke
-    Pod's execution and log.
-    """
-    if not cfg.simulated:
-        return []
-    if cfg.cluster == "existing":
-        return [
-            out.ALLOCATABLE_GPUS,
-            out.CAPACITY_GPUS,
-            out.CLUSTER_POLICY_STATE,
-            out.DEVICE_PLUGIN_PODS,
-            out.SMOKE_PHASE,
-            out.SMOKE_DRIVER_VERSION,
-            out.SMOKE_CUDA_VERSION,
-        ]
-    return [
-        out.HOST_GPU_COUNT,
-        out.HOST_GPU_MODELS,
-        out.HOST_GPUS,
-        out.HOST_DRIVER_VERSION,
-        out.HOST_MAX_CUDA,
-        out.ALLOCATABLE_GPUS,
-        out.CAPACITY_GPUS,
-        out.CLUSTER_POLICY_STATE,
-        out.DEVICE_PLUGIN_PODS,
-        out.SMOKE_PHASE,
-        out.SMOKE_DRIVER_VERSION,
-        out.SMOKE_CUDA_VERSION,
-    ]
+    def _outputs(self, cfg: LabConfig, config_gpus: int | None, source: str | None) -> dict[str, Any]:
+        probe, operator, smoke = self.probe, self.operator, self.smoke
+        outputs: dict[str, Any] = {
+            out.CLUSTER_KIND: cfg.cluster,
+            out.KUBERNETES_VERSION: operator.server_version,
+            out.CHART_VERSION: operator.chart_version,
+            out.CHART_SOURCE: operator.chart_source,
+            out.OPERATOR_COMPONENTS: operator.components,
+            out.DEVICE_PLUGIN_OWNER: cfg.device_plugin_owner,
+            out.SIMULATED: cfg.simulated,
+            out.SIMULATED_FIELDS: simulated_fields(cfg),
+            out.KUBECONFIG: self.cluster.kubeconfig,
+            out.HOST_GPU_COUNT: config_gpus if config_gpus is not None else probe.gpu_count,
+            out.HOST_GPU_MODELS: probe.gpu_models,
+            out.HOST_GPUS: probe.gpus,
+            out.HOST_DRIVER_VERSION: probe.driver_version,
+            out.HOST_MAX_CUDA: probe.max_cuda,
+            out.HOST_PROBE_SOURCE: source or probe.source,
+            out.ALLOCATABLE_GPUS: operator.allocatable_gpus,
+            out.CAPACITY_GPUS: operator.capacity_gpus,
+            out.CLUSTER_POLICY_STATE: operator.cluster_policy_state,
+            out.DEVICE_PLUGIN_PODS: operator.device_plugin_pods,
+            out.SMOKE_PHASE: smoke.phase,
+            out.SMOKE_DRIVER_VERSION: smoke.driver_version,
+            out.SMOKE_CUDA_VERSION: smoke.cuda_version,
+            out.SMOKE_EVENTS: smoke.events,
+            out.SMOKE_IMAGE: smoke.image,
+            out.SMOKE_NODE: smoke.node,
+            **self.cluster.extra_outputs,
+        }
+        if self.benchmark is not None:
+            outputs[out.MEASURED_TFLOPS] = self.benchmark.result.apply(
+                lambda r: {k: v.get("tflops") for k, v in (r.get("results") or {}).items()}
+            )
+        return outputs

@@ -10,8 +10,8 @@ refuses such names long before, too).
 ``python`` as ``argv[0]`` means the interpreter this module runs on: the project's
 virtualenv, whose path stays out of the state and the diffs.
 
-Every command the lab runs is one of :data:`STEPS`, named by its module and subcommand;
-:func:`step_of` says which, for the policy pack and the tests.
+Every command the lab runs is a step named by its module and subcommand (:data:`STEPS`,
+and each variant's ``steps``); :func:`step_of` says which, for the policy pack and the tests.
 """
 
 from __future__ import annotations
@@ -26,15 +26,9 @@ from typing import Final
 #: engine starts the command provider (Pulumi.yaml pins the virtualenv to ``.venv``).
 INTERPRETER: Final = [".venv/bin/python", "-m", "gpulab.argv"]
 
-#: (module, subcommand) -> the step's stable name.
+#: (module, subcommand) -> the step's stable name, for the lab's shared helpers; each
+#: variant names its own helper's steps (``Variant.steps``).
 STEPS: Final[dict[tuple[str, str], str]] = {
-    ("gpulab.minikube_ctl", "up"): "minikube-start",
-    ("gpulab.minikube_ctl", "addon"): "minikube-addon",
-    ("gpulab.kind_ctl", "up"): "kind-cluster",
-    ("gpulab.k3s_ctl", "up"): "k3s-install",
-    ("gpulab.existing_ctl", "census"): "existing-census",
-    ("gpulab.existing_ctl", "crd-plan"): "existing-crd-cleanup",
-    ("gpulab.simcluster", "up"): "sim-cluster",
     ("gpulab.kube", "gate"): "operator-gate",
     ("gpulab.kube", "smoke"): "smoke-check",
     ("gpulab.kube", "benchmark"): "benchmark-result",
@@ -82,6 +76,10 @@ def step_of(command: str | None) -> str | None:
     except ArgvError:
         return None
     if len(argv) >= 4 and argv[1] == "-m":
+        if argv[2].startswith("variants."):
+            import variants
+
+            return variants.step_of_module(argv[2], argv[3])
         return STEPS.get((argv[2], argv[3]))
     if len(argv) >= 2:
         return DIRECT_STEPS.get((os.path.basename(argv[0]), argv[1]))

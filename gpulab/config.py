@@ -18,8 +18,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+import variants
+
 NAMESPACE: Final = "gpu-lab"
-CLUSTER_KINDS: Final = ("minikube", "sim", "kind", "k3s", "existing")
+#: The cluster variants (variants/__init__.py is their registry).
+CLUSTER_KINDS: Final = variants.NAMES
 DEVICE_PLUGIN_OWNERS: Final = ("operator", "minikube-addon")
 HOST_PROBES: Final = ("auto", "nvidia-smi", "capture", "off")
 #: Captures shipped in gpulab/captures, selectable with ``hostProbe: capture``.
@@ -35,9 +38,6 @@ K3S_VERSION: Final = re.compile(r"^v1\.\d+\.\d+\+k3s\d+$")
 KUBE_CONTEXT: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+=-]{0,252}$")
 #: A file path without whitespace, quotes or shell metacharacters.
 SAFE_PATH: Final = re.compile(r"^[A-Za-z0-9._/~+@=:-]{1,4096}$")
-#: Oldest chart whose ClusterPolicy takes ``cdi.nriPluginEnabled`` as the way to inject GPUs
-#: (RKE2's GPU Operator docs recommend it from v26.3.x; it needs containerd >= 2.1).
-MIN_NRI_CHART: Final = (26, 3, 0)
 #: kind v0.30.0's node image for Kubernetes v1.34.0 (kind release notes), pinned by digest.
 DEFAULT_KIND_NODE_IMAGE: Final = (
     "kindest/node:v1.34.0@sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a"
@@ -130,33 +130,27 @@ class LabConfig:
     expected_gpus: int = 0
     remove_crds: bool = False
     simulated_operands: bool = False
+    #: True when the operator's work is simulated (the sim variant, or an existing cluster
+    #: with ``simulatedOperands``): decided by the variant (``Variant.simulated``).
+    simulated: bool = False
     operator: OperatorConfig = field(default_factory=OperatorConfig)
 
     @property
-    def simulated(self) -> bool:
-        """True when the operator's work is simulated: the sim variant (kwok node, captured
-        nvidia-smi), or an existing cluster with ``simulatedOperands`` (e.g. a kwok cluster)."""
-        return self.cluster == "sim" or (self.cluster == "existing" and self.simulated_operands)
+    def variant(self) -> variants.Variant:
+        """The cluster variant (variants/<cluster>/)."""
+        return variants.get(self.cluster)
 
     @property
     def effective_host_probe(self) -> str:
-        """``auto`` resolved: ``capture`` for the sim lab, ``off`` for an existing cluster
-        (it is not this host), ``nvidia-smi`` elsewhere."""
-        if self.host_probe != "auto":
-            return self.host_probe
-        if self.cluster == "sim":
-            return "capture"
-        return "off" if self.cluster == "existing" else "nvidia-smi"
+        """``auto`` resolved by the variant: ``capture`` for the sim lab, ``off`` for an
+        existing cluster (it is not this host), ``nvidia-smi`` elsewhere."""
+        return self.host_probe if self.host_probe != "auto" else self.variant.default_host_probe()
 
     @property
     def smoke_runtime_class(self) -> str | None:
-        """``runtimeClassName`` of the smoke Pod: ``nvidia`` where the node's containerd has
-        the nvidia handler but runc stays the default (kind after the nvkind set-up, k3s,
-        whose containerd adds the handler when it finds the runtime); None elsewhere, and
-        with k3s's NRI plugin (it injects into any runtime class)."""
-        if self.cluster == "kind" or (self.cluster == "k3s" and not self.operator.nri_plugin):
-            return "nvidia"
-        return None
+        """``runtimeClassName`` of the smoke Pod, as the variant's node runtime needs it
+        (``nvidia`` on kind and k3s, whose containerd keeps runc the default; None elsewhere)."""
+        return self.variant.runtime_class(self)
 
     @property
     def effective_capture(self) -> str:
@@ -251,6 +245,7 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
     cluster = str(get("cluster"))
     if cluster not in CLUSTER_KINDS:
         problems.append(f"{NAMESPACE}:cluster={cluster!r} is unknown; allowed: {', '.join(CLUSTER_KINDS)}")
+    chosen = variants.REGISTRY.get(cluster)
     profile = str(get("profile"))
     if not SAFE_NAME.match(profile):
         problems.append(
@@ -319,19 +314,9 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
             f"{NAMESPACE}:devicePlugin=true with devicePluginOwner=minikube-addon: two device plugins "
             "would register nvidia.com/gpu; set devicePlugin=false"
         )
-    if owner == "minikube-addon" and cluster != "minikube":
-        problems.append(
-            f"{NAMESPACE}:devicePluginOwner=minikube-addon needs cluster=minikube (got {cluster!r})"
-        )
-    variant = _variant_settings(cluster, values, get, problems, env, chart_version)
     replicas = pos_int("timeSlicingReplicas")
     smoke_gpus = pos_int("smokeGpus")
-    if cluster == "sim" and smoke_gpus > sim_gpus * replicas:
-        # The scheduler would leave the Pod Pending until smokeTimeoutSeconds: say it now.
-        problems.append(
-            f"{NAMESPACE}:smokeGpus={smoke_gpus} is more than the simulated node offers "
-            f"(simGpus={sim_gpus} x timeSlicingReplicas={replicas}); lower smokeGpus or raise simGpus"
-        )
+    resolved = _variant_settings(chosen, values, get, problems, env)
     timeouts = {
         k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")
     }
@@ -342,7 +327,8 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
             f"{NAMESPACE}:benchmarkImage={bench_image!r} is not pinned; use repo:tag (not latest) or "
             "repo@sha256:<digest>, e.g. nvcr.io/nvidia/pytorch:25.01-py3"
         )
-    if bool(get("benchmarkPod")) and (cluster == "sim" or bool(get("simulatedOperands"))):
+    simulated = chosen.simulated(get) if chosen else False
+    if bool(get("benchmarkPod")) and simulated:
         problems.append(
             f"{NAMESPACE}:benchmarkPod=true in a simulated lab: there is no GPU to measure, and a "
             "simulated figure must never pass for a measured one; set benchmarkPod=false"
@@ -368,19 +354,19 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
         benchmark_image=bench_image,
         kind_node_image=str(get("kindNodeImage")),
         k3s_version=str(get("k3sVersion")),
-        kubeconfig_path=variant["kubeconfig_path"],
-        kube_context=variant["kube_context"],
+        kubeconfig_path=str(resolved.get("kubeconfig_path", "")),
+        kube_context=str(resolved.get("kube_context", "")),
         expected_gpus=int(get("expectedGpus")),  # type: ignore[call-overload]
         remove_crds=bool(get("removeCrds")),
         simulated_operands=bool(get("simulatedOperands")),
+        simulated=simulated,
         operator=OperatorConfig(
             chart_version=chart_version,
             chart_repo=chart_repo,
             chart_path=os.path.abspath(chart_path) if chart_path else None,
             cluster=cluster,
             nri_plugin=bool(get("k3sNriPlugin")),
-            # kind: the host's toolkit injects the GPUs (see _variant_settings).
-            toolkit=bool(get("toolkit")) and cluster != "kind",
+            toolkit=chosen.operator_toolkit(bool(get("toolkit"))) if chosen else bool(get("toolkit")),
             device_plugin=device_plugin,
             dcgm_exporter=bool(get("dcgmExporter")),
             nfd=bool(get("nfd")),
@@ -391,109 +377,31 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
     )
 
 
-def _version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.lstrip("v").split("."))
-
-
 def _variant_settings(
-    cluster: str,
+    chosen: variants.Variant | None,
     values: Mapping[str, object],
     get: Callable[[str], object],
     problems: list[str],
     env: Mapping[str, str],
-    chart_version: str,
-) -> dict[str, str]:
-    """Check the keys of the kind, k3s and existing variants; append a line per problem.
+) -> dict[str, object]:
+    """The variants' own keys: each variant checks the format of its keys (one stack file
+    may carry several), a setting that means something for one variant only is refused for
+    the others, and the chosen variant resolves what it needs (e.g. the kubeconfig).
 
-    Returns the resolved kubeconfig path and context (``existing`` only, else empty).
-    Keys of another variant are ignored (one stack file may carry several), except those
-    that would silently mean something else: ``toolkit=true`` on kind, ``simulatedOperands``
-    or ``removeCrds`` outside ``existing``, ``k3sNriPlugin`` outside ``k3s``.
+    Returns the LabConfig fields the chosen variant resolved.
     """
-    ns = NAMESPACE
-    resolved = {"kubeconfig_path": "", "kube_context": ""}
-    image = str(get("kindNodeImage"))
-    m = IMAGE.match(image)
-    if not m or not m.group("digest"):
-        problems.append(
-            f"{ns}:kindNodeImage={image!r} is not pinned by digest; use repo:tag@sha256:<digest> from "
-            f"the kind release notes, e.g. {DEFAULT_KIND_NODE_IMAGE}"
-        )
-    k3s_version = str(get("k3sVersion"))
-    if not K3S_VERSION.match(k3s_version):
-        problems.append(
-            f"{ns}:k3sVersion={k3s_version!r} must be a k3s release vMAJOR.MINOR.PATCH+k3sN, "
-            "e.g. v1.34.1+k3s1"
-        )
-    expected = int(get("expectedGpus"))  # type: ignore[call-overload]
-    if expected < 0:
-        problems.append(f"{ns}:expectedGpus={expected} must be >= 0")
-    if cluster == "kind" and values.get("toolkit") is True:
-        problems.append(
-            f"{ns}:toolkit=true with cluster=kind: the host's NVIDIA container toolkit injects the GPUs "
-            "into the kind node (nvkind's way), so the operator's toolkit stays off; set toolkit=false"
-        )
-    for key in ("simulatedOperands", "removeCrds"):
-        if values.get(key) is True and cluster != "existing":
-            problems.append(f"{ns}:{key}=true applies to cluster=existing only (got cluster={cluster!r})")
-    nri = bool(get("k3sNriPlugin"))
-    if nri and cluster != "k3s":
-        problems.append(f"{ns}:k3sNriPlugin=true applies to cluster=k3s only (got cluster={cluster!r})")
-    if nri and cluster == "k3s":
-        if CHART_VERSION.match(chart_version) and _version_tuple(chart_version) < MIN_NRI_CHART:
-            problems.append(
-                f"{ns}:k3sNriPlugin=true needs chartVersion >= v{'.'.join(map(str, MIN_NRI_CHART))} "
-                f"(got {chart_version!r})"
-            )
-        for key in ("cdi", "toolkit"):
-            if not bool(get(key)):
+    cluster = chosen.name if chosen else str(get("cluster"))
+    for v in variants.REGISTRY.values():
+        v.check_keys(get, problems)
+        if v is chosen:
+            continue
+        for key, value in v.exclusive_settings:
+            if get(key) == value:
+                shown = str(value).lower() if isinstance(value, bool) else value
                 problems.append(
-                    f"{ns}:k3sNriPlugin=true needs {key}=true (the chart refuses the NRI plugin without it)"
+                    f"{NAMESPACE}:{key}={shown} applies to cluster={v.name} only (got cluster={cluster!r})"
                 )
-    if cluster == "existing":
-        if expected < 1:
-            problems.append(
-                f"{ns}:expectedGpus={expected}: cluster=existing needs the number of physical GPUs its "
-                "nodes should advertise in total (>= 1); allocatable is compared with it"
-            )
-        resolved = _resolve_kubeconfig(str(get("kubeconfigPath")), str(get("kubeContext")), env, problems)
-    return resolved
-
-
-def _resolve_kubeconfig(
-    path_value: str, context: str, env: Mapping[str, str], problems: list[str]
-) -> dict[str, str]:
-    """The kubeconfig file and context an existing cluster is reached with, checked now."""
-    from gpulab.existing_ctl import KubeconfigError, load_kubeconfig
-
-    ns = NAMESPACE
-    origin = f"{ns}:kubeconfigPath"
-    path = path_value
-    if not path:
-        first = (env.get("KUBECONFIG") or "").split(os.pathsep)[0]
-        path, origin = (first, "$KUBECONFIG") if first else ("~/.kube/config", f"{ns}:kubeconfigPath default")
-    if not SAFE_PATH.match(path):
-        problems.append(
-            f"{ns}:kubeconfigPath={path!r} (from {origin}) is not a plain path; allowed: letters, digits "
-            f"and ._/~+@=:- (pattern {SAFE_PATH.pattern})"
-        )
-        return {"kubeconfig_path": "", "kube_context": ""}
-    if context and not KUBE_CONTEXT.match(context):
-        problems.append(
-            f"{ns}:kubeContext={context!r} is not a context name (pattern {KUBE_CONTEXT.pattern})"
-        )
-        return {"kubeconfig_path": "", "kube_context": ""}
-    full = os.path.abspath(os.path.expanduser(path))
-    try:
-        _, name = load_kubeconfig(full, context)
-    except KubeconfigError as exc:
-        key = "kubeContext" if exc.about == "context" else "kubeconfigPath"
-        shown = context if key == "kubeContext" else path
-        problems.append(f"{ns}:{key}={shown!r} (file {full}, from {origin}) cannot be used: {exc}")
-        return {"kubeconfig_path": "", "kube_context": ""}
-    if not KUBE_CONTEXT.match(name):
-        problems.append(f"{ns}:kubeContext: the file's current-context {name!r} is not a safe context name")
-    return {"kubeconfig_path": full, "kube_context": name}
+    return chosen.resolve(get, values, problems, env) if chosen else {}
 
 
 def _coerce(kind: str, text: str) -> object:

@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-COPY = ("Pulumi.yaml", "__main__.py", "components", "gpulab", "stacks", "policy", "requirements.txt")
+COPY = (
+    "Pulumi.yaml",
+    "__main__.py",
+    "components",
+    "gpulab",
+    "variants",
+    "stacks",
+    "policy",
+    "requirements.txt",
+)
 
 
 def toolchain_env(stack: str = "sim", base: dict[str, str] | None = None) -> dict[str, str]:

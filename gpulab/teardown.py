@@ -6,14 +6,14 @@ the provider's ``deleteUnreachable`` drops most of them, but not a ``helm.sh/v3`
 
 1. reads the stack's state (``pulumi stack export``); no Kubernetes resources: nothing to do;
 2. asks the API server (the stack's ``kubeconfig`` output); it answers: nothing to do;
-3. asks the variant whether the cluster it owns is really gone (minikube profile absent,
-   kind cluster absent, k3s uninstalled, the sim cluster's directory gone). Gone: the
+3. asks the variant whether the cluster it owns is really gone (``Variant.gone``: minikube
+   profile absent, kind cluster absent, k3s uninstalled, the sim cluster's directory gone). Gone: the
    stack's Kubernetes resources are removed from the state (``pulumi stack import``) and
    the count is printed; the destroy then runs the cluster's own delete commands. Present
    but not answering (stopped, or briefly unreachable), or cannot tell: nothing is dropped,
    and the message says how to start or delete it first.
 
-An ``existing`` cluster is never pruned: the lab does not own it.
+A cluster the lab does not own (``existing``) is never pruned.
 
 ``python -m gpulab.teardown --stack S`` exit codes: 0 ready for destroy, 1 refused (the
 message names the cause and the first fix), 2 usage.
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import variants
 from gpulab.config import NAMESPACE, SCHEMA
 
 #: Resource types the prune removes: Kubernetes objects, not the provider itself.
@@ -76,66 +76,6 @@ def prune_kubernetes(deployment: Mapping[str, Any]) -> tuple[dict[str, Any], lis
     return out, removed
 
 
-def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
-
-
-def cluster_gone(
-    kind: str, profile: str, root: Path, run: Callable[[list[str]], Any] = _run
-) -> tuple[bool | None, str]:
-    """Whether the lab-owned cluster ``kind``/``profile`` is gone: (True|False|None, evidence).
-
-    None means this machine cannot tell (e.g. the variant's tool is missing); the caller
-    then keeps the state. ``existing`` is never reported gone.
-    """
-    if kind == "sim":
-        workdir = root / ".state" / "sim" / profile
-        return (
-            not workdir.exists(),
-            f"the sim cluster directory {workdir} {'exists' if workdir.exists() else 'is gone'}",
-        )
-    if kind == "minikube":
-        if shutil.which("minikube") is None:
-            return None, "minikube is not on PATH"
-        p = run(["minikube", "profile", "list", "-o", "json"])
-        try:
-            doc = json.loads(p.stdout)
-            names = {x.get("Name") for x in (doc.get("valid") or []) + (doc.get("invalid") or [])}
-        except (ValueError, AttributeError):
-            # minikube prints an error, not JSON, when it has no profiles at all.
-            if "No minikube profile was found" in (p.stdout + p.stderr):
-                return True, "minikube has no profiles"
-            return None, f"`minikube profile list -o json` printed no JSON: {(p.stderr or p.stdout)[:200]}"
-        present = profile in names
-        return not present, f"minikube profile {profile} is {'listed' if present else 'absent'}"
-    if kind == "kind":
-        if shutil.which("kind") is None:
-            return None, "kind is not on PATH"
-        p = run(["kind", "get", "clusters"])
-        if p.returncode != 0:
-            return None, f"`kind get clusters` failed: {(p.stderr or p.stdout)[:200]}"
-        present = profile in {ln.strip() for ln in p.stdout.splitlines()}
-        return not present, f"kind cluster {profile} is {'listed' if present else 'absent'}"
-    if kind == "k3s":
-        from gpulab import k3s_ctl
-
-        present = k3s_ctl.UNINSTALL_SCRIPT.exists()
-        return not present, f"{k3s_ctl.UNINSTALL_SCRIPT} {'exists' if present else 'is gone'}"
-    return False, f"the lab does not own {kind} clusters"
-
-
-def start_or_delete_hint(kind: str, profile: str) -> str:
-    """The first fix for a cluster that exists but does not answer."""
-    return {
-        "minikube": f"start it (`minikube start -p {profile}`) or delete it (`minikube delete -p {profile}`)",
-        "kind": f"start its node containers (`docker start {profile}-control-plane {profile}-worker`) "
-        f"or delete it (`kind delete cluster --name {profile}`)",
-        "k3s": "start it (`sudo systemctl start k3s`) or uninstall it (`sudo k3s-uninstall.sh`)",
-        "sim": f"start it (`make lab`) or remove it (`python -m gpulab.simcluster down --name {profile} "
-        f"--workdir .state/sim/{profile}`)",
-    }.get(kind, "make the API server reachable")
-
-
 def plan(
     kind: str,
     profile: str,
@@ -152,21 +92,22 @@ def plan(
     k8s = [r for r in deployment.get("resources") or [] if str(r.get("type", "")).startswith(K8S_PREFIX)]
     if not k8s:
         return None, [], "no Kubernetes resources in the state"
-    if kind == "existing":
-        return None, [], "an existing cluster is never pruned"
+    if not variants.get(kind).owns_cluster:
+        return None, [], f"a cluster the lab does not own ({kind}) is never pruned"
     if answers():
         return None, [], "the API server answers"
     is_gone, evidence = gone()
+    hint = variants.get(kind).start_or_delete_hint(profile)
     if is_gone is None:
         raise TeardownError(
             f"the {kind} cluster {profile!r} does not answer and whether it still exists cannot be "
-            f"told ({evidence}); nothing was removed from the state: {start_or_delete_hint(kind, profile)}, "
+            f"told ({evidence}); nothing was removed from the state: {hint}, "
             "then run `make destroy` again"
         )
     if not is_gone:
         raise TeardownError(
             f"the {kind} cluster {profile!r} exists ({evidence}) but its API server does not answer "
-            f"(stopped?); nothing was removed from the state: {start_or_delete_hint(kind, profile)}, "
+            f"(stopped?); nothing was removed from the state: {hint}, "
             "then run `make destroy` again"
         )
     new, removed = prune_kubernetes(deployment)
@@ -216,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             profile,
             exported.get("deployment") or {},
             answers,
-            lambda: cluster_gone(kind, profile, root),
+            lambda: variants.get(kind).gone(profile, root),
         )
         if new is None:
             return 0

@@ -21,7 +21,7 @@ Rows (``Diagnosis.row``), the first five from the chapter's table 2 (单机 GPU 
 ``cuda-image-newer-than-driver`` the table's "Pod 起了但报 insufficient" row:
                                ``unsatisfied condition: cuda>=X.Y`` at container start
 ``minikube-start-failed``      ``minikube start`` 卡死或报 GPU 相关错误
-                               (:func:`diagnose_minikube_start`)
+                               (``variants.minikube.diagnose``)
 ``allocatable-mismatch``       allocatable differs from the expected GPU count
 ``gpu-insufficient``           ``Insufficient nvidia.com/gpu`` while the GPUs are held
                                by other pods (names the holders)
@@ -55,10 +55,10 @@ shortages), :mod:`~gpulab.diagnose.pods` (Pending, not Ready, Failed),
 :mod:`~gpulab.diagnose.init_containers` (the validator and other init waits),
 :mod:`~gpulab.diagnose.smoke` (the smoke Pod: CUDA too new, ContainerCreating),
 :mod:`~gpulab.diagnose.daemonsets` (operand placement and readiness),
-:mod:`~gpulab.diagnose.helm` (the operator's release), :mod:`~gpulab.diagnose.minikube`
-(``minikube start``); :mod:`~gpulab.diagnose.cluster` runs the cluster checks and orders
-them, :mod:`~gpulab.diagnose.formatting` renders them. Shared: :mod:`~gpulab.diagnose.record`
-(:class:`Diagnosis`), :mod:`~gpulab.diagnose.patterns` (the messages recognised),
+:mod:`~gpulab.diagnose.helm` (the operator's release); a variant's own failures live in its
+folder (``variants.minikube.diagnose``: ``minikube start``); :mod:`~gpulab.diagnose.cluster`
+runs the cluster checks and orders them, :mod:`~gpulab.diagnose.formatting` renders them.
+Shared: :mod:`~gpulab.diagnose.record` (:class:`Diagnosis`), :mod:`~gpulab.diagnose.patterns` (the messages recognised),
 :mod:`~gpulab.diagnose.roles` (what a pod is to the lab, and its rank),
 :mod:`~gpulab.diagnose.fields` (JSON readers), :mod:`~gpulab.diagnose.gpus` (GPU
 accounting), :mod:`~gpulab.diagnose.context` (the state one call reads).
@@ -68,7 +68,6 @@ from gpulab.diagnose.cluster import diagnose_cluster
 from gpulab.diagnose.formatting import render
 from gpulab.diagnose.gpus import gpu_holders, gpu_request
 from gpulab.diagnose.helm import diagnose_helm_error
-from gpulab.diagnose.minikube import diagnose_minikube_start
 from gpulab.diagnose.record import GPU_RESOURCE, Diagnosis
 
 __all__ = [
@@ -76,7 +75,6 @@ __all__ = [
     "Diagnosis",
     "diagnose_cluster",
     "diagnose_helm_error",
-    "diagnose_minikube_start",
     "gpu_holders",
     "gpu_request",
     "render",

@@ -1,6 +1,6 @@
 """End to end: the ``existing`` variant through the real engine against a cluster it does not own.
 
-The test brings up the simulated control plane itself (gpulab.simcluster, two kwok nodes
+The test brings up the simulated control plane itself (variants.sim.ctl, two kwok nodes
 of one GPU each), writes its kubeconfig to a file, and points an ``existing`` stack at
 it with ``expectedGpus=2`` and ``simulatedOperands=true`` (no operator process runs
 against kwok). It checks the preview against the live API server, then up: allocatable
@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulab import checklist, existing_ctl
+from gpulab import checklist
 from gpulab import outputs as out
 from gpulab.sandbox import Project, shared_chart
+from variants.existing import ctl as existing_ctl
 
 pytestmark = pytest.mark.sim
 
@@ -44,7 +45,7 @@ def _api(kubeconfig: str) -> Any:
 
 def _simcluster(project: Project, *args: str) -> dict[str, Any]:
     p = subprocess.run(
-        ["python3", "-m", "gpulab.simcluster", *args],
+        ["python3", "-m", "variants.sim.ctl", *args],
         cwd=project.dir,
         env=project.env,
         capture_output=True,
@@ -105,7 +106,7 @@ def test_existing_cluster_with_two_gpu_nodes_up_checks_destroy_and_leftovers(
         planned = ("existing-census", "gpu-operator-release", "gpu-operator-sim-device-plugin", "smoke-pod")
         for name in planned:
             assert name in preview, f"{name} not planned:\n{preview}"
-        assert "gpulab.simcluster" not in preview  # no cluster lifecycle
+        assert "variants.sim.ctl" not in preview  # no cluster lifecycle
 
         project.pulumi("up", "--yes", "--skip-preview", "--stack", "existing", timeout=900)
         o = project.outputs("existing")
@@ -138,7 +139,7 @@ def test_existing_cluster_with_two_gpu_nodes_up_checks_destroy_and_leftovers(
             [
                 "python3",
                 "-m",
-                "gpulab.existing_ctl",
+                "variants.existing.ctl",
                 "remove-crds",
                 "--kubeconfig-path",
                 str(path),

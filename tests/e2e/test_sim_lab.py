@@ -193,7 +193,7 @@ def _delete_by_hand_then_destroy(project: Project) -> None:
         [
             "python3",
             "-m",
-            "gpulab.simcluster",
+            "variants.sim.ctl",
             "down",
             "--name",
             "e2e-gone",

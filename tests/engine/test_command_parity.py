@@ -33,20 +33,37 @@ PROGRAM = Path(__file__).resolve().parent / "command_parity"
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 
+def _share_plugins(src_home: Path, dst_home: Path) -> None:
+    """Make the plugins of ``src_home`` (but no ``command`` provider) usable from ``dst_home``,
+    file by file through symlinks, so the engine finds e.g. the Kubernetes provider there."""
+    plugins = src_home / "plugins"
+    for d in sorted(plugins.iterdir()) if plugins.is_dir() else []:
+        if not d.is_dir() or d.name.startswith("resource-command-") or Path(f"{d}.partial").exists():
+            continue
+        (dst_home / "plugins" / d.name).mkdir(parents=True)
+        for f in d.iterdir():
+            (dst_home / "plugins" / d.name / f.name).symlink_to(f)
+
+
 @pytest.fixture(scope="module")
 def engine_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """scripts/env.sh's environment, with the provider under test reachable by the engine."""
-    env = toolchain_env()
-    cli = shutil.which("pulumi", path=env["PATH"])
-    if cli is None:
-        pytest.skip("pulumi not built: run `make toolchain`")
+    """scripts/env.sh's environment with a PULUMI_HOME of this module's own: the stand-in
+    installed there by install.sh, or (upstream) no command provider, so the engine gets one."""
+    env = toolchain_env("none")
+    cli = env.get("GPULAB_PULUMI") or shutil.which("pulumi", path=env["PATH"])
+    if not cli or not os.access(cli, os.X_OK):
+        pytest.skip(env.get("GPULAB_TOOLCHAIN_ERROR") or "no pulumi CLI: run `make toolchain-tests`")
+    env["GPULAB_PULUMI"] = cli
+    env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
     env.update(PULUMI_SKIP_UPDATE_CHECK="true", PULUMI_CONFIG_PASSPHRASE="test", PULUMI_DEBUG_COMMANDS="true")
+    home = tmp_path_factory.mktemp("pulumi-home")
+    _share_plugins(Path(env.get("PULUMI_HOME") or Path.home() / ".pulumi"), home)
+    env["PULUMI_HOME"] = str(home)
     if UPSTREAM:
-        # Let the engine fetch the real provider (into the toolchain's PULUMI_HOME).
+        # Let the engine fetch the real provider.
         env.pop("PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION", None)
         env.pop("PULUMI_DISABLE_REGISTRY_RESOLVE", None)
     else:
-        env["PULUMI_HOME"] = str(tmp_path_factory.mktemp("pulumi-home"))
         env["PULUMI_IGNORE_AMBIENT_PLUGINS"] = "true"  # never a pulumi-resource-command on PATH
         p = subprocess.run(
             [str(ROOT / "toolchain" / "command" / "install.sh"), cli], env=env, capture_output=True, text=True
@@ -72,7 +89,7 @@ class Stack:
     ) -> subprocess.CompletedProcess[str]:
         """Run the CLI in the program; fail with its output when it fails and ``check``."""
         p = subprocess.run(
-            ["pulumi", *args, "--non-interactive"],
+            [self.env["GPULAB_PULUMI"], *args, "--non-interactive"],
             cwd=self.dir,
             env=self.env,
             capture_output=True,
@@ -128,6 +145,14 @@ def stack(engine_env: dict[str, str], tmp_path: Path) -> Stack:
 def lines(p: Path) -> list[str]:
     """The lines of a file the commands append to (none when it does not exist)."""
     return p.read_text().splitlines() if p.exists() else []
+
+
+def test_the_engine_runs_the_provider_under_test(stack: Stack) -> None:
+    stack.set(a={"create": "echo hi"})
+    stack.up()
+    plugin = Path(stack.env["PULUMI_HOME"]) / "plugins" / "resource-command-v1.2.1"
+    is_standin = (plugin / "pulumi_resource_command.py").exists()
+    assert is_standin != UPSTREAM, sorted(p.name for p in plugin.iterdir())
 
 
 def test_create_runs_once_and_stdout_stderr_are_outputs(stack: Stack, tmp_path: Path) -> None:
@@ -272,8 +297,9 @@ def test_secret_stdout_and_environment_never_show_in_plaintext(stack: Stack) -> 
 def test_output_lines_reach_the_engine_while_the_command_runs(stack: Stack) -> None:
     stack.set(a={"create": "echo first-line; sleep 3; echo second-line >&2"})
     stack.events.unlink(missing_ok=True)
+    log_flag = ("--event-log", str(stack.events))
     proc = subprocess.Popen(
-        ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--event-log", str(stack.events)],
+        [stack.env["GPULAB_PULUMI"], "up", "--yes", "--skip-preview", "--non-interactive", *log_flag],
         cwd=stack.dir,
         env=stack.env,
         stdout=subprocess.PIPE,

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.engine
 FAKEBIN = Path(__file__).resolve().parent / "fakebin"
 PROGRAM = """
 import pulumi
-from components.minikube import MinikubeArgs, MinikubeCluster
+from variants.minikube.component import MinikubeArgs, MinikubeCluster
 
 cfg = pulumi.Config("gpu-lab")
 cluster = MinikubeCluster("minikube", MinikubeArgs(

@@ -54,7 +54,7 @@ def test_kind_preview_plans_the_cluster_the_operator_without_toolkit_and_the_smo
     text = _preview(project, "kind")
     for name in ("gpulab:kind:KindCluster", "kind-cluster", *COMMON):
         assert name in text, f"{name} not planned:\n{text}"
-    assert "gpulab.kind_ctl" in text and ".state/kind/kind-plan" in text
+    assert "variants.kind.ctl" in text and ".state/kind/kind-plan" in text
     assert "kindest/node:v1.34.0@sha256:7416a61b" in text
     assert 'runtimeClassName: "nvidia"' in text, text
     # The stack file and config keep the operator's toolkit off; the policy accepted it.
@@ -68,7 +68,7 @@ def test_k3s_preview_plans_the_install_and_points_the_toolkit_at_k3s_containerd(
     text = _preview(project, "k3s")
     for name in ("gpulab:k3s:K3sCluster", "k3s-cluster", *COMMON):
         assert name in text, f"{name} not planned:\n{text}"
-    assert "gpulab.k3s_ctl" in text and "v1.34.1+k3s1" in text
+    assert "variants.k3s.ctl" in text and "v1.34.1+k3s1" in text
     assert "/run/k3s/containerd/containerd.sock" in text, text
     assert "/var/lib/rancher/k3s/agent/etc/containerd/config.toml" in text, text
     assert 'runtimeClassName: "nvidia"' in text, text

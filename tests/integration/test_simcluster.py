@@ -1,4 +1,4 @@
-"""End-to-end checks of the simulated GPU cluster (``python -m gpulab.simcluster``).
+"""End-to-end checks of the simulated GPU cluster (``python -m variants.sim.ctl``).
 
 Needs the binaries of toolchain/sim/build.sh; skipped with the reason when they are absent.
 Each module-scoped cluster runs on loopback ports in a temporary work dir and is taken down
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gpulab import simcluster as sc
+from variants.sim import ctl as sc
 
 pytestmark = pytest.mark.sim
 
@@ -45,7 +45,7 @@ def _require_binaries() -> Path:
 
 def _cli(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gpulab.simcluster", *args],
+        [sys.executable, "-m", "variants.sim.ctl", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

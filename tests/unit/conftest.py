@@ -7,15 +7,15 @@ from collections.abc import Iterator
 
 import pytest
 
-import components.lab
+import components.edge
 
 #: The real check, kept before the autouse fixture replaces it (tests/unit/test_chart_preflight.py).
-real_chart_findings = components.lab.chart_findings
+real_chart_findings = components.edge.chart_findings
 
 
 @pytest.fixture(autouse=True)
 def no_chart_repository_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(components.lab, "chart_findings", lambda repo, version: [])
+    monkeypatch.setattr(components.edge, "chart_findings", lambda repo, version: [])
 
 
 @pytest.fixture(autouse=True)

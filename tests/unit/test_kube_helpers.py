@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gpulab import minikube_ctl
 from gpulab.kube import GateError, Waiter, gpu_totals
+from variants.minikube import ctl as minikube_ctl
 
 
 def node(alloc: str | None, cap: str | None) -> dict[str, object]:

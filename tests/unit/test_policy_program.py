@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pulumi_policy import PolicyResource
 
-import components.lab
-import gpulab.host_checks
+import variants.base
+import variants.minikube.host
 from gpulab import outputs as out
 from gpulab.argv import decode, encode
 from policy import stack_context, validators
@@ -24,8 +24,8 @@ from .program_harness import Run, run_program
 @pytest.fixture(autouse=True)
 def no_host_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine has neither minikube nor a GPU: the host checks are tested elsewhere."""
-    monkeypatch.setattr(components.lab, "tool_findings", lambda cluster: [])
-    monkeypatch.setattr(gpulab.host_checks, "minikube_host_findings", lambda cfg: [])
+    monkeypatch.setattr(variants.base.Variant, "missing_tools", lambda self, *_: [])
+    monkeypatch.setattr(variants.minikube.host, "minikube_host_findings", lambda cfg: [])
 
 
 @pytest.fixture(autouse=True)

@@ -9,12 +9,12 @@ import pytest
 from pulumi.runtime.rpc import _special_secret_sig as SECRET_VALUE
 from pulumi.runtime.rpc import _special_sig_key as SECRET_SIG
 
-import components.lab
-import gpulab.host_checks
+import variants.base
+import variants.minikube.host
 from gpulab import outputs as out
 from gpulab.config import ConfigError
-from gpulab.minikube_ctl import StartSpec, start_argv
 from gpulab.preflight import Finding, PreflightError
+from variants.minikube.ctl import StartSpec, start_argv
 
 from .program_harness import COMMAND, KUBECONFIG, run_program
 
@@ -22,9 +22,9 @@ from .program_harness import COMMAND, KUBECONFIG, run_program
 @pytest.fixture(autouse=True)
 def no_host_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine has neither minikube nor a GPU: the host checks are tested elsewhere."""
-    monkeypatch.setattr(components.lab, "tool_findings", lambda cluster: [])
+    monkeypatch.setattr(variants.base.Variant, "missing_tools", lambda self, *_: [])
     monkeypatch.delenv("GPULAB_CHART_PATH", raising=False)
-    monkeypatch.setattr(gpulab.host_checks, "minikube_host_findings", lambda cfg: [])
+    monkeypatch.setattr(variants.minikube.host, "minikube_host_findings", lambda cfg: [])
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def test_sim_cluster_command_scoped_and_replaced_delete_first(chart: str) -> Non
     run = run_program(sim(chart, simGpus=2, profile="lab-two"))
     cl = run.by_name("sim-cluster")
     assert cl.typ == COMMAND
-    assert argv(run, "sim-cluster")[:4] == ["python", "-m", "gpulab.simcluster", "up"]
+    assert argv(run, "sim-cluster")[:4] == ["python", "-m", "variants.sim.ctl", "up"]
     assert argv(run, "sim-cluster")[4:6] == ["--name", "lab-two"]
     assert "--gpus" in argv(run, "sim-cluster") and "2" in argv(run, "sim-cluster")
     assert argv(run, "sim-cluster", "delete")[3:6] == ["down", "--name", "lab-two"]
@@ -96,7 +96,7 @@ def test_minikube_commands_name_the_profile_and_chapter_flags() -> None:
     assert create == [
         "python",
         "-m",
-        "gpulab.minikube_ctl",
+        "variants.minikube.ctl",
         "up",
         "--profile",
         "lab1",
@@ -112,7 +112,7 @@ def test_minikube_commands_name_the_profile_and_chapter_flags() -> None:
     assert argv(run, "minikube-cluster", "delete") == [
         "python",
         "-m",
-        "gpulab.minikube_ctl",
+        "variants.minikube.ctl",
         "down",
         "--profile",
         "lab1",
@@ -279,9 +279,9 @@ def test_each_config_error_stops_before_any_resource(config: dict[str, Any], nee
 
 def test_missing_host_tools_stop_before_any_resource(monkeypatch: pytest.MonkeyPatch, chart: str) -> None:
     monkeypatch.setattr(
-        components.lab,
-        "tool_findings",
-        lambda cluster: [Finding("tool-kwokctl", False, "kwokctl is not on PATH", "run `make toolchain`")],
+        variants.base.Variant,
+        "missing_tools",
+        lambda self, *_: [Finding("tool-kwokctl", False, "kwokctl is not on PATH", "run `make toolchain`")],
     )
     run = run_program(sim(chart))
     assert isinstance(run.error, PreflightError)
@@ -333,9 +333,9 @@ def test_preflight_reports_the_missing_driver_and_every_missing_tool_together(
 
     monkeypatch.setattr(gpulab.probe, "probe_nvidia_smi", no_driver)
     monkeypatch.setattr(
-        components.lab,
-        "tool_findings",
-        lambda cluster: [Finding("tool-minikube", False, "minikube is not on PATH", "install minikube")],
+        variants.base.Variant,
+        "missing_tools",
+        lambda self, *_: [Finding("tool-minikube", False, "minikube is not on PATH", "install minikube")],
     )
     run = run_program({"cluster": "minikube"})
     assert isinstance(run.error, PreflightError)

@@ -12,16 +12,17 @@ import yaml
 from pulumi.runtime.rpc import _special_secret_sig as SECRET_VALUE
 from pulumi.runtime.rpc import _special_sig_key as SECRET_SIG
 
-import components.lab
-import gpulab.host_checks
-import gpulab.k3s_ctl
-import gpulab.kind_ctl
-from gpulab import checklist, existing_ctl
+import variants.base
+import variants.k3s.ctl
+import variants.kind.ctl
+import variants.minikube.host
+from gpulab import checklist
 from gpulab import outputs as out
 from gpulab.config import DEFAULT_KIND_NODE_IMAGE, ConfigError
 from gpulab.preflight import Finding, PreflightError
 from policy import stack_context, validators
 from policy.stack_context import StackContext
+from variants.existing import ctl as existing_ctl
 
 from . import program_harness
 from .program_harness import COMMAND, run_program
@@ -61,10 +62,10 @@ ORIGINAL_FAKE_STDOUT = program_harness.fake_stdout
 def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     """No host here has kind, k3s or a GPU: host checks are tested on recorded output elsewhere."""
     monkeypatch.setattr(program_harness, "fake_stdout", _fake_stdout)
-    monkeypatch.setattr(components.lab, "tool_findings", lambda cluster: [])
-    monkeypatch.setattr(gpulab.host_checks, "minikube_host_findings", lambda cfg: [])
-    monkeypatch.setattr(gpulab.kind_ctl, "host_findings", lambda: [])
-    monkeypatch.setattr(gpulab.k3s_ctl, "host_findings", lambda version: [])
+    monkeypatch.setattr(variants.base.Variant, "missing_tools", lambda self, *_: [])
+    monkeypatch.setattr(variants.minikube.host, "minikube_host_findings", lambda cfg: [])
+    monkeypatch.setattr(variants.kind.ctl, "host_findings", lambda: [])
+    monkeypatch.setattr(variants.k3s.ctl, "host_findings", lambda version: [])
     monkeypatch.delenv("GPULAB_CHART_PATH", raising=False)
     monkeypatch.delenv("KUBECONFIG", raising=False)
 
@@ -139,7 +140,7 @@ def test_kind_lab_creates_its_cluster_scoped_by_name_and_replaced_delete_first()
         assert name in run.names(), name
     cl = run.by_name("kind-cluster")
     assert cl.typ == COMMAND and cl.parent == run.urn_of("kind")
-    assert argv(run, "kind-cluster")[:4] == ["python", "-m", "gpulab.kind_ctl", "up"]
+    assert argv(run, "kind-cluster")[:4] == ["python", "-m", "variants.kind.ctl", "up"]
     create = argv(run, "kind-cluster")
     assert create[create.index("--name") + 1] == "lab"
     assert create[create.index("--image") + 1] == DEFAULT_KIND_NODE_IMAGE
@@ -147,7 +148,7 @@ def test_kind_lab_creates_its_cluster_scoped_by_name_and_replaced_delete_first()
     assert argv(run, "kind-cluster", "delete") == [
         "python",
         "-m",
-        "gpulab.kind_ctl",
+        "variants.kind.ctl",
         "down",
         "--name",
         "lab",
@@ -182,7 +183,7 @@ def test_kind_release_passes_the_toolkit_policy() -> None:
 
 def test_kind_preflight_failure_stops_before_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     bad = Finding("docker-default-runtime", False, "Docker's default runtime is 'runc'", "nvidia-ctk ...")
-    monkeypatch.setattr(gpulab.kind_ctl, "host_findings", lambda: [bad])
+    monkeypatch.setattr(variants.kind.ctl, "host_findings", lambda: [bad])
     run = run_program(KIND)
     assert isinstance(run.error, PreflightError)
     assert "default runtime" in str(run.error)
@@ -199,14 +200,14 @@ def test_k3s_lab_installs_and_uninstalls_through_commands() -> None:
     assert argv(run, "k3s-cluster") == [
         "python",
         "-m",
-        "gpulab.k3s_ctl",
+        "variants.k3s.ctl",
         "up",
         "--version",
         "v1.33.5+k3s1",
         "--timeout",
         "600",
     ]
-    assert argv(run, "k3s-cluster", "delete") == ["python", "-m", "gpulab.k3s_ctl", "down"]
+    assert argv(run, "k3s-cluster", "delete") == ["python", "-m", "variants.k3s.ctl", "down"]
     assert cl.delete_before_replace is True and "stdout" in cl.secret_outputs
     assert run.outputs[out.CLUSTER_KIND] == "k3s"
 
@@ -261,7 +262,7 @@ def test_existing_cluster_has_no_lifecycle_only_operator_smoke_and_checks(
     assert argv(run, "existing-census") == [
         "python",
         "-m",
-        "gpulab.existing_ctl",
+        "variants.existing.ctl",
         "census",
         "--kubeconfig-path",
         str(kubeconfig),
@@ -328,7 +329,7 @@ def test_existing_remove_crds_deletes_after_the_release_and_keeps_what_was_there
     assert run.error is None, run.error
     cleanup = run.by_name("existing-crd-cleanup")
     delete = argv(run, "existing-crd-cleanup", "delete")
-    assert delete[:4] == ["python", "-m", "gpulab.existing_ctl", "remove-crds"]
+    assert delete[:4] == ["python", "-m", "variants.existing.ctl", "remove-crds"]
     assert "--crd=nvidiadrivers.nvidia.com" in delete
     assert "--keep=clusterpolicies.nvidia.com" in delete  # the census found it before the lab
     assert argv(run, "existing-crd-cleanup")[3] == "crd-plan"  # create touches nothing

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+import variants
 from gpulab import teardown
 
 STACK = "urn:pulumi:sim::gpu-lab::pulumi:pulumi:Stack::gpu-lab-sim"
@@ -56,7 +58,7 @@ def test_plan_does_nothing_when_the_api_server_answers() -> None:
 
 def test_plan_never_prunes_an_existing_cluster() -> None:
     new, _, why = teardown.plan("existing", "c", deployment(), lambda: False, lambda: (True, "x"))
-    assert new is None and "never pruned" in why
+    assert new is None and "never pruned" in why and "existing" in why
 
 
 def test_plan_prunes_a_cluster_confirmed_gone() -> None:
@@ -92,33 +94,36 @@ def test_plan_keeps_the_state_when_it_cannot_tell() -> None:
 
 
 def test_sim_cluster_is_gone_when_its_directory_is(tmp_path: Path) -> None:
-    assert teardown.cluster_gone("sim", "lab", tmp_path)[0] is True
+    sim = variants.get("sim")
+    assert sim.gone("lab", tmp_path)[0] is True
     (tmp_path / ".state" / "sim" / "lab").mkdir(parents=True)
-    assert teardown.cluster_gone("sim", "lab", tmp_path)[0] is False
+    assert sim.gone("lab", tmp_path)[0] is False
 
 
 def test_minikube_profile_listing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(teardown.shutil, "which", lambda _n: "/usr/bin/minikube")
+    monkeypatch.setattr(shutil, "which", lambda _n: "/usr/bin/minikube")
+    minikube = variants.get("minikube")
 
     def fake(out: str, err: str = "", rc: int = 0):
         return lambda argv: subprocess.CompletedProcess(argv, rc, out, err)
 
     listed = '{"invalid": [], "valid": [{"Name": "gpu-lab"}]}'
-    assert teardown.cluster_gone("minikube", "gpu-lab", tmp_path, fake(listed))[0] is False
-    assert teardown.cluster_gone("minikube", "other", tmp_path, fake(listed))[0] is True
+    assert minikube.gone("gpu-lab", tmp_path, fake(listed))[0] is False
+    assert minikube.gone("other", tmp_path, fake(listed))[0] is True
     none = fake("", "\U0001f939  Exiting due to MK_USAGE_NO_PROFILE: No minikube profile was found.", 85)
-    assert teardown.cluster_gone("minikube", "gpu-lab", tmp_path, none)[0] is True
-    assert teardown.cluster_gone("minikube", "gpu-lab", tmp_path, fake("garbage", "boom", 1))[0] is None
+    assert minikube.gone("gpu-lab", tmp_path, none)[0] is True
+    assert minikube.gone("gpu-lab", tmp_path, fake("garbage", "boom", 1))[0] is None
 
 
 def test_kind_cluster_listing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(teardown.shutil, "which", lambda _n: "/usr/bin/kind")
+    monkeypatch.setattr(shutil, "which", lambda _n: "/usr/bin/kind")
+    kind = variants.get("kind")
     out = lambda text, rc=0: lambda argv: subprocess.CompletedProcess(argv, rc, text, "")  # noqa: E731
-    assert teardown.cluster_gone("kind", "gpu-lab", tmp_path, out("gpu-lab\nother\n"))[0] is False
-    assert teardown.cluster_gone("kind", "gpu-lab", tmp_path, out("No kind clusters found.\n"))[0] is True
-    assert teardown.cluster_gone("kind", "gpu-lab", tmp_path, out("", 1))[0] is None
+    assert kind.gone("gpu-lab", tmp_path, out("gpu-lab\nother\n"))[0] is False
+    assert kind.gone("gpu-lab", tmp_path, out("No kind clusters found.\n"))[0] is True
+    assert kind.gone("gpu-lab", tmp_path, out("", 1))[0] is None
 
 
 def test_a_missing_tool_cannot_tell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(teardown.shutil, "which", lambda _n: None)
-    assert teardown.cluster_gone("minikube", "p", tmp_path) == (None, "minikube is not on PATH")
+    monkeypatch.setattr(shutil, "which", lambda _n: None)
+    assert variants.get("minikube").gone("p", tmp_path) == (None, "minikube is not on PATH")

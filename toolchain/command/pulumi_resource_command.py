@@ -34,9 +34,15 @@ from concurrent import futures
 from pathlib import Path
 from typing import Any, NoReturn
 
-import grpc
-from google.protobuf import empty_pb2, json_format, struct_pb2
-from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc, plugin_pb2, provider_pb2, provider_pb2_grpc
+try:
+    import grpc
+    from google.protobuf import empty_pb2, json_format, struct_pb2
+    from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc, plugin_pb2, provider_pb2, provider_pb2_grpc
+except ImportError as exc:  # the engine shows this when the plugin exits before its port line
+    sys.exit(
+        f"pulumi-resource-command (gpu-lab stand-in): {exc} on {sys.executable}; it needs grpcio and "
+        "the pulumi SDK: set GPULAB_PYTHON to the project's .venv/bin/python (`make venv`)"
+    )
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:

@@ -7,10 +7,10 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from gpulab import minikube_ctl
 from gpulab.argv import ArgvError, decode, step_of
 from policy.validators.props import require_known
 from policy.validators.tokens import T_COMMAND
+from variants.minikube import ctl as minikube_ctl
 
 
 def cli_flags(argv: Sequence[str]) -> dict[str, str]:
@@ -51,14 +51,14 @@ def command_argv(create: Sequence[str] | str | None) -> list[str] | None:
 def minikube_start_argv(create: Sequence[str] | str) -> list[str] | None:
     """The ``minikube start`` argv a ``minikube-start`` command runs, or None if unreadable.
 
-    ``python -m gpulab.minikube_ctl up --profile P --cpus N ...`` is expanded through
-    :func:`gpulab.minikube_ctl.start_argv` (what it really runs); a direct ``minikube start
+    ``python -m variants.minikube.ctl up --profile P --cpus N ...`` is expanded through
+    :func:`variants.minikube.ctl.start_argv` (what it really runs); a direct ``minikube start
     ...`` argv is taken as is. ``create`` is the Command's JSON-encoded create (or an argv).
     """
     args = command_argv(create)
     if args is None:
         return None
-    if "minikube_ctl" in " ".join(args) and "up" in args:
+    if len(args) > 3 and args[1:4] == ["-m", "variants.minikube.ctl", "up"]:
         flags = cli_flags(args[args.index("up") + 1 :])
         try:
             spec = minikube_ctl.StartSpec(

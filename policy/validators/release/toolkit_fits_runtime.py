@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import variants
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
 from policy.validators.fixes import FIX_TOOLKIT
@@ -11,14 +12,6 @@ from policy.validators.props import dig, lab_setting, require_known, show
 from policy.validators.release.operator_release import _release_props
 from policy.validators.spec import MANDATORY, Settings, Spec
 
-#: The container runtime each lab variant's node runs (gpu-lab:cluster -> runtime).
-RUNTIME_BY_CLUSTER: Final = {
-    "minikube": "docker",  # the lab always starts minikube with --container-runtime=docker
-    "sim": "none",  # kwok nodes run no containers
-    "kind": "containerd",
-    "k3s": "k3s",
-    "rke2": "rke2",
-}
 RUNTIMES: Final = ("docker", "containerd", "cri-o", "k3s", "rke2", "none")
 K3S_CONTAINERD_CONFIG_DIR: Final = "/var/lib/rancher/k3s/agent/etc/containerd/"
 K3S_CONTAINERD_SOCKET: Final = "/run/k3s/containerd/containerd.sock"
@@ -37,8 +30,10 @@ def cluster_runtime(cfg: Settings, ctx: StackContext) -> tuple[str | None, str]:
             "the cluster's runtime is unknown: the pack received no stack config; set pack config "
             "clusterRuntime (docker, containerd, cri-o, k3s, rke2 or none)"
         )
-    runtime = RUNTIME_BY_CLUSTER.get(kind)
-    if runtime is None:
+    # The runtime each lab variant's node runs: the variant says (``Variant.node_runtime``).
+    variant = variants.REGISTRY.get(kind)
+    runtime = variant.node_runtime if variant else None
+    if runtime is None or runtime == "unknown":
         return None, f"gpu-lab:cluster={kind!r} has no known runtime; set pack config clusterRuntime"
     return runtime, f"gpu-lab:cluster={kind}"
 

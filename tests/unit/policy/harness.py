@@ -121,17 +121,17 @@ def smoke_pod(image: str = SMOKE_OK, **spec: Any) -> dict[str, Any]:
 
 
 def ctl_start(cpus: int = 4, memory: int = 8192, gpus: str | None = "all") -> dict[str, Any]:
-    """The minikube-start LocalCommand's inputs, as components/minikube.py builds them."""
-    create = ["python", "-m", "gpulab.minikube_ctl", "up", "--profile", "gpu-lab", "--cpus", str(cpus)]
+    """The minikube-start LocalCommand's inputs, as variants/minikube/component.py builds them."""
+    create = ["python", "-m", "variants.minikube.ctl", "up", "--profile", "gpu-lab", "--cpus", str(cpus)]
     create += ["--memory-mib", str(memory), "--kubernetes-version", "v1.34.0"]
     if gpus:
         create += ["--gpus", gpus]
-    delete = ["python", "-m", "gpulab.minikube_ctl", "down", "--profile", "gpu-lab"]
+    delete = ["python", "-m", "variants.minikube.ctl", "down", "--profile", "gpu-lab"]
     return {"create": encode(create), "delete": encode(delete)}
 
 
 def addon(state: str) -> dict[str, Any]:
-    create = ["python", "-m", "gpulab.minikube_ctl", "addon", "--profile", "gpu-lab", "--state", state]
+    create = ["python", "-m", "variants.minikube.ctl", "addon", "--profile", "gpu-lab", "--state", state]
     return {"create": encode(create)}
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab import minikube_ctl
 from policy import validators
+from variants.minikube import ctl as minikube_ctl
 
 from ..harness import (
     addon,

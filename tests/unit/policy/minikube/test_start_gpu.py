@@ -24,6 +24,6 @@ def test_minikube_gpu_flags_violate_without_docker_or_gpus() -> None:
 
 def test_minikube_command_that_cannot_be_read_is_not_evaluated() -> None:
     # The lab's start step, but its flags are not all there: nothing to judge.
-    odd = {"create": encode(["python", "-m", "gpulab.minikube_ctl", "up", "--profile", "x"])}
+    odd = {"create": encode(["python", "-m", "variants.minikube.ctl", "up", "--profile", "x"])}
     o = check_resource("minikube-start-gpu", validators.T_COMMAND, odd)
     assert not o.violations and o.not_applicable and "cannot read minikube start flags" in o.not_applicable

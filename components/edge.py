@@ -1,0 +1,126 @@
+"""Edge of the program: stack config in, preflight before any resource is registered.
+
+``load_config`` reads every ``gpu-lab:*`` key the engine handed the program and parses
+it once (gpulab.config.parse_config). ``preflight_or_raise`` checks what the chosen
+variant needs on this machine. Both raise before a single resource exists, so a bad
+value or a missing host piece leaves nothing half-made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pulumi.runtime.config import CONFIG
+
+from gpulab.config import LabConfig, parse_config
+from gpulab.preflight import Finding, PreflightError
+from gpulab.probe import HostFacts
+
+
+def load_config() -> LabConfig:
+    """The stack's ``gpu-lab:*`` config, validated (raises gpulab.config.ConfigError)."""
+    raw: dict[str, Any] = dict(CONFIG.get())
+    return parse_config({k: str(v) for k, v in raw.items()})
+
+
+def chart_findings(repo: str, chart_version: str, resolve: Any = None, fetch: Any = None) -> list[Finding]:
+    """A failed Finding when the chart repository cannot be reached (offline machines).
+
+    Checked before anything is created; otherwise the cluster would be made first and the
+    Helm release would fail later with "not a valid chart repository". ``resolve``
+    (host -> None, raises OSError) and ``fetch`` (url -> None, raises OSError) are the
+    name lookup and the HTTPS request, injectable for tests.
+    """
+    import socket
+    import urllib.parse
+    import urllib.request
+
+    def default_resolve(host: str) -> None:
+        socket.getaddrinfo(host, 443)
+
+    def default_fetch(url: str) -> None:
+        req = urllib.request.Request(url, method="HEAD")
+        with urllib.request.urlopen(req, timeout=5):
+            pass
+
+    resolve = resolve or default_resolve
+    fetch = fetch or default_fetch
+    if not repo.startswith("https://"):
+        return []  # oci:// registries: helm itself reports what it cannot pull
+    host = urllib.parse.urlparse(repo).hostname or ""
+    try:
+        resolve(host)
+        fetch(repo.rstrip("/") + "/index.yaml")
+    except OSError as exc:
+        return [
+            Finding(
+                "chart-repository",
+                False,
+                f"the chart repository {repo} cannot be reached ({exc})",
+                "offline? point the lab at an unpacked chart: GPULAB_CHART_PATH=/path/to/gpu-operator "
+                "make lab (or `scripts/pulumi config set gpu-lab:chartPath /path/to/gpu-operator`); get "
+                f"it on a connected machine with `helm pull gpu-operator --repo {repo} --version "
+                f"{chart_version} --untar`",
+            )
+        ]
+    return []
+
+
+def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None) -> None:
+    """Stop before anything is created when this machine cannot build ``cfg``'s lab.
+
+    ``hostProbe: off`` skips the host checks too: it is the planning mode (preview a GPU
+    stack on a machine that is not the GPU host). Otherwise: the variant's tools, the chart
+    repository (unless the chart is local), and the variant's host checks (minikube's Docker
+    and resources, kind's NVIDIA runtime settings, k3s's root and init system; an existing
+    cluster is checked by config and by its census command).
+
+    Raises:
+        PreflightError: every failed check with its cause and first fix.
+    """
+    if cfg.host_probe == "off":
+        return
+    variant = cfg.variant
+    failed = variant.missing_tools()
+    if cfg.operator.chart_path is None:
+        failed += chart_findings(cfg.operator.chart_repo, cfg.operator.chart_version)
+    failed += [f for f in variant.host_findings(cfg) if not f.ok]
+    if failed:
+        raise PreflightError(failed)
+
+
+def probe_and_preflight(cfg: LabConfig) -> HostFacts | None:
+    """Read the host's GPU facts and run the variant's preflight; report every failure at once.
+
+    Returns the facts (None with ``hostProbe: off``).
+
+    Raises:
+        PreflightError: the probe's failure (e.g. no nvidia-smi) together with every other
+            failed check (tools, Docker, resources), each with its first fix.
+        gpulab.nvsmi.NvidiaSmiParseError: nvidia-smi printed something unparseable.
+    """
+    from gpulab.probe import probe_capture, probe_nvidia_smi
+
+    failed: list[Finding] = []
+    facts: HostFacts | None = None
+    mode = cfg.effective_host_probe
+    try:
+        if mode == "nvidia-smi":
+            facts = probe_nvidia_smi()
+        elif mode == "capture":
+            facts = probe_capture(cfg.effective_capture)
+    except PreflightError as exc:
+        failed += exc.failures
+    try:
+        preflight_or_raise(cfg, facts)
+    except PreflightError as exc:
+        failed += exc.failures
+    if failed:
+        raise PreflightError(failed)
+    return facts
+
+
+def simulated_fields(cfg: LabConfig) -> list[str]:
+    """Output keys whose values are simulated in this lab (empty for a real GPU lab): the
+    variant decides (variants/<name>/)."""
+    return cfg.variant.simulated_fields(cfg)

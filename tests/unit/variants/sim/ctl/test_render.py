@@ -1,0 +1,291 @@
+"""Unit tests of variants.sim.ctl.render: the kwokctl config, the Stages, the nodes, the captures
+and the CRI log. No binaries, no processes, no network."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from variants.sim import ctl as sc
+
+NOW = dt.datetime(2026, 11, 29, 12, 0, 0, tzinfo=dt.UTC)
+CRI_LINE = re.compile(
+    r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z) (?P<stream>stdout|stderr) "
+    r"(?P<tag>[FP]) (?P<text>.*)$"
+)
+
+
+def _config_docs(**kwargs: Any) -> list[dict[str, Any]]:
+    text = sc.render_kwokctl_config(
+        kube_version="v1.36.3",
+        bin_dir=Path("/opt/sim/bin"),
+        log_file=Path("/work/sim/logs/nvidia-smi.log"),
+        **kwargs,
+    )
+    return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def _stage(docs: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    for d in docs:
+        if d["kind"] == "Stage" and d["metadata"]["name"] == name:
+            return d
+    raise AssertionError(f"no Stage {name!r} in {[d['metadata'].get('name') for d in docs]}")
+
+
+def _expr(stage: dict[str, Any], key: str) -> dict[str, Any]:
+    for e in stage["spec"]["selector"]["matchExpressions"]:
+        if e["key"] == key:
+            return dict(e)
+    raise AssertionError(f"Stage {stage['metadata']['name']} has no selector on {key}")
+
+
+# ------------------------------------------------------------------ kwokctl config
+
+
+def test_config_options_bind_loopback_and_use_local_binaries() -> None:
+    docs = _config_docs()
+    conf = docs[0]
+    assert conf["kind"] == "KwokctlConfiguration"
+    opts = conf["options"]
+    assert opts["bindAddress"] == "127.0.0.1"
+    assert opts["runtime"] == "binary"
+    assert opts["kubeVersion"] == "v1.36.3"
+    assert opts["kubeBinaryPrefix"] == "/opt/sim/bin"
+    assert opts["etcdBinary"] == "/opt/sim/bin/etcd"
+    assert opts["kwokControllerBinary"] == "/opt/sim/bin/kwok"
+    assert opts["kubectlBinary"] == "/opt/sim/bin/kubectl"
+    # No binary may be a URL: kwokctl would download it.
+    assert not any(str(v).startswith("http") for v in opts.values())
+    assert "componentsPatches" not in conf
+
+
+def test_config_lists_the_complete_stage_set() -> None:
+    names = {d["metadata"]["name"] for d in _config_docs() if d["kind"] == "Stage"}
+    assert names == {
+        "gpulab-node-initialize",
+        "gpulab-node-heartbeat-with-lease",
+        "gpulab-pod-ready",
+        "gpulab-pod-complete-job",
+        "gpulab-pod-complete-bare",
+        "gpulab-pod-delete",
+    }
+
+
+def test_bare_run_once_pod_stage_reaches_succeeded_with_exit_code_0() -> None:
+    stage = _stage(_config_docs(), "gpulab-pod-complete-bare")
+    assert stage["spec"]["resourceRef"] == {"apiGroup": "v1", "kind": "Pod"}
+    assert _expr(stage, ".status.phase") == {
+        "key": ".status.phase",
+        "operator": "In",
+        "values": ["Running"],
+    }
+    assert "Never" in _expr(stage, ".spec.restartPolicy")["values"]
+    assert _expr(stage, ".metadata.ownerReferences")["operator"] == "DoesNotExist"
+    assert _expr(stage, ".metadata.deletionTimestamp")["operator"] == "DoesNotExist"
+    assert 500 <= stage["spec"]["delay"]["durationMilliseconds"] <= 2000
+    template = stage["spec"]["next"]["statusTemplate"]
+    assert "phase: Succeeded" in template
+    assert "exitCode: 0" in template
+    assert stage["spec"]["next"]["event"]["reason"] == "SimulatedExit"
+
+
+def test_job_pod_stage_only_matches_job_pods() -> None:
+    stage = _stage(_config_docs(), "gpulab-pod-complete-job")
+    assert _expr(stage, ".metadata.ownerReferences.[].kind")["values"] == ["Job"]
+    assert "phase: Succeeded" in stage["spec"]["next"]["statusTemplate"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gpulab-node-initialize",
+        "gpulab-node-heartbeat-with-lease",
+        "gpulab-pod-ready",
+        "gpulab-pod-complete-job",
+        "gpulab-pod-complete-bare",
+        "gpulab-pod-delete",
+    ],
+)
+def test_every_stage_announces_that_it_simulates(name: str) -> None:
+    event = _stage(_config_docs(), name)["spec"]["next"]["event"]
+    assert event["reason"].startswith("Simulated")
+    assert "simulated" in event["message"]
+
+
+def test_node_initialize_keeps_existing_capacity() -> None:
+    template = _stage(_config_docs(), "gpulab-node-initialize")["spec"]["next"]["statusTemplate"]
+    assert "{{ with .status.capacity }}" in template
+    assert "{{ with .status.allocatable }}" in template
+
+
+def test_cluster_logs_select_the_smoke_pod_and_every_container() -> None:
+    docs = _config_docs(log_namespaces=("default", "lab"), log_pods=("gpu-smoke", "smoke-2"))
+    (logs,) = [d for d in docs if d["kind"] == "ClusterLogs"]
+    assert logs["spec"]["selector"] == {
+        "matchNamespaces": ["default", "lab"],
+        "matchNames": ["gpu-smoke", "smoke-2"],
+    }
+    (entry,) = logs["spec"]["logs"]
+    assert entry["logsFile"] == "/work/sim/logs/nvidia-smi.log"
+    assert "containers" not in entry  # the default entry serves any container name
+
+
+def test_config_adds_advertise_address_only_when_asked() -> None:
+    conf = _config_docs(apiserver_advertise_address="10.0.0.5")[0]
+    assert conf["componentsPatches"] == [
+        {
+            "name": "kube-apiserver",
+            "extraArgs": [{"key": "advertise-address", "value": "10.0.0.5"}],
+        }
+    ]
+
+
+def test_config_rejects_relative_paths() -> None:
+    with pytest.raises(ValueError, match="absolute"):
+        sc.render_kwokctl_config(kube_version="v1.36.3", bin_dir=Path("bin"), log_file=Path("/l/x.log"))
+
+
+# ------------------------------------------------------------------ node manifest
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_node_manifest_has_gpu_capacity_and_operator_labels(gpus: int) -> None:
+    info = sc.parse_capture(sc.load_capture(gpus))
+    node = sc.render_node_manifest("gpu-sim-node", gpus, info)
+    assert node["kind"] == "Node"
+    assert node["metadata"]["name"] == "gpu-sim-node"
+    for field in ("capacity", "allocatable"):
+        res = node["status"][field]
+        assert res["nvidia.com/gpu"] == str(gpus)
+        assert res["cpu"] == "16"
+        assert res["memory"] == "64Gi"
+        assert res["pods"] == "110"
+    labels = node["metadata"]["labels"]
+    assert labels["nvidia.com/gpu.present"] == "true"
+    assert labels["nvidia.com/gpu.count"] == str(gpus)
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-H200"
+    assert labels["nvidia.com/cuda.driver-version.full"] == "580.159.04"
+    assert labels["feature.node.kubernetes.io/pci-10de.present"] == "true"
+    for operand in (
+        "device-plugin",
+        "container-toolkit",
+        "dcgm-exporter",
+        "gpu-feature-discovery",
+    ):
+        assert labels[f"nvidia.com/gpu.deploy.{operand}"] == "true"
+    annotations = node["metadata"]["annotations"]
+    assert annotations["gpulab.dev/simulated"] == "true"
+    assert annotations["kwok.x-k8s.io/node"] == "fake"
+    # kwok's fake kubelet is reached through the Hostname kwok writes; none of our own.
+    assert "addresses" not in node["status"]
+    assert "taints" not in node["spec"]
+
+
+def test_node_manifest_rejects_zero_gpus() -> None:
+    info = sc.parse_capture(sc.load_capture(1))
+    with pytest.raises(ValueError):
+        sc.render_node_manifest("gpu-sim-node", 0, info)
+
+
+# ------------------------------------------------------------------ captures and CRI log
+
+
+@pytest.mark.parametrize(("gpus", "name"), [(1, "h200-1gpu"), (2, "h200-2gpu")])
+def test_capture_is_chosen_by_gpu_count(gpus: int, name: str) -> None:
+    assert sc.capture_name(gpus) == name
+    info = sc.parse_capture(sc.load_capture(gpus))
+    assert info.driver_version == "580.159.04"
+    assert info.cuda_version == "13.0"
+    assert info.gpu_names == ("NVIDIA H200",) * gpus
+    assert info.memory_mib == 143771
+
+
+def test_unknown_gpu_count_names_the_allowed_values() -> None:
+    with pytest.raises(ValueError, match="one of 1, 2"):
+        sc.capture_name(3)
+
+
+def test_parse_capture_rejects_other_text() -> None:
+    with pytest.raises(ValueError, match="Driver Version"):
+        sc.parse_capture("hello")
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_cri_log_lines_are_well_formed(gpus: int) -> None:
+    capture = sc.load_capture(gpus)
+    text = sc.render_cri_log(capture, NOW)
+    assert text.endswith("\n")
+    lines = text.splitlines()
+    assert len(lines) == len(capture.splitlines()) + 1
+    stamps = []
+    for line in lines:
+        m = CRI_LINE.match(line)
+        assert m, f"not a CRI log line: {line!r}"
+        assert m["stream"] == "stdout" and m["tag"] == "F"
+        stamps.append(dt.datetime.fromisoformat(m["ts"]))
+    assert stamps == sorted(stamps)
+    assert stamps[0] == NOW
+    texts = [CRI_LINE.match(line)["text"] for line in lines]  # type: ignore[index]
+    assert texts[0] == sc.LOG_BANNER
+    assert "simulated" in texts[0]
+    assert texts[1:] == capture.splitlines()
+    header = next(t for t in texts if "Driver Version:" in t)
+    assert "Driver Version: 580.159.04" in header and "CUDA Version: 13.0" in header
+
+
+def test_cri_log_keeps_the_separator_of_empty_lines() -> None:
+    text = sc.render_cri_log("a\n\nb", NOW)
+    assert text.splitlines()[2].endswith(" stdout F ")
+
+
+def test_cri_log_needs_an_aware_time() -> None:
+    with pytest.raises(ValueError):
+        sc.render_cri_log("x", dt.datetime(2026, 1, 1))
+
+
+# ------------------------------------------------------------------ node names (--nodes)
+
+
+def test_node_names_follow_the_first_node() -> None:
+    assert sc.node_names("gpu-sim-node", 1) == ["gpu-sim-node"]
+    assert sc.node_names("gpu-sim-node", 3) == ["gpu-sim-node", "gpu-sim-node-2", "gpu-sim-node-3"]
+
+
+@pytest.mark.parametrize("count", [0, -1, sc.MAX_NODES + 1])
+def test_node_count_is_bounded(count: int) -> None:
+    with pytest.raises(ValueError, match=f"nodes must be 1..{sc.MAX_NODES}"):
+        sc.node_names("n", count)
+
+
+def test_node_names_stay_dns_labels() -> None:
+    with pytest.raises(ValueError, match="not a DNS label"):
+        sc.node_names("n" * 62, 2)  # "nnn...-2" is 64 characters
+
+
+def test_stale_nodes_are_only_the_extra_numbered_ones() -> None:
+    existing = [
+        "gpu-sim-node",
+        "gpu-sim-node-2",
+        "gpu-sim-node-3",
+        "gpu-sim-node-x",
+        "other",
+        "gpu-sim-node2",
+    ]
+    assert sc.stale_nodes(existing, "gpu-sim-node", ["gpu-sim-node"]) == ["gpu-sim-node-2", "gpu-sim-node-3"]
+    assert sc.stale_nodes(existing, "gpu-sim-node", sc.node_names("gpu-sim-node", 3)) == []
+
+
+def test_every_node_gets_the_same_gpus_and_its_own_hostname_label() -> None:
+    info = sc.parse_capture(sc.load_capture(1))
+    manifests = [sc.render_node_manifest(n, 1, info) for n in sc.node_names("gpu-sim-node", 2)]
+    assert [m["metadata"]["labels"]["kubernetes.io/hostname"] for m in manifests] == [
+        "gpu-sim-node",
+        "gpu-sim-node-2",
+    ]
+    assert all(m["status"]["allocatable"]["nvidia.com/gpu"] == "1" for m in manifests)
+    assert all(m["metadata"]["annotations"]["gpulab.dev/simulated"] == "true" for m in manifests)

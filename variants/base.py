@@ -1,0 +1,173 @@
+"""The one interface every cluster variant implements, and the rest of the lab calls.
+
+The shape is NVIDIA holodeck's provider interface (one interface, one folder per
+environment kind): a variant says what it needs on this machine, checks its own config
+keys, makes the component that yields a kubeconfig, adjusts the operator's Helm values to
+its node runtime, and says whether a cluster it owns is gone. Everything a variant is
+lives in ``variants/<name>/``; the registry (``variants/__init__.py``) is the only place
+that knows the names.
+
+This module imports no Pulumi: config parsing and preflight use it before any resource
+exists. ``cluster`` imports the variant's component lazily.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    import pulumi
+
+    from components.cluster import ClusterOutputs
+    from gpulab.config import LabConfig, OperatorConfig
+    from gpulab.preflight import Finding
+    from gpulab.probe import HostFacts
+
+#: ``get(key)``: a config key's parsed value, or its default.
+Getter = Callable[[str], object]
+#: ``run(argv)``: a finished process (stdout, stderr, returncode), for status checks.
+Runner = Callable[[list[str]], Any]
+
+
+def run_quietly(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``argv`` with its output captured; 120 s at most."""
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A binary the variant runs on this machine, and how to get it."""
+
+    name: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class GpuExpectation:
+    """What allocatable must add up to, and where that number comes from.
+
+    Attributes:
+        physical: physical GPUs the cluster should show (None: unknown, e.g. no probe).
+        from_config: the count comes from config, not from this host's probe; it is then
+            also the ``hostGpuCount`` output.
+        source: the ``hostProbeSource`` output when the variant supplies the count itself
+            (``"config:expectedGpus"``), else None (the probe's own source).
+    """
+
+    physical: int | None
+    from_config: bool = False
+    source: str | None = None
+
+
+class Variant(ABC):
+    """One kind of cluster (minikube, kind, k3s, an existing cluster, the simulated one).
+
+    Class attributes:
+        name: the ``gpu-lab:cluster`` value and the stack name.
+        owns_cluster: the lab creates and deletes the cluster (so an unreachable cluster
+            that is confirmed gone may be pruned from the state, and the provider may drop
+            unreachable objects).
+        node_runtime: the container runtime on the GPU node that the operator's toolkit
+            would configure: ``docker``, ``containerd``, ``k3s`` or ``none`` (no containers
+            run), or ``unknown`` (policy ``toolkit-fits-runtime``).
+        tools: binaries it runs on this machine (preflight names each missing one's fix).
+        steps: its helper module's subcommands and their stable step names
+            (``{"up": "kind-cluster"}``; gpulab.argv.step_of).
+        exclusive_settings: ``(key, value)`` config settings that mean something for this
+            variant only and are refused for every other one.
+    """
+
+    name: ClassVar[str]
+    owns_cluster: ClassVar[bool] = True
+    node_runtime: ClassVar[str] = "unknown"
+    tools: ClassVar[tuple[Tool, ...]] = ()
+    steps: ClassVar[Mapping[str, str]] = {}
+    exclusive_settings: ClassVar[tuple[tuple[str, object], ...]] = ()
+
+    @property
+    def ctl(self) -> str:
+        """The variant's helper module, run as ``python -m variants.<name>.ctl``."""
+        return f"variants.{self.name}.ctl"
+
+    # --- config (pure) -------------------------------------------------------------
+
+    def check_keys(self, get: Getter, problems: list[str]) -> None:  # noqa: B027 (optional hook)
+        """Check the format of this variant's own keys, whichever variant is chosen (one
+        stack file may carry several); append one line per problem."""
+
+    def resolve(
+        self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """Checks that apply when this variant is chosen; returns LabConfig fields it resolves
+        (e.g. ``kubeconfig_path``). Append one line per problem."""
+        return {}
+
+    def operator_toolkit(self, requested: bool) -> bool:
+        """Whether the operator's container toolkit is on, given ``gpu-lab:toolkit``."""
+        return requested
+
+    def simulated(self, get: Getter) -> bool:
+        """True when the operator's work is simulated in this variant's lab."""
+        return False
+
+    def default_host_probe(self) -> str:
+        """``hostProbe: auto`` resolved: ``nvidia-smi``, ``capture`` or ``off``."""
+        return "nvidia-smi"
+
+    def runtime_class(self, cfg: LabConfig) -> str | None:
+        """The smoke Pod's ``runtimeClassName`` (None: the node's default runtime)."""
+        return None
+
+    def simulated_fields(self, cfg: LabConfig) -> list[str]:
+        """Output keys whose values are simulated in this lab (empty for a real GPU lab)."""
+        return []
+
+    # --- this machine (I/O) --------------------------------------------------------
+
+    def missing_tools(self, which: Callable[[str], str | None] = shutil.which) -> list[Finding]:
+        """One failed Finding per binary of :attr:`tools` that is not on PATH."""
+        from gpulab.preflight import Finding
+
+        return [
+            Finding(
+                f"tool-{t.name}", False, f"{t.name} is not on PATH (needed by the {self.name} lab)", t.fix
+            )
+            for t in self.tools
+            if which(t.name) is None
+        ]
+
+    def host_findings(self, cfg: LabConfig) -> list[Finding]:
+        """Every host check this variant needs, passing ones included (after its tools)."""
+        return []
+
+    # --- the program (Pulumi) ------------------------------------------------------
+
+    @abstractmethod
+    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
+        """The component that yields the cluster's kubeconfig and version."""
+
+    def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None:  # noqa: B027 (optional hook)
+        """Adjust the operator's chart values to this variant's node runtime, in place."""
+
+    def gpu_expectation(self, cfg: LabConfig, facts: HostFacts | None) -> GpuExpectation:
+        """Physical GPUs allocatable must add up to: by default, the host's."""
+        return GpuExpectation(facts.count if facts else None)
+
+    # --- outside the engine --------------------------------------------------------
+
+    def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
+        """Whether this lab's cluster ``profile`` no longer exists: (True|False|None, evidence).
+
+        None: this machine cannot tell (the caller then keeps the state).
+        """
+        return False, f"the lab does not own {self.name} clusters"
+
+    def start_or_delete_hint(self, profile: str) -> str:
+        """The first fix for a cluster of this variant that exists but does not answer."""
+        return "make the API server reachable"

@@ -1,0 +1,94 @@
+"""The existing variant: any cluster a kubeconfig reaches; the lab does not own it.
+
+Folder: ``component.py`` (ExistingCluster: the kubeconfig context flattened, a read-only
+census, the optional CRD clean-up), ``ctl.py`` (the helper: kubeconfig reading, census,
+CRD removal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from variants.base import Getter, GpuExpectation, Variant
+
+if TYPE_CHECKING:
+    import pulumi
+
+    from components.cluster import ClusterOutputs
+    from gpulab.config import LabConfig
+    from gpulab.probe import HostFacts
+
+
+class Existing(Variant):
+    """A cluster somebody else runs: operator, smoke test and checks only (see module docstring)."""
+
+    name = "existing"
+    owns_cluster = False
+    steps: ClassVar = {"census": "existing-census", "crd-plan": "existing-crd-cleanup"}
+    exclusive_settings = (("simulatedOperands", True), ("removeCrds", True))
+
+    def check_keys(self, get: Getter, problems: list[str]) -> None:
+        expected = int(get("expectedGpus"))  # type: ignore[call-overload]
+        if expected < 0:
+            problems.append(f"gpu-lab:expectedGpus={expected} must be >= 0")
+
+    def resolve(
+        self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
+    ) -> dict[str, Any]:
+        from variants.existing.config import resolve_kubeconfig
+
+        expected = int(get("expectedGpus"))  # type: ignore[call-overload]
+        if expected < 1:
+            problems.append(
+                f"gpu-lab:expectedGpus={expected}: cluster=existing needs the number of physical GPUs its "
+                "nodes should advertise in total (>= 1); allocatable is compared with it"
+            )
+        return resolve_kubeconfig(str(get("kubeconfigPath")), str(get("kubeContext")), env, problems)
+
+    def simulated(self, get: Getter) -> bool:
+        # A cluster where no operator process runs (e.g. a kwok cluster): stand-ins, labelled.
+        return bool(get("simulatedOperands"))
+
+    def default_host_probe(self) -> str:
+        return "off"  # the cluster is not this host
+
+    def simulated_fields(self, cfg: LabConfig) -> list[str]:
+        """The host facts are not simulated (there are none, or they are this host's), but
+        everything an operator process would have produced is."""
+        if not cfg.simulated:
+            return []
+        from gpulab import outputs as out
+
+        return [
+            out.ALLOCATABLE_GPUS,
+            out.CAPACITY_GPUS,
+            out.CLUSTER_POLICY_STATE,
+            out.DEVICE_PLUGIN_PODS,
+            out.SMOKE_PHASE,
+            out.SMOKE_DRIVER_VERSION,
+            out.SMOKE_CUDA_VERSION,
+        ]
+
+    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
+        from variants.existing import ctl
+        from variants.existing.component import ExistingArgs, ExistingCluster
+
+        return ExistingCluster(
+            "existing",
+            ExistingArgs(
+                kubeconfig_path=cfg.kubeconfig_path,
+                context=cfg.kube_context,
+                crds=ctl.operator_crds(cfg.operator.chart_path, cfg.operator.nfd),
+                remove_crds=cfg.remove_crds,
+                timeout_seconds=cfg.operator.timeout_seconds,
+            ),
+            opts,
+        )
+
+    def gpu_expectation(self, cfg: LabConfig, facts: HostFacts | None) -> GpuExpectation:
+        # The cluster is not this host: the config promises the count.
+        return GpuExpectation(cfg.expected_gpus, True, "config:expectedGpus" if facts is None else None)
+
+
+VARIANT = Existing()

@@ -1,0 +1,118 @@
+"""The k3s variant: k3s installed on this host by the lab, uninstalled on destroy.
+
+Folder: ``component.py`` (K3sCluster), ``ctl.py`` (the helper: the official installer
+with a pinned version, check-then-act, root and init-system checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from variants.base import Getter, Runner, Variant, run_quietly
+
+if TYPE_CHECKING:
+    import pulumi
+
+    from components.cluster import ClusterOutputs
+    from gpulab.config import LabConfig, OperatorConfig
+    from gpulab.preflight import Finding
+
+#: Oldest chart whose ClusterPolicy takes ``cdi.nriPluginEnabled`` as the way to inject GPUs
+#: (RKE2's GPU Operator docs recommend it from v26.3.x; it needs containerd >= 2.1).
+MIN_NRI_CHART = (26, 3, 0)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.lstrip("v").split("."))
+
+
+class K3s(Variant):
+    """k3s on this host, run as root (see module docstring). The installer brings every tool."""
+
+    name = "k3s"
+    node_runtime = "k3s"
+    steps: ClassVar = {"up": "k3s-install"}
+    exclusive_settings = (("k3sNriPlugin", True),)
+
+    def check_keys(self, get: Getter, problems: list[str]) -> None:
+        from gpulab.config import K3S_VERSION, NAMESPACE
+
+        version = str(get("k3sVersion"))
+        if not K3S_VERSION.match(version):
+            problems.append(
+                f"{NAMESPACE}:k3sVersion={version!r} must be a k3s release vMAJOR.MINOR.PATCH+k3sN, "
+                "e.g. v1.34.1+k3s1"
+            )
+
+    def resolve(
+        self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
+    ) -> dict[str, Any]:
+        from gpulab.config import CHART_VERSION, NAMESPACE
+
+        if not get("k3sNriPlugin"):
+            return {}
+        chart_version = str(get("chartVersion"))
+        if CHART_VERSION.match(chart_version) and _version_tuple(chart_version) < MIN_NRI_CHART:
+            problems.append(
+                f"{NAMESPACE}:k3sNriPlugin=true needs chartVersion >= v{'.'.join(map(str, MIN_NRI_CHART))} "
+                f"(got {chart_version!r})"
+            )
+        for key in ("cdi", "toolkit"):
+            if not bool(get(key)):
+                problems.append(
+                    f"{NAMESPACE}:k3sNriPlugin=true needs {key}=true "
+                    "(the chart refuses the NRI plugin without it)"
+                )
+        return {}
+
+    def runtime_class(self, cfg: LabConfig) -> str | None:
+        # k3s's containerd adds the nvidia handler and keeps runc the default; the NRI plugin
+        # injects into any runtime class.
+        from variants.k3s import ctl
+
+        return None if cfg.operator.nri_plugin else ctl.RUNTIME_CLASS
+
+    def host_findings(self, cfg: LabConfig) -> list[Finding]:
+        from variants.k3s import ctl
+
+        # Root, an init system, and no foreign k3s of another version (the installer
+        # would change it); the kubeconfig /etc/rancher/k3s/k3s.yaml is root-only.
+        return ctl.host_findings(cfg.k3s_version)
+
+    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
+        from variants.k3s.component import K3sArgs, K3sCluster
+
+        return K3sCluster(
+            "k3s", K3sArgs(version=cfg.k3s_version, timeout_seconds=cfg.cluster_timeout_seconds), opts
+        )
+
+    def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None:
+        from variants.k3s import ctl
+
+        if op.toolkit:
+            # k3s runs its own containerd: the chart's defaults (/etc/containerd/config.toml,
+            # /run/containerd/containerd.sock) name a containerd that is not k3s's. config.toml,
+            # not the .tmpl: k3s re-renders config.toml on start and re-adds the nvidia handler
+            # itself once it finds the runtime the toolkit installs under /usr/local/nvidia/toolkit.
+            values["toolkit"]["env"] = [
+                {"name": "CONTAINERD_CONFIG", "value": ctl.CONTAINERD_CONFIG},
+                {"name": "CONTAINERD_SOCKET", "value": ctl.CONTAINERD_SOCKET},
+                {"name": "CONTAINERD_RUNTIME_CLASS", "value": ctl.RUNTIME_CLASS},
+            ]
+        if op.nri_plugin:
+            # GPUs injected by the operator's NRI plugin (containerd >= 2.1), no runtime class.
+            values["cdi"]["nriPluginEnabled"] = True
+
+    def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
+        from variants.k3s import ctl
+
+        present = ctl.UNINSTALL_SCRIPT.exists()
+        return not present, f"{ctl.UNINSTALL_SCRIPT} {'exists' if present else 'is gone'}"
+
+    def start_or_delete_hint(self, profile: str) -> str:
+        return "start it (`sudo systemctl start k3s`) or uninstall it (`sudo k3s-uninstall.sh`)"
+
+
+VARIANT = K3s()

@@ -1,0 +1,301 @@
+"""k3s lifecycle for the lab: install and uninstall through commands, check-then-act.
+
+Run by the K3sCluster component as ``python3 -m variants.k3s.ctl up|down|preflight``, as
+root (the installer writes ``/usr/local/bin`` and a systemd unit, and
+``/etc/rancher/k3s/k3s.yaml`` is readable by root only).
+
+``up --version V``: when ``k3s --version`` already reports V, nothing is installed (a
+re-run is safe); otherwise the official install script (``https://get.k3s.io``) is
+downloaded to a temporary file and run as ``sh <script>`` with ``INSTALL_K3S_VERSION=V``
+in its environment (:func:`install_command`; the version is validated by config, and no
+shell pipes a download). A k3s of another version that gpu-lab did not install is left
+alone and ``up`` fails saying so. The lab writes :data:`MARKER` when it installs k3s, so
+``down`` uninstalls (``k3s-uninstall.sh``) only a k3s it installed, and succeeds when k3s
+is already gone. Then ``up`` waits for the node to be Ready and prints one JSON object:
+``{"kubeconfig", "kubernetesVersion", "version", "installed": bool}``.
+
+GPUs (docs.k3s.io, "Alternative Container Runtime Support"): k3s adds an ``nvidia``
+runtime handler to its containerd config when it finds ``nvidia-container-runtime`` at
+start (also under ``/usr/local/nvidia/toolkit``, where the GPU Operator's toolkit installs
+it) and ships a ``nvidia`` RuntimeClass; runc stays the default, so GPU Pods set
+``runtimeClassName: nvidia``. The operator's toolkit is pointed at k3s's containerd config
+and socket (:data:`CONTAINERD_CONFIG`, :data:`CONTAINERD_SOCKET`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from gpulab.preflight import Finding, PreflightError
+from gpulab.probe import Runner, run_command
+
+INSTALL_SCRIPT_URL: Final = "https://get.k3s.io"
+K3S_BIN: Final = Path("/usr/local/bin/k3s")
+UNINSTALL_SCRIPT: Final = Path("/usr/local/bin/k3s-uninstall.sh")
+KUBECONFIG: Final = Path("/etc/rancher/k3s/k3s.yaml")
+#: Written when the lab installs k3s; k3s-uninstall.sh removes /etc/rancher/k3s with it.
+MARKER: Final = Path("/etc/rancher/k3s/gpulab-installed.json")
+#: k3s renders its containerd config here on every start (docs.k3s.io "Configuring containerd").
+CONTAINERD_CONFIG: Final = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
+CONTAINERD_SOCKET: Final = "/run/k3s/containerd/containerd.sock"
+RUNTIME_CLASS: Final = "nvidia"
+CHECK_ROOT: Final = "k3s-root"
+CHECK_INIT: Final = "k3s-systemd"
+CHECK_INSTALLED: Final = "k3s-installed"
+_VERSION_RE: Final = re.compile(r"k3s version (v\d+\.\d+\.\d+\+k3s\d+)")
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def install_command(script: str, version: str) -> tuple[list[str], dict[str, str]]:
+    """``(argv, extra environment)`` that installs k3s ``version`` with the downloaded script.
+
+    The installer reads its options from the environment (``INSTALL_K3S_VERSION``); argv
+    carries only the script's path. No option disables the server's defaults: this is a
+    single-node server with the bundled containerd.
+    """
+    return ["sh", script], {"INSTALL_K3S_VERSION": version}
+
+
+def uninstall_argv() -> list[str]:
+    return [str(UNINSTALL_SCRIPT)]
+
+
+def version_argv() -> list[str]:
+    return [str(K3S_BIN), "--version"]
+
+
+def parse_version(output: str) -> str | None:
+    """``k3s --version`` output -> ``"v1.34.1+k3s1"``; None when it names no release."""
+    m = _VERSION_RE.search(output)
+    return m.group(1) if m else None
+
+
+def plan(installed: str | None, ours: bool, wanted: str) -> str:
+    """What ``up`` does: ``install`` (none there), ``reuse`` (the wanted version is there),
+    ``upgrade`` (another version that gpu-lab installed) or ``refuse`` (another version
+    somebody else installed: the lab does not take over a k3s it did not make)."""
+    if installed is None:
+        return "install"
+    if installed == wanted:
+        return "reuse"
+    return "upgrade" if ours else "refuse"
+
+
+def check_root(euid: int) -> Finding:
+    if euid == 0:
+        return Finding(CHECK_ROOT, True, "running as root")
+    return Finding(
+        CHECK_ROOT,
+        False,
+        "the k3s lab must run as root: the installer writes /usr/local/bin and a systemd unit, and "
+        f"{KUBECONFIG} (the kubeconfig the lab reads) is readable by root only",
+        "run it as root, keeping the environment: sudo -E make lab (GPULAB_STACK=k3s)",
+    )
+
+
+def check_init(systemd: bool, openrc: bool) -> Finding:
+    if systemd or openrc:
+        return Finding(CHECK_INIT, True, "systemd" if systemd else "openrc")
+    return Finding(
+        CHECK_INIT,
+        False,
+        "neither systemd nor openrc runs here: the k3s installer needs one to run k3s as a service",
+        "use a host booted with systemd (containers and WSL without systemd cannot run the k3s lab)",
+    )
+
+
+def check_installed(installed: str | None, ours: bool, wanted: str) -> Finding:
+    action = plan(installed, ours, wanted)
+    if action != "refuse":
+        what = {"install": "not installed; will install", "reuse": "installed at that version"}
+        return Finding(
+            CHECK_INSTALLED, True, f"k3s {wanted}: {what.get(action, f'upgrade from {installed}')}"
+        )
+    return Finding(
+        CHECK_INSTALLED,
+        False,
+        f"k3s {installed} is installed and gpu-lab did not install it; the lab would change its version "
+        f"to {wanted}",
+        f"use it as it is (pulumi config set k3sVersion {installed}), or uninstall it first "
+        f"({UNINSTALL_SCRIPT})",
+    )
+
+
+def ready_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Names of the nodes (JSON dicts) whose Ready condition is True."""
+    return [
+        str((n.get("metadata") or {}).get("name"))
+        for n in nodes
+        if any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in (n.get("status") or {}).get("conditions") or []
+        )
+    ]
+
+
+def installed_version(run: Runner = run_command) -> str | None:
+    if not K3S_BIN.exists():
+        return None
+    rc, out, err = run(version_argv())
+    return parse_version(out + err) if rc == 0 else None
+
+
+def host_findings(
+    wanted: str,
+    run: Runner = run_command,
+    euid: Callable[[], int] = os.geteuid,
+    marker: Path = MARKER,
+) -> list[Finding]:
+    """Every host check the k3s lab needs (passing ones included), in order."""
+    return [
+        check_root(euid()),
+        check_init(Path("/run/systemd/system").is_dir(), Path("/sbin/openrc-run").exists()),
+        check_installed(installed_version(run), marker.exists(), wanted),
+    ]
+
+
+# --------------------------------------------------------------------------- commands
+
+
+class K3sError(RuntimeError):
+    """A step failed; the message names the command and its output."""
+
+
+def _log(msg: str) -> None:
+    print(f"[k3s_ctl] {msg}", file=sys.stderr, flush=True)
+
+
+def _run(argv: Sequence[str], env: dict[str, str] | None = None, timeout: float | None = None) -> str:
+    full = {**os.environ, **(env or {})}
+    try:
+        proc = subprocess.run(list(argv), capture_output=True, text=True, env=full, timeout=timeout)
+    except FileNotFoundError as exc:
+        raise K3sError(f"{argv[0]}: not found") from exc
+    sys.stderr.write(proc.stderr[-4000:])
+    if proc.returncode != 0:
+        raise K3sError(f"`{' '.join(argv)}` failed (exit {proc.returncode}):\n{proc.stderr.strip()[-2000:]}")
+    return proc.stdout
+
+
+def _download(url: str, dest: Path) -> None:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as resp:  # a fixed https URL
+            dest.write_bytes(resp.read())
+    except OSError as exc:
+        raise K3sError(f"downloading the k3s installer from {url} failed: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class UpSpec:
+    """``version`` (validated ``v1.x.y+k3sN``), ``timeout`` in seconds for the node to be Ready."""
+
+    version: str
+    timeout: int = 600
+
+
+def _wait_ready(timeout: float) -> tuple[str, str]:
+    """Wait for k3s.yaml and a Ready node; return ``(kubeconfig, server gitVersion)``."""
+    from kubernetes import client
+
+    from gpulab.kube import load_clients
+
+    deadline = time.monotonic() + timeout
+    last = "k3s.yaml not written yet"
+    while time.monotonic() < deadline:
+        if KUBECONFIG.is_file():
+            text = KUBECONFIG.read_text(encoding="utf-8")
+            try:
+                api = load_clients(text)
+                nodes = [api.sanitize_for_serialization(n) for n in client.CoreV1Api(api).list_node().items]
+                if ready_nodes(nodes):
+                    return text, str(client.VersionApi(api).get_code().git_version)
+                last = "no node Ready yet"
+            except Exception as exc:  # the API server is still starting
+                last = str(exc).splitlines()[0]
+        time.sleep(2)
+    raise K3sError(
+        f"k3s did not become ready in {timeout:.0f}s ({last})\n"
+        "  fix: journalctl -u k3s -n 100; systemctl status k3s"
+    )
+
+
+def up(spec: UpSpec) -> dict[str, Any]:
+    """Install k3s if needed, wait for it, return its kubeconfig (module docstring)."""
+    failed = [f for f in host_findings(spec.version) if not f.ok]
+    if failed:
+        raise PreflightError(failed)
+    action = plan(installed_version(), MARKER.exists(), spec.version)
+    if action == "reuse":
+        _log(f"k3s {spec.version} is installed; not installing")
+    else:
+        with tempfile.TemporaryDirectory(prefix="gpulab-k3s-") as tmp:
+            script = Path(tmp) / "install.sh"
+            _download(INSTALL_SCRIPT_URL, script)
+            argv, env = install_command(str(script), spec.version)
+            _log(f"$ INSTALL_K3S_VERSION={spec.version} {' '.join(argv)}  ({action})")
+            _run(argv, env=env, timeout=spec.timeout)
+        MARKER.write_text(json.dumps({"version": spec.version, "installedBy": "gpu-lab"}) + "\n")
+    kubeconfig, server = _wait_ready(spec.timeout)
+    return {
+        "kubeconfig": kubeconfig,
+        "kubernetesVersion": server,
+        "version": spec.version,
+        "installed": action != "reuse",
+    }
+
+
+def down() -> dict[str, Any]:
+    """Uninstall k3s if gpu-lab installed it; a k3s already gone is success."""
+    if not UNINSTALL_SCRIPT.exists():
+        _log("k3s is already gone")
+        return {"uninstalled": False, "reason": "absent"}
+    if not MARKER.exists():
+        _log(f"k3s was not installed by gpu-lab ({MARKER} is absent); leaving it installed")
+        return {"uninstalled": False, "reason": "not installed by gpu-lab"}
+    _run(uninstall_argv(), timeout=600)
+    return {"uninstalled": True}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; prints one JSON object; exit 0 ok, 1 failure, 2 usage."""
+    ap = argparse.ArgumentParser(prog="python3 -m variants.k3s.ctl")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    u = sub.add_parser("up")
+    u.add_argument("--version", required=True)
+    u.add_argument("--timeout", type=int, default=600)
+    sub.add_parser("down")
+    p = sub.add_parser("preflight", help="the host checks, as JSON; exit 1 when one fails")
+    p.add_argument("--version", required=True)
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "up":
+            result = up(UpSpec(args.version, args.timeout))
+        elif args.cmd == "down":
+            result = down()
+        else:
+            findings = host_findings(args.version)
+            print(json.dumps([f.__dict__ for f in findings]))
+            return 0 if all(f.ok for f in findings) else 1
+    except (K3sError, PreflightError) as exc:
+        print(f"k3s_ctl: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The kind variant: GPUs injected into a kind worker the way NVIDIA's nvkind does it.
+
+Folder: ``component.py`` (KindCluster), ``ctl.py`` (the helper: kind config, create/delete,
+the in-node toolkit, and the host's NVIDIA runtime checks).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from variants.base import Getter, Runner, Tool, Variant, run_quietly
+
+if TYPE_CHECKING:
+    import pulumi
+
+    from components.cluster import ClusterOutputs
+    from gpulab.config import LabConfig, OperatorConfig
+    from gpulab.preflight import Finding
+
+
+class Kind(Variant):
+    """kind with one GPU worker holding every GPU (see module docstring)."""
+
+    name = "kind"
+    node_runtime = "containerd"
+    tools = (
+        Tool("kind", "install kind >= v0.30.0 (https://kind.sigs.k8s.io/docs/user/quick-start/)"),
+        Tool("docker", "install Docker Engine and the NVIDIA container toolkit"),
+        Tool("nvidia-ctk", "install nvidia-container-toolkit (it injects the GPUs into the kind node)"),
+    )
+    steps: ClassVar = {"up": "kind-cluster"}
+
+    def check_keys(self, get: Getter, problems: list[str]) -> None:
+        from gpulab.config import DEFAULT_KIND_NODE_IMAGE, IMAGE, NAMESPACE
+
+        image = str(get("kindNodeImage"))
+        m = IMAGE.match(image)
+        if not m or not m.group("digest"):
+            problems.append(
+                f"{NAMESPACE}:kindNodeImage={image!r} is not pinned by digest; use repo:tag@sha256:<digest> "
+                f"from the kind release notes, e.g. {DEFAULT_KIND_NODE_IMAGE}"
+            )
+
+    def resolve(
+        self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
+    ) -> dict[str, Any]:
+        if values.get("toolkit") is True:
+            problems.append(
+                "gpu-lab:toolkit=true with cluster=kind: the host's NVIDIA container toolkit injects the "
+                "GPUs into the kind node (nvkind's way), so the operator's toolkit stays off; "
+                "set toolkit=false"
+            )
+        return {}
+
+    def operator_toolkit(self, requested: bool) -> bool:
+        # The host's toolkit injects the GPUs into the node (nvkind).
+        return False
+
+    def runtime_class(self, cfg: LabConfig) -> str | None:
+        # kind_ctl gives the node's containerd an nvidia handler; runc stays the default.
+        return "nvidia"
+
+    def host_findings(self, cfg: LabConfig) -> list[Finding]:
+        from variants.kind import ctl
+
+        # Without docker or nvidia-ctk the runtime checks would only repeat that.
+        return [] if self.missing_tools() else ctl.host_findings()
+
+    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
+        from variants.kind.component import KindArgs, KindCluster
+
+        return KindCluster(
+            "kind",
+            KindArgs(
+                name=cfg.profile,
+                node_image=cfg.kind_node_image,
+                workdir=f".state/kind/{cfg.profile}",
+                timeout_seconds=cfg.cluster_timeout_seconds,
+            ),
+            opts,
+        )
+
+    def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None:
+        # The host's NVIDIA container toolkit injects the GPUs into the kind node (nvkind), and
+        # kind_ctl gives the node's containerd its nvidia handler: an operator toolkit would
+        # install a second runtime into the node and rewrite that containerd config.
+        values["toolkit"] = {"enabled": False}
+
+    def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
+        if shutil.which("kind") is None:
+            return None, "kind is not on PATH"
+        p = run(["kind", "get", "clusters"])
+        if p.returncode != 0:
+            return None, f"`kind get clusters` failed: {(p.stderr or p.stdout)[:200]}"
+        present = profile in {ln.strip() for ln in p.stdout.splitlines()}
+        return not present, f"kind cluster {profile} is {'listed' if present else 'absent'}"
+
+    def start_or_delete_hint(self, profile: str) -> str:
+        return (
+            f"start its node containers (`docker start {profile}-control-plane {profile}-worker`) "
+            f"or delete it (`kind delete cluster --name {profile}`)"
+        )
+
+
+VARIANT = Kind()

@@ -1,0 +1,165 @@
+"""minikube lifecycle for the lab, check-then-act, scoped to one named profile.
+
+Run by the MinikubeCluster component as ``python3 -m variants.minikube.ctl up|down|addon``.
+Every command names ``-p <profile>``; nothing here touches the user's default profile or
+``~/.kube/config`` context beyond the one minikube itself writes for the profile.
+
+``up`` starts the profile only when it is not already running (a re-run is safe), then
+prints one JSON object: ``{"kubeconfig": <flattened, self-contained kubeconfig>,
+"kubernetesVersion": "v1.x.y", "profile": ...}``. ``down`` deletes the profile and
+succeeds when it is already gone. ``addon`` enables or disables minikube's own
+``nvidia-device-plugin`` addon, which ``--gpus=all`` turns on: with the GPU Operator
+owning the device plugin, two plugins would both register ``nvidia.com/gpu``.
+
+Facts from kubernetes/minikube (FIELD-NOTES.md): GPUs need the docker driver and docker
+runtime, minikube >= 1.32; ``--gpus`` accepts all, nvidia, nvidia.com, amd.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+ADDON = "nvidia-device-plugin"
+
+
+@dataclass(frozen=True)
+class StartSpec:
+    """What ``minikube start`` is asked for. ``memory_mib`` in MiB."""
+
+    profile: str
+    cpus: int
+    memory_mib: int
+    kubernetes_version: str
+    gpus: str = "all"
+
+
+def start_argv(spec: StartSpec) -> list[str]:
+    """The ``minikube start`` argv for ``spec`` (no shell; values were validated by config)."""
+    return [
+        "minikube",
+        "start",
+        "-p",
+        spec.profile,
+        "--driver=docker",
+        "--container-runtime=docker",
+        f"--gpus={spec.gpus}",
+        f"--cpus={spec.cpus}",
+        f"--memory={spec.memory_mib}mb",
+        f"--kubernetes-version={spec.kubernetes_version}",
+    ]
+
+
+def status_argv(profile: str) -> list[str]:
+    return ["minikube", "status", "-p", profile, "-o", "json"]
+
+
+def delete_argv(profile: str) -> list[str]:
+    return ["minikube", "delete", "-p", profile]
+
+
+def addon_argv(profile: str, enabled: bool) -> list[str]:
+    return ["minikube", "addons", "enable" if enabled else "disable", ADDON, "-p", profile]
+
+
+def kubeconfig_argv(profile: str) -> list[str]:
+    """Flattened, minified kubeconfig of the profile's context (certificates inline)."""
+    return ["kubectl", "config", "view", "--flatten", "--minify", "--context", profile]
+
+
+def is_running(status_json: str) -> bool:
+    """True when ``minikube status -o json`` says host, kubelet and apiserver are Running.
+
+    minikube prints one object for a single node, a list for several; an unknown
+    profile prints non-JSON and exits non-zero (the caller treats that as not running).
+    """
+    try:
+        doc = json.loads(status_json)
+    except ValueError:
+        return False
+    nodes = doc if isinstance(doc, list) else [doc]
+    return bool(nodes) and all(
+        n.get("Host") == "Running" and n.get("Kubelet") == "Running" and n.get("APIServer") == "Running"
+        for n in nodes
+        if isinstance(n, dict)
+    )
+
+
+def _run(argv: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    try:
+        p = subprocess.run(list(argv), capture_output=True, text=True)
+    except FileNotFoundError:
+        sys.exit(f"{argv[0]} not found on PATH: install it (minikube >= 1.32, kubectl) and retry")
+    if check and p.returncode != 0:
+        from gpulab import diagnose
+        from variants.minikube.diagnose import diagnose_minikube_start
+
+        msg = p.stderr.strip() or p.stdout.strip()
+        if argv[:2] == ["minikube", "start"]:
+            d = diagnose_minikube_start(msg)
+            sys.exit(f"{' '.join(argv)} failed (exit {p.returncode}):\n{msg}\n\n{diagnose.render([d])}")
+        sys.exit(f"{' '.join(argv)} failed (exit {p.returncode}):\n{msg}")
+    return p
+
+
+def up(spec: StartSpec) -> dict[str, str]:
+    """Start the profile if needed; return kubeconfig and server version (see module doc)."""
+    st = _run(status_argv(spec.profile), check=False)
+    if is_running(st.stdout):
+        print(f"minikube profile {spec.profile} already running; not starting", file=sys.stderr)
+    else:
+        print("$ " + " ".join(start_argv(spec)), file=sys.stderr)
+        _run(start_argv(spec))
+    kubeconfig = _run(kubeconfig_argv(spec.profile)).stdout
+    ver = _run(["kubectl", "--context", spec.profile, "version", "-o", "json"]).stdout
+    server = json.loads(ver).get("serverVersion", {}).get("gitVersion", "")
+    return {"kubeconfig": kubeconfig, "kubernetesVersion": server, "profile": spec.profile}
+
+
+def down(profile: str) -> None:
+    """Delete the profile; a profile that no longer exists is success."""
+    listing = _run(["minikube", "profile", "list", "-o", "json"], check=False)
+    try:
+        valid = json.loads(listing.stdout).get("valid") or []
+        invalid = json.loads(listing.stdout).get("invalid") or []
+        names = {p.get("Name") for p in valid + invalid}
+    except (ValueError, AttributeError):
+        names = {profile}  # cannot tell: let minikube decide
+    if profile not in names:
+        print(f"minikube profile {profile} is already gone", file=sys.stderr)
+        return
+    _run(delete_argv(profile))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m variants.minikube.ctl")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    u = sub.add_parser("up")
+    u.add_argument("--profile", required=True)
+    u.add_argument("--cpus", type=int, required=True)
+    u.add_argument("--memory-mib", type=int, required=True)
+    u.add_argument("--kubernetes-version", required=True)
+    u.add_argument("--gpus", default="all")
+    d = sub.add_parser("down")
+    d.add_argument("--profile", required=True)
+    a = sub.add_parser("addon")
+    a.add_argument("--profile", required=True)
+    a.add_argument("--state", choices=("enabled", "disabled"), required=True)
+    args = ap.parse_args(argv)
+    if args.cmd == "up":
+        spec = StartSpec(args.profile, args.cpus, args.memory_mib, args.kubernetes_version, args.gpus)
+        print(json.dumps(up(spec)))
+    elif args.cmd == "down":
+        down(args.profile)
+    else:
+        _run(addon_argv(args.profile, args.state == "enabled"))
+        print(json.dumps({"addon": ADDON, "state": args.state}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

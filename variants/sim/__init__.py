@@ -1,0 +1,104 @@
+"""The sim variant: a real control plane with a kwok node that advertises GPUs, no GPU needed.
+
+Folder: ``component.py`` (SimCluster), ``ctl/`` (the helper: kwokctl's binary runtime on
+loopback, the node, the Stages and logs; rendering, process control and its CLI),
+``stages/`` (the kwok Stages). What is simulated and what is real: README.md, "The
+simulated lab".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from variants.base import Getter, Runner, Tool, Variant, run_quietly
+
+if TYPE_CHECKING:
+    import pulumi
+
+    from components.cluster import ClusterOutputs
+    from gpulab.config import LabConfig
+
+_BUILD = "run `make toolchain` (builds the simulated control plane)"
+
+
+class Sim(Variant):
+    """The simulated lab (see module docstring)."""
+
+    name = "sim"
+    node_runtime = "none"  # kwok nodes run no containers
+    tools = (
+        Tool("kwokctl", _BUILD),
+        Tool("kube-apiserver", _BUILD),
+        Tool("etcd", _BUILD),
+        Tool("kwok", _BUILD),
+        Tool("kubectl", _BUILD),
+    )
+    steps: ClassVar = {"up": "sim-cluster"}
+
+    def resolve(
+        self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
+    ) -> dict[str, Any]:
+        sim_gpus, replicas, smoke_gpus = (
+            int(str(get(k))) for k in ("simGpus", "timeSlicingReplicas", "smokeGpus")
+        )
+        if smoke_gpus > sim_gpus * replicas:
+            # The scheduler would leave the Pod Pending until smokeTimeoutSeconds: say it now.
+            problems.append(
+                f"gpu-lab:smokeGpus={smoke_gpus} is more than the simulated node offers "
+                f"(simGpus={sim_gpus} x timeSlicingReplicas={replicas}); lower smokeGpus or raise simGpus"
+            )
+        return {}
+
+    def simulated(self, get: Getter) -> bool:
+        return True
+
+    def default_host_probe(self) -> str:
+        return "capture"  # a real H200 capture shipped in gpulab/captures, labelled simulated
+
+    def simulated_fields(self, cfg: LabConfig) -> list[str]:
+        from gpulab import outputs as out
+
+        return [
+            out.HOST_GPU_COUNT,
+            out.HOST_GPU_MODELS,
+            out.HOST_GPUS,
+            out.HOST_DRIVER_VERSION,
+            out.HOST_MAX_CUDA,
+            out.ALLOCATABLE_GPUS,
+            out.CAPACITY_GPUS,
+            out.CLUSTER_POLICY_STATE,
+            out.DEVICE_PLUGIN_PODS,
+            out.SMOKE_PHASE,
+            out.SMOKE_DRIVER_VERSION,
+            out.SMOKE_CUDA_VERSION,
+        ]
+
+    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
+        from variants.sim.component import SimArgs, SimCluster
+
+        return SimCluster(
+            "sim",
+            SimArgs(
+                name=cfg.profile,
+                gpus=cfg.sim_gpus,
+                workdir=f".state/sim/{cfg.profile}",
+                timeout_seconds=cfg.cluster_timeout_seconds,
+            ),
+            opts,
+        )
+
+    def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
+        workdir = root / ".state" / "sim" / profile
+        there = workdir.exists()
+        return not there, f"the sim cluster directory {workdir} {'exists' if there else 'is gone'}"
+
+    def start_or_delete_hint(self, profile: str) -> str:
+        return (
+            f"start it (`make lab`) or remove it (`python -m variants.sim.ctl down --name {profile} "
+            f"--workdir .state/sim/{profile}`)"
+        )
+
+
+VARIANT = Sim()

@@ -1,0 +1,120 @@
+"""CLI of the simulated cluster: ``python -m variants.sim.ctl up|down|status``.
+
+The flags, the JSON printed and the exit codes are described in :mod:`variants.sim.ctl`.
+Every diagnostic goes to stderr; stdout carries only the JSON result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from variants.sim.ctl.cluster import UpOptions, down, status, up
+from variants.sim.ctl.process import SimClusterError
+from variants.sim.ctl.render import (
+    CAPTURES,
+    DEFAULT_LOG_NAMESPACES,
+    DEFAULT_LOG_PODS,
+    DEFAULT_NODE_NAME,
+    MAX_NODES,
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m variants.sim.ctl",
+        description="Simulated GPU cluster: a real Kubernetes control plane and one kwok GPU node.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--name", required=True, help="cluster name (a DNS label)")
+        sp.add_argument(
+            "--workdir",
+            required=True,
+            type=Path,
+            help="directory holding everything of the cluster",
+        )
+        sp.add_argument(
+            "--bin-dir",
+            type=Path,
+            default=None,
+            help="sim binaries (default: $GPULAB_SIM_BIN_DIR, else the dir of kwokctl on "
+            "PATH, else the toolchain cache)",
+        )
+
+    sp_up = sub.add_parser("up", help="create the cluster (or reuse it) and print its JSON")
+    common(sp_up)
+    sp_up.add_argument(
+        "--gpus",
+        type=int,
+        default=1,
+        help=f"nvidia.com/gpu of the node, one of {sorted(CAPTURES)}",
+    )
+    sp_up.add_argument("--node-name", default=DEFAULT_NODE_NAME, help="name of the (first) node")
+    sp_up.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help=f"simulated GPU nodes, 1..{MAX_NODES}; named NODE_NAME, NODE_NAME-2, ... (each --gpus)",
+    )
+    sp_up.add_argument(
+        "--log-namespace",
+        action="append",
+        default=None,
+        help="namespace of Pods whose logs serve the capture (repeatable; default: default)",
+    )
+    sp_up.add_argument(
+        "--log-pod",
+        action="append",
+        default=None,
+        help="name of Pods whose logs serve the capture (repeatable; default: gpu-smoke)",
+    )
+    sp_up.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the cluster")
+    sp_up.add_argument(
+        "--apiserver-advertise-address",
+        default=None,
+        help="only for hosts without a default route: an IP the API server advertises",
+    )
+    common(sub.add_parser("down", help="stop the cluster and remove the work dir"))
+    common(sub.add_parser("status", help="print whether the cluster is running"))
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; returns the exit code (0 ok, 1 failure, 2 usage)."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "up":
+            try:
+                opts = UpOptions(
+                    name=args.name,
+                    workdir=args.workdir,
+                    gpus=args.gpus,
+                    bin_dir=args.bin_dir,
+                    node_name=args.node_name,
+                    nodes=args.nodes,
+                    log_namespaces=tuple(args.log_namespace or DEFAULT_LOG_NAMESPACES),
+                    log_pods=tuple(args.log_pod or DEFAULT_LOG_PODS),
+                    timeout=args.timeout,
+                    apiserver_advertise_address=args.apiserver_advertise_address,
+                )
+            except ValueError as e:
+                print(f"simcluster: {e}", file=sys.stderr)
+                return 2
+            result = up(opts)
+        elif args.command == "down":
+            result = down(args.name, args.workdir, args.bin_dir)
+        else:
+            result = status(args.name, args.workdir, args.bin_dir)
+    except ValueError as e:
+        print(f"simcluster: {e}", file=sys.stderr)
+        return 2
+    except SimClusterError as e:
+        print(f"simcluster: error: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(result))
+    return 0

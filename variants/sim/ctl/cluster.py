@@ -1,0 +1,454 @@
+"""The simulated cluster's lifecycle: :func:`up`, :func:`down` and :func:`status`.
+
+``up`` writes the kwokctl config (:mod:`variants.sim.ctl.render`), has kwokctl create the
+control plane, applies the GPU nodes and waits until they are usable; the processes, ports
+and directories are handled by :mod:`variants.sim.ctl.process`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import fcntl
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from variants.sim.ctl.process import (
+    BUILD_FIX,
+    Paths,
+    PortInUseError,
+    SimClusterError,
+    Tools,
+    _cluster_pids,
+    _dead_components,
+    _diagnose_start_failure,
+    _env,
+    _has_fileno,
+    _kubectl,
+    _log,
+    _run,
+    _tail,
+    _teardown,
+)
+from variants.sim.ctl.render import (
+    DEFAULT_LOG_NAMESPACES,
+    DEFAULT_LOG_PODS,
+    DEFAULT_NODE_NAME,
+    GPU_RESOURCE,
+    CaptureInfo,
+    capture_name,
+    load_capture,
+    node_names,
+    parse_capture,
+    render_cri_log,
+    render_kwokctl_config,
+    render_node_manifest,
+    stale_nodes,
+    validate_name,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class UpOptions:
+    """Validated inputs of :func:`up` (see :mod:`variants.sim.ctl` for the CLI flags)."""
+
+    name: str
+    workdir: Path
+    gpus: int = 1
+    bin_dir: Path | None = None
+    node_name: str = DEFAULT_NODE_NAME
+    nodes: int = 1
+    log_namespaces: tuple[str, ...] = DEFAULT_LOG_NAMESPACES
+    log_pods: tuple[str, ...] = DEFAULT_LOG_PODS
+    timeout: float = 300.0
+    apiserver_advertise_address: str | None = None
+
+    def __post_init__(self) -> None:
+        validate_name("cluster name", self.name)
+        validate_name("node name", self.node_name)
+        node_names(self.node_name, self.nodes)
+        capture_name(self.gpus)
+        if not self.log_namespaces or not self.log_pods:
+            raise ValueError("--log-namespace and --log-pod need at least one value each")
+        for ns in self.log_namespaces:
+            validate_name("log namespace", ns)
+        if self.timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout}")
+
+
+def kube_version_of(tools: Tools) -> str:
+    """The stamped version of the kube-apiserver binary, e.g. ``"v1.36.3"``.
+
+    Raises:
+        SimClusterError: the binary is unstamped (``v0.0.0``) or does not run.
+    """
+    proc = _run([tools.path("kube-apiserver"), "--version"], {**os.environ}, timeout=60)
+    m = re.search(r"Kubernetes (v\d+\.\d+\.\d+\S*)", proc.stdout + proc.stderr)
+    if proc.returncode != 0 or not m:
+        raise SimClusterError(
+            f"`kube-apiserver --version` failed (exit {proc.returncode}): "
+            f"{(proc.stdout + proc.stderr).strip()[:300]}",
+            BUILD_FIX,
+        )
+    if m.group(1).startswith("v0.0.0"):
+        raise SimClusterError(
+            f"kube-apiserver in {tools.bin_dir} is not version-stamped ({m.group(1)}); "
+            "Helm would reject charts",
+            BUILD_FIX,
+        )
+    return m.group(1)
+
+
+def _api_ready(tools: Tools, paths: Paths) -> bool:
+    if not paths.kubeconfig.exists():
+        return False
+    proc = _kubectl(tools, paths, ["get", "--raw", "/readyz"], timeout=20)
+    return proc.returncode == 0 and proc.stdout.strip() == "ok"
+
+
+def _write_kubeconfig(tools: Tools, paths: Paths) -> str:
+    proc = _run(
+        [tools.path("kwokctl"), "--name", paths.name, "get", "kubeconfig"],
+        _env(paths, tools),
+        timeout=60,
+    )
+    if proc.returncode != 0 or "apiVersion" not in proc.stdout:
+        raise SimClusterError(
+            f"`kwokctl get kubeconfig` failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}",
+            f"run `python -m variants.sim.ctl down --name {paths.name} --workdir {paths.workdir}` "
+            "and `up` again",
+        )
+    paths.kubeconfig.touch(mode=0o600, exist_ok=True)
+    paths.kubeconfig.write_text(proc.stdout, encoding="utf-8")
+    return proc.stdout
+
+
+def _api_server_of(kubeconfig: str) -> str:
+    doc = yaml.safe_load(kubeconfig)
+    return str(doc["clusters"][0]["cluster"]["server"])
+
+
+def _server_version(tools: Tools, paths: Paths) -> str:
+    proc = _kubectl(tools, paths, ["get", "--raw", "/version"])
+    if proc.returncode != 0:
+        raise SimClusterError(f"GET /version failed: {proc.stderr.strip()}", "check the API server log")
+    return str(json.loads(proc.stdout)["gitVersion"])
+
+
+def _config_for(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str) -> str:
+    return render_kwokctl_config(
+        kube_version=kube_version,
+        bin_dir=tools.bin_dir,
+        log_file=paths.log_file,
+        log_namespaces=opts.log_namespaces,
+        log_pods=opts.log_pods,
+        apiserver_advertise_address=opts.apiserver_advertise_address,
+    )
+
+
+#: Attempts of ``kwokctl create cluster`` when a port was taken under it.
+CREATE_ATTEMPTS: Final = 3
+
+
+@contextlib.contextmanager
+def _create_lock() -> Iterator[None]:
+    """Serialise cluster creation among this user's processes.
+
+    kwokctl picks its ports by probing downwards from 32767, so two concurrent creates
+    choose the same ports and one loses. Holding this lock until the components listen
+    makes the next create see those ports taken and pick others.
+    """
+    path = Path(tempfile.gettempdir()) / f"gpulab-simcluster-{os.getuid()}.lock"
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _create_cluster(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str) -> None:
+    paths.config_file.write_text(_config_for(opts, tools, paths, kube_version), encoding="utf-8")
+    for attempt in range(1, CREATE_ATTEMPTS + 1):
+        try:
+            with _create_lock():
+                _create_once(opts, tools, paths, kube_version)
+            return
+        except PortInUseError as e:
+            if attempt == CREATE_ATTEMPTS:
+                raise
+            _log(f"{e.cause.splitlines()[0]}; retrying ({attempt}/{CREATE_ATTEMPTS - 1})")
+            time.sleep(random.uniform(0.5, 2.0))
+
+
+def _create_once(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str) -> None:
+    wait = max(30, int(opts.timeout))
+    argv = [
+        tools.path("kwokctl"),
+        "--name",
+        opts.name,
+        "create",
+        "cluster",
+        "--runtime",
+        "binary",
+        "--config",
+        str(paths.config_file),
+        "--kubeconfig",
+        "",  # never add a context to ~/.kube/config
+        "--wait",
+        f"{wait}s",
+    ]
+    _log(
+        f"creating cluster {opts.name!r} in {paths.workdir} (kube {kube_version}, "
+        f"{opts.nodes} node(s) x {opts.gpus} GPU)"
+    )
+    start = time.monotonic()
+    out = sys.stderr if _has_fileno(sys.stderr) else subprocess.DEVNULL
+    # Popen, not run: kwokctl waits up to 2 min for an API server that already exited,
+    # so a component that dies is detected here and reported at once.
+    kwokctl = subprocess.Popen(argv, env=_env(paths, tools), stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+    deadline = start + wait + 120
+    dead: list[str] = []
+    while kwokctl.poll() is None:
+        dead = _dead_components(paths)
+        if dead or time.monotonic() > deadline:
+            kwokctl.terminate()
+            try:
+                kwokctl.wait(10)
+            except subprocess.TimeoutExpired:
+                kwokctl.kill()
+                kwokctl.wait()
+            break
+        time.sleep(0.5)
+    if kwokctl.returncode != 0 or dead:
+        err = _diagnose_start_failure(paths, dead)
+        why = f"{', '.join(dead)} exited" if dead else f"kwokctl exited {kwokctl.returncode}"
+        _log(f"cluster did not start ({why}); stopping what did")
+        _teardown(paths, tools, remove_workdir=False)
+        raise err
+    # kwokctl only logs a failed --wait; check readiness ourselves.
+    _write_kubeconfig(tools, paths)
+    deadline = time.monotonic() + 60
+    while not _api_ready(tools, paths):
+        if time.monotonic() > deadline:
+            err = _diagnose_start_failure(paths, _dead_components(paths))
+            _teardown(paths, tools, remove_workdir=False)
+            raise err
+        time.sleep(1)
+    _log(f"control plane ready in {time.monotonic() - start:.1f}s")
+
+
+def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo, node_name: str) -> None:
+    """Create or update one GPU node; its status capacity/allocatable are patched too,
+    because an existing node keeps its status on apply."""
+    manifest = render_node_manifest(node_name, opts.gpus, info)
+    status = {"status": {k: manifest["status"][k] for k in ("capacity", "allocatable")}}
+    proc = _kubectl(
+        tools,
+        paths,
+        ["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        input_text=json.dumps(manifest),
+    )
+    if proc.returncode != 0:
+        raise SimClusterError(
+            f"creating node {node_name} failed: {proc.stderr.strip()}",
+            "check the API server log",
+        )
+    # Labels that a previous `up` with another GPU count set are replaced by apply; the
+    # status is a subresource, so it is patched explicitly.
+    proc = _kubectl(
+        tools,
+        paths,
+        [
+            "patch",
+            "node",
+            node_name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps(status),
+        ],
+    )
+    if proc.returncode != 0:
+        raise SimClusterError(
+            f"patching node {node_name} status failed: {proc.stderr.strip()}",
+            "check the API server log",
+        )
+
+
+def _node_state(tools: Tools, paths: Paths, node_name: str) -> tuple[bool, str | None]:
+    """(Ready, allocatable nvidia.com/gpu) of the node, or (False, None) when absent."""
+    proc = _kubectl(tools, paths, ["get", "node", node_name, "-o", "json"])
+    if proc.returncode != 0:
+        return False, None
+    node = json.loads(proc.stdout)
+    conds = node.get("status", {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+    return ready, node.get("status", {}).get("allocatable", {}).get(GPU_RESOURCE)
+
+
+def _remove_stale_nodes(opts: UpOptions, tools: Tools, paths: Paths, wanted: Sequence[str]) -> None:
+    """Delete the nodes an earlier ``up`` with more ``--nodes`` created."""
+    proc = _kubectl(tools, paths, ["get", "nodes", "-o", "name"])
+    existing = [line.removeprefix("node/") for line in proc.stdout.split()] if proc.returncode == 0 else []
+    for name in stale_nodes(existing, opts.node_name, wanted):
+        _log(f"deleting node {name} (not among the {len(wanted)} asked for)")
+        _kubectl(tools, paths, ["delete", "node", name, "--wait=false"])
+
+
+def _wait_usable(opts: UpOptions, tools: Tools, paths: Paths, names: Sequence[str]) -> None:
+    """Wait until every node is Ready with the GPUs and Pods can be created in every log namespace."""
+    deadline = time.monotonic() + opts.timeout
+    want = str(opts.gpus)
+    pending = list(names)
+    while True:
+        ready, gpus = False, None
+        while pending:
+            ready, gpus = _node_state(tools, paths, pending[0])
+            if not (ready and gpus == want):
+                break
+            pending.pop(0)
+        sa = _kubectl(
+            tools,
+            paths,
+            ["get", "serviceaccount", "default", "-n", "default", "-o", "name"],
+        )
+        if not pending and sa.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            kwok_log = paths.cluster_dir / "logs" / "kwok-controller.log"
+            node = pending[0] if pending else names[-1]
+            raise SimClusterError(
+                f"node {node} not usable after {opts.timeout:.0f}s (Ready={ready}, "
+                f"allocatable {GPU_RESOURCE}={gpus!r}, want {want}; default ServiceAccount "
+                f"{'present' if sa.returncode == 0 else 'missing'}); kwok log {kwok_log}:\n{_tail(kwok_log)}",
+                "check the kwok-controller and kube-controller-manager logs in that directory",
+            )
+        time.sleep(0.5)
+
+
+def up(opts: UpOptions) -> dict[str, Any]:
+    """Bring the cluster up (or reuse a healthy one) and return the JSON result.
+
+    Returns:
+        ``{"kubeconfig": str (flattened), "kubernetesVersion": "v1.36.3",
+        "apiServer": "https://127.0.0.1:PORT", "node": str (the first), "nodes": [str],
+        "gpus": int (per node), "totalGpus": int, "workdir": str}``
+
+    Raises:
+        SimClusterError: with the cause and the first fix.
+    """
+    tools = Tools.locate(opts.bin_dir)
+    paths = Paths(opts.name, opts.workdir.expanduser().absolute())
+    kube_version = kube_version_of(tools)
+    capture = load_capture(opts.gpus)
+    info = parse_capture(capture)
+
+    if paths.workdir.exists() and not paths.marker.exists() and any(paths.workdir.iterdir()):
+        raise SimClusterError(
+            f"work dir {paths.workdir} is not empty and was not made by variants.sim.ctl",
+            "pass an empty or new --workdir (down removes the whole directory)",
+        )
+    paths.workdir.mkdir(parents=True, exist_ok=True)
+    paths.marker.write_text(json.dumps({"name": opts.name}) + "\n", encoding="utf-8")
+    paths.log_file.parent.mkdir(parents=True, exist_ok=True)
+    # Rewritten on every up: the capture follows --gpus, and kwok reads the file per request.
+    paths.log_file.write_text(render_cri_log(capture, dt.datetime.now(dt.UTC)), encoding="utf-8")
+
+    reuse = False
+    if paths.cluster_dir.exists():
+        # The GPU count is not part of the kwokctl config (node and log file are updated in
+        # place); anything else that differs (binaries, version, log selectors, Stages)
+        # needs a new cluster.
+        old = paths.config_file.read_text(encoding="utf-8") if paths.config_file.exists() else ""
+        same_config = old == _config_for(opts, tools, paths, kube_version)
+        try:
+            _write_kubeconfig(tools, paths)
+            healthy = _api_ready(tools, paths) and bool(_cluster_pids(paths))
+        except SimClusterError:
+            healthy = False
+        reuse = healthy and same_config
+        if reuse:
+            _log(f"cluster {opts.name!r} is already running; reusing it")
+        else:
+            why = "its configuration changed" if healthy else "it is not healthy"
+            _log(f"cluster {opts.name!r} exists but {why}; recreating it")
+            _teardown(paths, tools, remove_workdir=False)
+    if not reuse:
+        _create_cluster(opts, tools, paths, kube_version)
+
+    names = node_names(opts.node_name, opts.nodes)
+    for node in names:
+        _ensure_node(opts, tools, paths, info, node)
+    _remove_stale_nodes(opts, tools, paths, names)
+    _wait_usable(opts, tools, paths, names)
+    # A component that lost a port race can exit after the API server answered; then a
+    # stranger (e.g. another cluster's kwok) may be serving this node's kubelet endpoint.
+    dead = _dead_components(paths)
+    if dead:
+        err = _diagnose_start_failure(paths, dead)
+        _teardown(paths, tools, remove_workdir=False)
+        raise err
+    kubeconfig = paths.kubeconfig.read_text(encoding="utf-8")
+    return {
+        "kubeconfig": kubeconfig,
+        "kubernetesVersion": _server_version(tools, paths),
+        "apiServer": _api_server_of(kubeconfig),
+        "node": names[0],
+        "nodes": names,
+        "gpus": opts.gpus,
+        "totalGpus": opts.gpus * len(names),
+        "workdir": str(paths.workdir),
+    }
+
+
+def down(name: str, workdir: Path, bin_dir: Path | None = None) -> dict[str, Any]:
+    """Stop the cluster and remove ``workdir``; a cluster that is already gone is success.
+
+    Works without the binaries too (the processes are found from their pid files and
+    command lines), so a cleared cache does not leave a cluster running.
+    """
+    validate_name("cluster name", name)
+    paths = Paths(name, workdir.expanduser().absolute())
+    try:
+        tools: Tools | None = Tools.locate(bin_dir, required=("kwokctl",))
+    except SimClusterError as e:
+        _log(f"{e.cause}; stopping the processes without kwokctl")
+        tools = None
+    existed = paths.workdir.exists()
+    _teardown(paths, tools, remove_workdir=True)
+    _log(f"cluster {name!r} is down; {paths.workdir} {'removed' if existed else 'was already absent'}")
+    return {"name": name, "workdir": str(paths.workdir), "running": False}
+
+
+def status(name: str, workdir: Path, bin_dir: Path | None = None) -> dict[str, Any]:
+    """``{"name", "workdir", "running": bool, "pids": [...]}`` plus ``apiServer`` and
+    ``node``/``gpus`` (allocatable) when running."""
+    validate_name("cluster name", name)
+    paths = Paths(name, workdir.expanduser().absolute())
+    pids = sorted(_cluster_pids(paths))
+    result: dict[str, Any] = {
+        "name": name,
+        "workdir": str(paths.workdir),
+        "running": False,
+        "pids": pids,
+    }
+    if not pids or not paths.kubeconfig.exists():
+        return result
+    tools = Tools.locate(bin_dir, required=("kubectl",))
+    if _api_ready(tools, paths):
+        result["running"] = True
+        result["apiServer"] = _api_server_of(paths.kubeconfig.read_text(encoding="utf-8"))
+    return result

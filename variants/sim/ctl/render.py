@@ -1,0 +1,321 @@
+"""Rendering for the simulated cluster: the kwokctl config, the GPU nodes, the Stages, the logs.
+
+Pure helpers: no side effects on import or call beyond reading package data
+(``gpulab/captures/``, ``variants/sim/stages/``), unit-tested without binaries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+#: Extended resource the NVIDIA device plugin advertises.
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+#: Annotation on every object this package fakes.
+SIMULATED_ANNOTATION: Final = "gpulab.dev/simulated"
+DEFAULT_NODE_NAME: Final = "gpu-sim-node"
+#: Most simulated GPU nodes one cluster gets (``--nodes``).
+MAX_NODES: Final = 8
+DEFAULT_LOG_NAMESPACES: Final = ("default",)
+DEFAULT_LOG_PODS: Final = ("gpu-smoke",)
+#: First line of every simulated log, so no reader mistakes it for a container's output.
+LOG_BANNER: Final = "# gpu-lab simulated: kwok serves this capture; no container ran"
+#: nvidia-smi capture (package data under ``gpulab/captures/``) per simulated GPU count.
+CAPTURES: Final[Mapping[int, str]] = {1: "h200-1gpu", 2: "h200-2gpu"}
+#: kwok Stages (package data under ``variants/sim/stages/``), in the order they are listed.
+#: A custom Stage list replaces all of kwokctl's defaults, so this is the complete set.
+STAGE_FILES: Final = (
+    "10-node-initialize.yaml",
+    "20-node-heartbeat-with-lease.yaml",
+    "30-pod-ready.yaml",
+    "40-pod-complete-job.yaml",
+    "50-pod-complete-bare.yaml",
+    "60-pod-delete.yaml",
+)
+#: Node allocatable besides the GPUs (a mid-size GPU server).
+NODE_CPU: Final = "16"
+NODE_MEMORY: Final = "64Gi"
+NODE_PODS: Final = "110"
+BIND_ADDRESS: Final = "127.0.0.1"
+
+_NAME_RE: Final = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DRIVER_RE: Final = re.compile(r"Driver Version:\s*([0-9][0-9.]*)")
+_CUDA_RE: Final = re.compile(r"CUDA Version:\s*([0-9][0-9.]*)")
+# A GPU row of the nvidia-smi table: "|   0  NVIDIA H200     On  |   00000000:...".
+_GPU_ROW_RE: Final = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off)\s+\|\s+[0-9A-Fa-f]{4,8}:")
+_MEMORY_RE: Final = re.compile(r"/\s*(\d+)MiB\s*\|")
+
+
+@dataclasses.dataclass(frozen=True)
+class CaptureInfo:
+    """Facts parsed from an ``nvidia-smi`` capture.
+
+    Attributes:
+        driver_version: e.g. ``"580.159.04"``.
+        cuda_version: newest CUDA the driver supports (header), e.g. ``"13.0"``.
+        gpu_names: one name per GPU row, in index order, e.g. ``("NVIDIA H200",)``.
+        memory_mib: total memory of GPU 0 in MiB, or ``None`` when not printed.
+    """
+
+    driver_version: str
+    cuda_version: str
+    gpu_names: tuple[str, ...]
+    memory_mib: int | None
+
+    @property
+    def product_label(self) -> str:
+        """GFD's ``nvidia.com/gpu.product`` value: the name with spaces as dashes."""
+        return self.gpu_names[0].replace(" ", "-") if self.gpu_names else "unknown"
+
+
+def parse_capture(text: str) -> CaptureInfo:
+    """Parse the header and GPU rows of a plain ``nvidia-smi`` output.
+
+    Raises:
+        ValueError: the text has no ``Driver Version:``/``CUDA Version:`` header.
+    """
+    driver = _DRIVER_RE.search(text)
+    cuda = _CUDA_RE.search(text)
+    if not driver or not cuda:
+        raise ValueError("not an nvidia-smi capture: no 'Driver Version:'/'CUDA Version:' header")
+    names: list[str] = []
+    memory: int | None = None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        row = _GPU_ROW_RE.match(line)
+        if row:
+            names.append(row.group(2).strip())
+            if memory is None and i + 1 < len(lines):
+                mem = _MEMORY_RE.search(lines[i + 1])
+                memory = int(mem.group(1)) if mem else None
+    return CaptureInfo(driver.group(1), cuda.group(1), tuple(names), memory)
+
+
+def capture_name(gpus: int) -> str:
+    """Name of the capture simulating ``gpus`` GPUs.
+
+    Raises:
+        ValueError: no capture for that count (the message lists the counts there are).
+    """
+    try:
+        return CAPTURES[gpus]
+    except KeyError:
+        have = ", ".join(str(n) for n in sorted(CAPTURES))
+        raise ValueError(f"no nvidia-smi capture for {gpus} GPUs; --gpus must be one of {have}") from None
+
+
+def load_capture(gpus: int) -> str:
+    """Text of the packaged ``nvidia-smi`` capture for ``gpus`` GPUs (see :data:`CAPTURES`)."""
+    ref = resources.files("gpulab").joinpath("captures", capture_name(gpus), "nvidia-smi.txt")
+    return ref.read_text(encoding="utf-8")
+
+
+def load_stages() -> list[dict[str, Any]]:
+    """The kwok Stage objects of :data:`STAGE_FILES`, parsed, in order."""
+    stages: list[dict[str, Any]] = []
+    base = resources.files("variants.sim").joinpath("stages")
+    for name in STAGE_FILES:
+        doc = yaml.safe_load(base.joinpath(name).read_text(encoding="utf-8"))
+        if not isinstance(doc, dict) or doc.get("kind") != "Stage":
+            raise ValueError(f"variants/sim/stages/{name} is not a kwok Stage")
+        stages.append(doc)
+    return stages
+
+
+def render_cri_log(capture: str, now: dt.datetime, banner: str = LOG_BANNER) -> str:
+    """Render ``banner`` then ``capture`` as a CRI container log (what the kubelet reads).
+
+    Each line is ``<RFC3339Nano UTC> stdout F <text>``; the separator after ``F`` is kept
+    for empty lines, because the CRI parser (``k8s.io/cri-client/pkg/logs``) needs it.
+    Lines get increasing timestamps 1 ms apart starting at ``now``.
+    """
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    start = now.astimezone(dt.UTC)
+    out: list[str] = []
+    for i, line in enumerate([banner, *capture.splitlines()]):
+        ts = (start + dt.timedelta(milliseconds=i)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        out.append(f"{ts} stdout F {line}")
+    return "\n".join(out) + "\n"
+
+
+def node_labels(gpus: int, info: CaptureInfo) -> dict[str, str]:
+    """Labels the GPU Operator, NFD and GFD would put on a node with ``gpus`` such GPUs."""
+    labels = {
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "type": "kwok",
+        "feature.node.kubernetes.io/pci-10de.present": "true",
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.count": str(gpus),
+        "nvidia.com/gpu.product": info.product_label,
+        "nvidia.com/gpu.deploy.device-plugin": "true",
+        "nvidia.com/gpu.deploy.container-toolkit": "true",
+        "nvidia.com/gpu.deploy.dcgm-exporter": "true",
+        "nvidia.com/gpu.deploy.gpu-feature-discovery": "true",
+        "nvidia.com/cuda.driver-version.full": info.driver_version,
+        "nvidia.com/cuda.runtime-version.full": info.cuda_version,
+    }
+    if info.memory_mib is not None:
+        labels["nvidia.com/gpu.memory"] = str(info.memory_mib)
+    return labels
+
+
+def render_node_manifest(node_name: str, gpus: int, info: CaptureInfo) -> dict[str, Any]:
+    """The kwok GPU Node, with ``status.capacity``/``allocatable`` including ``nvidia.com/gpu``.
+
+    kwok's node-initialize Stage keeps a status capacity/allocatable that is already set,
+    so the values survive. No Hostname address is set: the API server reaches kwok's fake
+    kubelet (logs) through the Hostname kwok writes (``localhost``). No taint: the GPU
+    Operator's pods must schedule here without tolerations.
+    """
+    if gpus < 1:
+        raise ValueError(f"gpus must be >= 1, got {gpus}")
+    resources_ = {
+        "cpu": NODE_CPU,
+        "memory": NODE_MEMORY,
+        "pods": NODE_PODS,
+        GPU_RESOURCE: str(gpus),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": node_name,
+            "labels": {"kubernetes.io/hostname": node_name, **node_labels(gpus, info)},
+            "annotations": {
+                SIMULATED_ANNOTATION: "true",
+                "kwok.x-k8s.io/node": "fake",
+                "node.alpha.kubernetes.io/ttl": "0",
+            },
+        },
+        "spec": {},
+        "status": {
+            "capacity": dict(resources_),
+            "allocatable": dict(resources_),
+            "nodeInfo": {
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "osImage": "gpu-lab simulated (kwok)",
+                "kernelVersion": "simulated",
+                "containerRuntimeVersion": "containerd://simulated",
+                "kubeletVersion": "simulated",
+                "kubeProxyVersion": "",
+                "bootID": "",
+                "machineID": "",
+                "systemUUID": "",
+            },
+        },
+    }
+
+
+def render_cluster_logs(log_file: Path, namespaces: Sequence[str], pods: Sequence[str]) -> dict[str, Any]:
+    """A kwok ``ClusterLogs`` serving ``log_file`` for every container of the matching Pods."""
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "ClusterLogs",
+        "metadata": {"name": "gpulab-nvidia-smi"},
+        "spec": {
+            "selector": {"matchNamespaces": list(namespaces), "matchNames": list(pods)},
+            # No "containers": the entry is the default for every container of the Pod.
+            "logs": [
+                {
+                    "logsFile": str(log_file),
+                    "previousLogsFile": str(log_file),
+                    "follow": False,
+                }
+            ],
+        },
+    }
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Dumps multi-line strings (Stage templates) as ``|`` blocks, for a readable config."""
+
+
+def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_BlockDumper.add_representer(str, _str_presenter)
+
+
+def render_kwokctl_config(
+    *,
+    kube_version: str,
+    bin_dir: Path,
+    log_file: Path,
+    log_namespaces: Sequence[str] = DEFAULT_LOG_NAMESPACES,
+    log_pods: Sequence[str] = DEFAULT_LOG_PODS,
+    apiserver_advertise_address: str | None = None,
+    stages: Sequence[Mapping[str, Any]] | None = None,
+) -> str:
+    """The ``kwokctl create cluster --config`` file: options, the full Stage list, ClusterLogs.
+
+    Every server binds ``127.0.0.1``; every binary is a local path in ``bin_dir`` (kwokctl
+    then downloads nothing). Paths must be absolute: kwok runs in the cluster's work dir.
+    """
+    for p in (bin_dir, log_file):
+        if not p.is_absolute():
+            raise ValueError(f"path must be absolute: {p}")
+    options: dict[str, Any] = {
+        "runtime": "binary",
+        "kubeVersion": kube_version,
+        "bindAddress": BIND_ADDRESS,
+        "kubeBinaryPrefix": str(bin_dir),
+        "kubectlBinary": str(bin_dir / "kubectl"),
+        "etcdBinary": str(bin_dir / "etcd"),
+        "kwokControllerBinary": str(bin_dir / "kwok"),
+    }
+    config: dict[str, Any] = {
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "kind": "KwokctlConfiguration",
+        "options": options,
+    }
+    if apiserver_advertise_address:
+        config["componentsPatches"] = [
+            {
+                "name": "kube-apiserver",
+                "extraArgs": [{"key": "advertise-address", "value": apiserver_advertise_address}],
+            }
+        ]
+    docs: list[Mapping[str, Any]] = [
+        config,
+        *(load_stages() if stages is None else stages),
+        render_cluster_logs(log_file, log_namespaces, log_pods),
+    ]
+    header = "# Generated by variants.sim.ctl; every listed Stage replaces kwok's defaults.\n"
+    return header + yaml.dump_all(docs, Dumper=_BlockDumper, sort_keys=False, explicit_start=True)
+
+
+def validate_name(kind: str, value: str) -> str:
+    """Return ``value`` if it is a DNS label; raise :class:`ValueError` naming ``kind`` otherwise."""
+    if not _NAME_RE.match(value):
+        raise ValueError(f"{kind} {value!r} is not a DNS label (lowercase letters, digits, '-', at most 63)")
+    return value
+
+
+def node_names(base: str, count: int) -> list[str]:
+    """Names of ``count`` simulated nodes: ``base``, ``base-2``, ... ``base-<count>``.
+
+    Raises:
+        ValueError: ``count`` outside 1..:data:`MAX_NODES`, or a name is not a DNS label.
+    """
+    if not 1 <= count <= MAX_NODES:
+        raise ValueError(f"nodes must be 1..{MAX_NODES}, got {count}")
+    names = [base, *(f"{base}-{i}" for i in range(2, count + 1))]
+    return [validate_name("node name", n) for n in names]
+
+
+def stale_nodes(existing: Iterable[str], base: str, wanted: Sequence[str]) -> list[str]:
+    """Nodes an earlier ``up`` with more ``--nodes`` made (``base-K`` not in ``wanted``), sorted."""
+    pattern = re.compile(re.escape(base) + r"(-\d+)?")
+    return sorted(n for n in existing if pattern.fullmatch(n) and n not in wanted)
