@@ -58,7 +58,8 @@ shortages), :mod:`~gpulab.diagnose.pods` (Pending, not Ready, Failed),
 :mod:`~gpulab.diagnose.helm` (the operator's release); a variant's own failures live in its
 folder (``variants.minikube.diagnose``: ``minikube start``); :mod:`~gpulab.diagnose.cluster`
 runs the cluster checks and orders them, :mod:`~gpulab.diagnose.formatting` renders them.
-Shared: :mod:`~gpulab.diagnose.record` (:class:`Diagnosis`), :mod:`~gpulab.diagnose.patterns` (the messages recognised),
+Shared: :mod:`~gpulab.diagnose.record` (:class:`Diagnosis`),
+:mod:`~gpulab.diagnose.patterns` (the messages recognised),
 :mod:`~gpulab.diagnose.roles` (what a pod is to the lab, and its rank),
 :mod:`~gpulab.diagnose.fields` (JSON readers), :mod:`~gpulab.diagnose.gpus` (GPU
 accounting), :mod:`~gpulab.diagnose.context` (the state one call reads).
