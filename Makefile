@@ -7,13 +7,15 @@ PY := .venv/bin/python
 VENV_STAMP := .venv/.stamp-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 PYTEST := . scripts/env.sh && $(PY) -m pytest
 
-.PHONY: help lab destroy preview card toolchain toolchain-tests venv test test-unit test-engine test-e2e lint bench clean-state
+.PHONY: help lab verify debug-bundle destroy preview card toolchain toolchain-tests venv test test-unit test-engine test-e2e lint bench clean-state
 
 help:
 	@echo "make lab        build the lab (GPU lab on a GPU host, simulated lab elsewhere)"
+	@echo "make verify     re-run the gate, the smoke test and the compute check now; rewrite the card"
+	@echo "make debug-bundle  one tar.gz under .state/ with the lab's state and logs, secrets removed"
 	@echo "make destroy    tear the lab down (zero residue)"
 	@echo "make preview    pulumi preview of the lab's stack, with the checklist policy pack"
-	@echo "make card       write baseline-card.md/json from the stack outputs"
+	@echo "make card       write baseline-card.md/json/html from the stack outputs"
 	@echo "make test       every test (unit, engine, end to end)"
 	@echo "make test-unit  fast tests, no engine"
 	@echo "make toolchain  find (or build, offline) what this machine's stack needs"
@@ -39,6 +41,15 @@ toolchain-tests: venv
 lab: venv
 	@stack=$$(scripts/choose-variant) && toolchain/setup.sh --stack $$stack && \
 	  GPULAB_STACK=$$stack GPULAB_CHOICE_QUIET=1 scripts/lab up
+
+# Measure again against the running lab: only the gate, the smoke Pod and the compute check
+# are replaced; ends with the card's one-line summary, exit code the checklist's.
+verify: venv
+	@scripts/lab verify
+
+# Works with the cluster down too: it bundles what it can read and says what it could not.
+debug-bundle: venv
+	@scripts/lab debug-bundle
 
 preview: venv
 	@stack=$$(scripts/choose-variant) && toolchain/setup.sh --stack $$stack && \

@@ -111,7 +111,8 @@ class GpuOperator(pulumi.ComponentResource):
 
     Outputs: ``chart_version``, ``chart_source``, ``components`` (dict of bools),
     ``allocatable_gpus`` / ``capacity_gpus`` (int|None), ``cluster_policy_state``,
-    ``device_plugin_pods`` (list[dict]), ``server_version``.
+    ``device_plugin_pods`` (list[dict]), ``server_version``, ``measured_at`` (when the gate
+    read them: UTC ISO 8601).
     """
 
     def __init__(
@@ -196,6 +197,7 @@ class GpuOperator(pulumi.ComponentResource):
         self.cluster_policy_state = facts.apply(lambda f: f.get("clusterPolicyState"))
         self.device_plugin_pods = facts.apply(lambda f: f.get("devicePluginPods"))
         self.server_version = facts.apply(lambda f: f.get("kubernetesVersion"))
+        self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
         self.register_outputs(
             {
                 "chartVersion": self.chart_version,
@@ -205,6 +207,7 @@ class GpuOperator(pulumi.ComponentResource):
                 "capacityGpus": self.capacity_gpus,
                 "clusterPolicyState": self.cluster_policy_state,
                 "devicePluginPods": self.device_plugin_pods,
+                "measuredAt": self.measured_at,
             }
         )
 

@@ -13,6 +13,7 @@ only thing that differs between a minikube, kind, k3s, existing or simulated lab
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pulumi
@@ -41,12 +42,16 @@ class Lab(pulumi.ComponentResource):
     """One GPU lab (see module docstring). Type token ``gpulab:lab:Lab``.
 
     Attributes: ``probe``, ``cluster``, ``provider``, ``operator``, ``smoke`` and
-    ``benchmark`` (None unless ``benchmarkPod``): the children; ``outputs``: output key ->
-    value, every key of gpulab.outputs this variant has.
+    ``benchmark`` (None unless ``benchmarkPod``): the children; ``run_at``: when this run
+    built the component (UTC ISO 8601); ``outputs``: output key -> value, every key of
+    gpulab.outputs this variant has.
     """
 
     def __init__(self, name: str, args: LabArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpulab:lab:Lab", name, None, opts)
+        # This run's time: the host was probed just before (components.edge); facts the gate
+        # and the smoke check did not re-measure in this run are older (the card says so).
+        self.run_at = datetime.now(UTC).isoformat(timespec="seconds")
         cfg, facts = args.config, args.facts
         variant = cfg.variant
         child = pulumi.ResourceOptions(parent=self)
@@ -134,10 +139,14 @@ class Lab(pulumi.ComponentResource):
             out.SMOKE_EVENTS: smoke.events,
             out.SMOKE_IMAGE: smoke.image,
             out.SMOKE_NODE: smoke.node,
+            out.RUN_AT: self.run_at,
+            out.GATE_MEASURED_AT: operator.measured_at,
+            out.SMOKE_MEASURED_AT: smoke.measured_at,
             **self.cluster.extra_outputs,
         }
         if self.benchmark is not None:
             outputs[out.MEASURED_TFLOPS] = self.benchmark.result.apply(
                 lambda r: {k: v.get("tflops") for k, v in (r.get("results") or {}).items()}
             )
+            outputs[out.TFLOPS_MEASURED_AT] = self.benchmark.result.apply(lambda r: r.get("measuredAt"))
         return outputs

@@ -64,7 +64,8 @@ class SmokeTest(pulumi.ComponentResource):
     """The smoke Pod and its check (see module docstring).
 
     Outputs: ``phase``, ``driver_version``, ``cuda_version`` (None on old drivers),
-    ``events`` (list of event reasons), ``node``, ``image``.
+    ``events`` (list of event reasons), ``node``, ``image``, ``measured_at`` (when the check
+    read them: UTC ISO 8601).
     """
 
     def __init__(
@@ -118,6 +119,7 @@ class SmokeTest(pulumi.ComponentResource):
         self.events = facts.apply(lambda f: f.get("smokeEvents"))
         self.node = facts.apply(lambda f: f.get("smokeNode"))
         self.image = pulumi.Output.from_input(args.image)
+        self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
         self.register_outputs(
             {
                 "phase": self.phase,
@@ -126,5 +128,6 @@ class SmokeTest(pulumi.ComponentResource):
                 "events": self.events,
                 "node": self.node,
                 "image": self.image,
+                "measuredAt": self.measured_at,
             }
         )

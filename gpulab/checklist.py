@@ -15,9 +15,11 @@ The five items, each with a stable kebab-case id:
                                 allocatable and the smoke log's driver
 =============================== =============================================================
 
-Statuses: ``pass``; ``fail``; ``not-evaluated`` (an input is unknown, e.g. during
-``pulumi preview``: "known after deployment"; never a pass); ``not-observable-in-simulation``
-(the simulated lab cannot produce the evidence, e.g. image pulls: kwok runs no kubelet).
+Each item is the lab's one finding record (:class:`gpulab.findings.Finding`, named
+:data:`Item` here) with a ``title``. Statuses (:class:`gpulab.findings.Status`): ``pass``;
+``fail``; ``not-evaluated`` (an input is unknown, e.g. during ``pulumi preview``: "known
+after deployment"; never a pass); ``not-observable-in-simulation`` (the simulated lab cannot
+produce the evidence, e.g. image pulls: kwok runs no kubelet).
 
 Unknown versus absent. A value is *unknown* when its key is missing from ``outputs``, when it
 is :data:`UNKNOWN`, when it is one of the Pulumi policy SDK's unknown sentinels
@@ -30,16 +32,19 @@ unhealthy).
 ``simulated`` on an item is True when any value it read is simulated: its key is listed in
 ``outputs[SIMULATED_FIELDS]``, or ``outputs[SIMULATED]`` is true and that list is missing.
 
-Fixes are the first reaction from the chapter's troubleshooting table (表 2) for the symptom.
+Fixes are the first reaction from the chapter's troubleshooting table (表 2) for the symptom
+(:mod:`gpulab.fixes`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
+from gpulab import fixes
 from gpulab import outputs as o
+from gpulab.findings import Finding, Status
+from gpulab.names import DEFAULT_PROFILE
 
 __all__ = [
     "CARD_REQUIRED",
@@ -58,10 +63,11 @@ __all__ = [
     "overall",
 ]
 
-PASS: Final = "pass"
-FAIL: Final = "fail"
-NOT_EVALUATED: Final = "not-evaluated"
-NOT_OBSERVABLE: Final = "not-observable-in-simulation"
+PASS: Final = Status.PASS
+FAIL: Final = Status.FAIL
+NOT_EVALUATED: Final = Status.NOT_EVALUATED
+NOT_OBSERVABLE: Final = Status.NOT_OBSERVABLE
+#: The statuses a checklist item can have.
 STATUSES: Final[tuple[str, ...]] = (PASS, FAIL, NOT_EVALUATED, NOT_OBSERVABLE)
 
 ITEM_IDS: Final[tuple[str, ...]] = (
@@ -115,49 +121,18 @@ _DEPLOYMENT_EVIDENCE: Final = (
     o.SMOKE_PHASE,
 )
 
-# The chapter's first reactions (表 2), as commands.
-_FIX_ALLOCATABLE: Final = (
-    "check the node sees the GPU: minikube -p {profile} ssh -- nvidia-smi; then the device "
-    "plugin's log: {plugin_logs}"
-)
-_FIX_PENDING: Final = (
-    "confirm the node has >= 4 CPUs / 8 GiB; kubectl describe pod gpu-smoke shows who blocks it"
-)
-_FIX_TOOLKIT: Final = (
-    "kubectl -n gpu-operator logs -l app=nvidia-container-toolkit-daemonset; wait for the "
-    "toolkit DaemonSet to be ready, then re-create the smoke Pod (pulumi up)"
-)
+#: One checklist line: the lab's finding record (``id``: one of :data:`ITEM_IDS`; ``title``:
+#: what is checked, with the chapter's step; ``status``: one of :data:`STATUSES`;
+#: ``observed``: what the outputs say, or why it is not evaluated; ``expected``: the
+#: condition for a pass; ``fix``: the first reaction from the chapter's troubleshooting
+#: table; ``simulated``: any value read was simulated). ``to_json()`` gives those keys.
+Item = Finding
 
 
-@dataclass(frozen=True)
-class Item:
-    """One checklist line.
-
-    ``id``: one of :data:`ITEM_IDS`; ``title``: what is checked, with the chapter's step;
-    ``status``: one of :data:`STATUSES`; ``observed``: what the outputs say (or why it is not
-    evaluated); ``expected``: the condition for a pass; ``fix``: the first reaction from the
-    chapter's troubleshooting table; ``simulated``: any value read was simulated.
-    """
-
-    id: str
-    title: str
-    status: str
-    observed: str
-    expected: str
-    fix: str
-    simulated: bool
-
-    def to_json(self) -> dict[str, Any]:
-        """The item as a JSON object with the same keys."""
-        return {
-            "id": self.id,
-            "title": self.title,
-            "status": self.status,
-            "observed": self.observed,
-            "expected": self.expected,
-            "fix": self.fix,
-            "simulated": self.simulated,
-        }
+def _item(
+    item_id: str, title: str, status: Status, observed: str, expected: str, fix: str, sim: bool
+) -> Item:
+    return Finding(item_id, status, observed, expected, fix, simulated=sim, title=title)
 
 
 class _View:
@@ -205,27 +180,25 @@ def _not_evaluated(keys: Sequence[str]) -> str:
     return f"{KNOWN_AFTER_DEPLOYMENT} ({', '.join(keys)} not known yet)"
 
 
-def _plugin_logs(view: _View) -> str:
-    if view.get(o.DEVICE_PLUGIN_OWNER) == "minikube-addon":
-        return "kubectl -n kube-system logs ds/nvidia-device-plugin-daemonset"
-    return "kubectl -n gpu-operator logs -l app=nvidia-device-plugin-daemonset"
+def _allocatable_fix(view: _View, profile: str) -> str:
+    addon = view.get(o.DEVICE_PLUGIN_OWNER) == "minikube-addon"
+    real = fixes.allocatable(profile, fixes.device_plugin_logs(addon=addon))
+    return _in_lab(view, fixes.sim_allocatable(), real)
 
 
 def _device_plugin_stable(view: _View, profile: str) -> Item:
     keys = [o.DEVICE_PLUGIN_PODS]
     title = "Device-plugin pods stay Running (step 3)"
     expected = "every device-plugin pod Running and Ready with 0 restarts"
-    fix = _in_lab(
-        view, _SIM_FIX_ALLOCATABLE, _FIX_ALLOCATABLE.format(profile=profile, plugin_logs=_plugin_logs(view))
-    )
+    fix = _allocatable_fix(view, profile)
     pods = view.get(o.DEVICE_PLUGIN_PODS)
     if view.unknown(o.DEVICE_PLUGIN_PODS) or pods is None:
         sim = view.simulated(keys)
-        return Item("device-plugin-stable", title, NOT_EVALUATED, _not_evaluated(keys), expected, fix, sim)
+        return _item("device-plugin-stable", title, NOT_EVALUATED, _not_evaluated(keys), expected, fix, sim)
     pod_list = [p for p in pods if isinstance(p, Mapping)] if isinstance(pods, list) else []
     sim = view.simulated(keys) or any(p.get("simulated") is True for p in pod_list)
     if not pod_list:
-        return Item("device-plugin-stable", title, FAIL, "no device-plugin pod seen", expected, fix, sim)
+        return _item("device-plugin-stable", title, FAIL, "no device-plugin pod seen", expected, fix, sim)
     bad = [
         p
         for p in pod_list
@@ -243,8 +216,8 @@ def _device_plugin_stable(view: _View, profile: str) -> Item:
             if restarting
             else ""
         )
-        return Item("device-plugin-stable", title, FAIL, observed + note, expected, fix, sim)
-    return Item("device-plugin-stable", title, PASS, observed, expected, fix, sim)
+        return _item("device-plugin-stable", title, FAIL, observed + note, expected, fix, sim)
+    return _item("device-plugin-stable", title, PASS, observed, expected, fix, sim)
 
 
 def _as_count(value: Any) -> Any:
@@ -257,9 +230,7 @@ def _as_count(value: Any) -> Any:
 def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
     keys = [o.ALLOCATABLE_GPUS, o.HOST_GPU_COUNT]
     title = "Allocatable nvidia.com/gpu equals the physical GPU count (step 4)"
-    fix = _in_lab(
-        view, _SIM_FIX_ALLOCATABLE, _FIX_ALLOCATABLE.format(profile=profile, plugin_logs=_plugin_logs(view))
-    )
+    fix = _allocatable_fix(view, profile)
     sim = view.simulated(keys)
     count = _as_count(view.get(o.HOST_GPU_COUNT))
     expected_n = count * replicas if isinstance(count, int) else None
@@ -270,7 +241,7 @@ def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
     )
     unknown = [k for k in keys if view.unknown(k)]
     if unknown or (view.get(o.ALLOCATABLE_GPUS) is not None and count is None):
-        return Item(
+        return _item(
             "allocatable-matches-gpus",
             title,
             NOT_EVALUATED,
@@ -283,15 +254,15 @@ def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
     cap = _as_count(view.get(o.CAPACITY_GPUS))
     if alloc is None:
         observed = "device plugin not registered: no node has nvidia.com/gpu in status.allocatable"
-        return Item("allocatable-matches-gpus", title, FAIL, observed, expected, fix, sim)
+        return _item("allocatable-matches-gpus", title, FAIL, observed, expected, fix, sim)
     if alloc == 0:
         observed = f"allocatable 0 (capacity {cap}): devices unhealthy, e.g. XID errors"
         if cap == 0:
             observed = "allocatable 0, capacity 0: the plugin registered but sees no GPU"
-        return Item("allocatable-matches-gpus", title, FAIL, observed, expected, fix, sim)
+        return _item("allocatable-matches-gpus", title, FAIL, observed, expected, fix, sim)
     observed = f"allocatable {alloc}, capacity {cap}, host GPUs {count}"
     status = PASS if alloc == expected_n else FAIL
-    return Item("allocatable-matches-gpus", title, status, observed, expected, fix, sim)
+    return _item("allocatable-matches-gpus", title, status, observed, expected, fix, sim)
 
 
 def _in_lab(view: _View, sim_fix: str, fix: str) -> str:
@@ -299,26 +270,16 @@ def _in_lab(view: _View, sim_fix: str, fix: str) -> str:
     return f"simulated lab: {sim_fix} (on a GPU host: {fix})" if view.simulated_lab else fix
 
 
-_SIM_FIX_ALLOCATABLE: Final = (
-    "the kwok node advertises simGpus GPUs (scripts/pulumi config get gpu-lab:simGpus) and the "
-    "device plugin is a stand-in: kubectl -n gpu-operator get ds nvidia-device-plugin-daemonset"
-)
-
-
 def _driver_matches(view: _View, profile: str) -> Item:
     keys = [o.SMOKE_DRIVER_VERSION, o.HOST_DRIVER_VERSION]
     title = "Smoke Pod's driver version equals the host baseline (kubectl logs gpu-smoke)"
     expected = "smoke log Driver Version == host Driver Version"
-    fix = (
-        f"compare the node's and the host's driver: minikube -p {profile} ssh -- nvidia-smi "
-        "and nvidia-smi on the host; after a driver upgrade reboot the host, then pulumi up to "
-        "refresh the baseline"
-    )
-    fix = _in_lab(view, "both versions come from the shipped capture (gpulab/captures): re-run make lab", fix)
+    sim_fix = "both versions come from the shipped capture (gpulab/captures): re-run make lab"
+    fix = _in_lab(view, sim_fix, fixes.driver_mismatch(profile))
     sim = view.simulated(keys)
     unknown = [k for k in keys if view.unknown(k) or view.get(k) is None]
     if unknown:
-        return Item(
+        return _item(
             "driver-version-matches",
             title,
             NOT_EVALUATED,
@@ -330,7 +291,7 @@ def _driver_matches(view: _View, profile: str) -> Item:
     smoke, host = str(view.get(o.SMOKE_DRIVER_VERSION)), str(view.get(o.HOST_DRIVER_VERSION))
     status = PASS if smoke == host else FAIL
     observed = f"smoke {smoke}, host {host}"
-    return Item("driver-version-matches", title, status, observed, expected, fix, sim)
+    return _item("driver-version-matches", title, status, observed, expected, fix, sim)
 
 
 def _events(view: _View) -> Item:
@@ -339,13 +300,13 @@ def _events(view: _View) -> Item:
     expected = "events include Scheduled (scheduler) and Pulled (kubelet)"
     sim = view.simulated(keys) or view.simulated_lab
     if view.unknown(o.SMOKE_EVENTS) or view.get(o.SMOKE_EVENTS) is None:
-        return Item(
+        return _item(
             "events-scheduled-and-pulled",
             title,
             NOT_EVALUATED,
             _not_evaluated(keys),
             expected,
-            _FIX_TOOLKIT,
+            fixes.toolkit(),
             sim,
         )
     raw = view.get(o.SMOKE_EVENTS)
@@ -354,13 +315,13 @@ def _events(view: _View) -> Item:
     pulled = "Pulled" in reasons
     seen = ", ".join(reasons) or "none"
     if not scheduled:
-        return Item(
+        return _item(
             "events-scheduled-and-pulled",
             title,
             FAIL,
             f"no Scheduled event (events: {seen})",
             expected,
-            _FIX_PENDING,
+            fixes.pending(),
             sim,
         )
     if view.simulated_lab:
@@ -369,26 +330,26 @@ def _events(view: _View) -> Item:
             f"Scheduled seen (real scheduler); Pulled not observable in simulation: kwok runs "
             f"no kubelet and pulls no image (events: {seen})"
         )
-        return Item(
+        return _item(
             "events-scheduled-and-pulled",
             title,
             NOT_OBSERVABLE,
             observed,
             expected,
-            _FIX_TOOLKIT,
+            fixes.toolkit(),
             sim,
         )
     if not pulled:
-        return Item(
+        return _item(
             "events-scheduled-and-pulled",
             title,
             FAIL,
             f"Scheduled seen, no Pulled event (events: {seen})",
             expected,
-            _FIX_TOOLKIT,
+            fixes.toolkit(),
             sim,
         )
-    return Item("events-scheduled-and-pulled", title, PASS, f"events: {seen}", expected, _FIX_TOOLKIT, sim)
+    return _item("events-scheduled-and-pulled", title, PASS, f"events: {seen}", expected, fixes.toolkit(), sim)
 
 
 #: Fields the baseline card must carry (the chapter: GPU count, allocatable, Pod log, plus the
@@ -409,12 +370,12 @@ def _card_complete(view: _View) -> Item:
         "GPU count and model, host driver, max CUDA, allocatable and the smoke log's driver "
         "recorded; measured TFLOPS optional"
     )
-    fix = "re-run the host probe and the smoke test (pulumi up), then python -m gpulab.card"
+    fix = fixes.card()
     keys = list(CARD_REQUIRED)
     sim = view.simulated(keys)
     unknown = [k for k in keys if view.unknown(k)]
     if unknown:
-        return Item(
+        return _item(
             "baseline-card-complete",
             title,
             NOT_EVALUATED,
@@ -437,7 +398,7 @@ def _card_complete(view: _View) -> Item:
         "python -m gpulab.card --tflops FILE); not a failure of the lab"
     )
     if missing:
-        return Item(
+        return _item(
             "baseline-card-complete",
             title,
             FAIL,
@@ -446,11 +407,11 @@ def _card_complete(view: _View) -> Item:
             fix,
             sim,
         )
-    return Item("baseline-card-complete", title, PASS, f"all recorded; {tflops_note}", expected, fix, sim)
+    return _item("baseline-card-complete", title, PASS, f"all recorded; {tflops_note}", expected, fix, sim)
 
 
 def evaluate(
-    outputs: Mapping[str, Any], *, time_slicing_replicas: int = 1, profile: str = "gpu-lab"
+    outputs: Mapping[str, Any], *, time_slicing_replicas: int = 1, profile: str = DEFAULT_PROFILE
 ) -> list[Item]:
     """Evaluate the checklist on stack outputs; returns the five items in :data:`ITEM_IDS` order.
 
@@ -477,13 +438,14 @@ def evaluate(
 
 def overall(items: Sequence[Item]) -> str:
     """``"fail"`` if any item failed, else ``"not-evaluated"`` if any was not evaluated, else
-    ``"pass"`` (``not-observable-in-simulation`` counts as pass: nothing contradicts it)."""
+    ``"pass"`` (``not-observable-in-simulation`` counts as pass: nothing contradicts it), as a
+    plain string."""
     statuses = {i.status for i in items}
     if FAIL in statuses:
-        return FAIL
+        return FAIL.value
     if NOT_EVALUATED in statuses:
-        return NOT_EVALUATED
-    return PASS
+        return NOT_EVALUATED.value
+    return PASS.value
 
 
 def exit_code(items: Sequence[Item]) -> int:

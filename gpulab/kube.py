@@ -3,8 +3,8 @@
 Run as ``python -m gpulab.kube gate ...`` / ``python -m gpulab.kube smoke ...`` by the
 components (as ``pulumi_command.local.Command`` resources, components/command.py). The kubeconfig arrives
 as YAML text in the ``GPULAB_KUBECONFIG`` environment variable (a secret; never argv).
-Each prints one JSON object on stdout (the facts the stack exports) and exits 0, or
-prints a diagnosis on stderr and exits 1.
+Each prints one JSON object on stdout (the facts the stack exports; ``gate`` and ``smoke`` with
+``measuredAt``, UTC ISO 8601, when they were read) and exits 0, or prints a diagnosis on stderr and exits 1.
 
 Talks to the API server through the official ``kubernetes`` Python client.
 
@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -283,6 +284,7 @@ def gate(
         "clusterPolicyState": state,
         "devicePluginPods": plugin_pods,
         "kubernetesVersion": version,
+        "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
 
@@ -357,6 +359,7 @@ def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | Non
         "smokeEvents": reasons,
         "smokeNode": (p.get("spec") or {}).get("nodeName"),
         "smokeLogSimulated": "gpu-lab simulated" in log.splitlines()[0] if log else False,
+        "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
 

@@ -68,6 +68,18 @@ SMOKE_IMAGE: Final = "smokeImage"
 #: Node the smoke Pod was scheduled to.
 SMOKE_NODE: Final = "smokeNode"
 
+# --- when each fact was measured (UTC ISO 8601, ``"2026-12-01T09:05:46+00:00"``) -----------
+#: When the newest ``pulumi up`` ran the program: the host probe (``host*``) read the host then.
+#: Facts measured before it come from an earlier run (the card flags them).
+RUN_AT: Final = "runAt"
+#: When the readiness gate read ``allocatableGpus``, ``capacityGpus``, ``clusterPolicyState``,
+#: ``devicePluginPods`` and ``kubernetesVersion``.
+GATE_MEASURED_AT: Final = "gateMeasuredAt"
+#: When the smoke check read the smoke Pod's phase, log and events (``smoke*``).
+SMOKE_MEASURED_AT: Final = "smokeMeasuredAt"
+#: With ``benchmarkPod``: when the benchmark Pod measured ``measuredTflops``.
+TFLOPS_MEASURED_AT: Final = "tflopsMeasuredAt"
+
 # --- existing cluster -----------------------------------------------------------------
 #: existing variant: what ``pulumi destroy`` leaves behind, e.g. ``["customresourcedefinition/
 #: clusterpolicies.nvidia.com"]`` (empty when ``removeCrds`` is on).
@@ -104,6 +116,10 @@ ALL_KEYS: Final = (
     SMOKE_EVENTS,
     SMOKE_IMAGE,
     SMOKE_NODE,
+    RUN_AT,
+    GATE_MEASURED_AT,
+    SMOKE_MEASURED_AT,
     LEFTOVERS,
     MEASURED_TFLOPS,
+    TFLOPS_MEASURED_AT,
 )

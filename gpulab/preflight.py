@@ -9,7 +9,9 @@ Exit codes: ``returncode=None`` means the binary was not found on ``PATH``. A no
 code is examined before any output is parsed, so an error message is never read as data.
 
 Check ids (:attr:`Finding.check`) are stable kebab-case names, the module constants
-``CHECK_*`` below.
+``CHECK_*`` below. A preflight :class:`Finding` is the lab's one finding record
+(:class:`gpulab.findings.Finding`) made with the preflight's arguments; the first fixes come
+from :mod:`gpulab.fixes`.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Final
 
-from gpulab import cuda, nvsmi
+from gpulab import findings, fixes, nvsmi
+from gpulab.errors import GpuLabError
+from gpulab.names import MIN_CPUS, MIN_MEMORY_MIB
 
 __all__ = [
     "CHECK_DOCKER_GPU_SELFTEST",
@@ -49,50 +52,39 @@ CHECK_DOCKER_GPU_SELFTEST: Final = "docker-gpu-selftest"
 
 #: Oldest minikube whose ``start`` accepts ``--gpus`` (kubernetes/minikube, v1.32.0).
 MIN_MINIKUBE: Final[tuple[int, int, int]] = (1, 32, 0)
-#: What the lab asks minikube for at least: with fewer, the operator, NFD and DCGM pods sit
-#: Pending (minikube's own default is 2 CPUs).
-MIN_CPUS: Final = 4
-MIN_MEMORY_MIB: Final = 8192
-
-_CTK_CONFIGURE: Final = "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"
-_CTK_FIX: Final = "install nvidia-container-toolkit, then " + _CTK_CONFIGURE
-_START_DOCKER_FIX: Final = "start the Docker daemon: sudo systemctl start docker"
-_DOCKER_GROUP_FIX: Final = (
-    "add your user to the docker group (sudo usermod -aG docker $USER), then log in again"
-)
 
 
-@dataclass(frozen=True)
-class Finding:
-    """Result of one preflight check.
+class Finding(findings.Finding):
+    """Result of one preflight check: the lab's finding record, made as
+    ``Finding(check, ok, message, fix="")``.
 
-    ``check`` is a stable kebab-case id (``CHECK_*``); ``ok`` whether the host passes;
-    ``message`` what was found (the cause, on failure); ``fix`` the first thing to try, ``""``
-    when ``ok``.
+    ``check`` is a stable kebab-case id (``CHECK_*``, the record's ``id``); ``ok`` whether the
+    host passes (status ``pass`` or ``fail``); ``message`` what was found (the cause, on
+    failure; the record's ``observed``); ``fix`` the first thing to try, ``""`` when ``ok``.
+    The record's other fields keep their defaults. ``dataclasses.replace`` does not apply
+    (it would call this constructor with the record's field names); build a new one.
     """
 
-    check: str
-    ok: bool
-    message: str
-    fix: str = ""
+    def __init__(self, check: str, ok: bool, message: str, fix: str = "") -> None:
+        super().__init__(check, findings.Status.PASS if ok else findings.Status.FAIL, message, fix=fix)
 
 
-class PreflightError(RuntimeError):
+class PreflightError(GpuLabError, RuntimeError):
     """One or more preflight checks failed; the message lists each cause and its first fix.
 
     ``failures`` holds the failed findings in the order given.
     """
 
-    def __init__(self, failures: Sequence[Finding]) -> None:
-        self.failures: tuple[Finding, ...] = tuple(failures)
+    def __init__(self, failures: Sequence[findings.Finding]) -> None:
+        self.failures: tuple[findings.Finding, ...] = tuple(failures)
         lines = [f"{len(self.failures)} preflight check(s) failed:"]
         lines += [f"- {f.check}: {f.message}\n  fix: {f.fix}" for f in self.failures]
         super().__init__("\n".join(lines))
 
 
-def raise_on_failures(findings: Iterable[Finding]) -> None:
+def raise_on_failures(found: Iterable[findings.Finding]) -> None:
     """Raise :class:`PreflightError` listing every failed finding; return when all passed."""
-    failures = [f for f in findings if not f.ok]
+    failures = [f for f in found if not f.ok]
     if failures:
         raise PreflightError(failures)
 
@@ -185,13 +177,13 @@ def _docker_unreachable(check: str, text: str, context: str | None) -> Finding |
         return _fail(
             check,
             f"no permission to talk to the Docker daemon{where}: {_quote(text)}",
-            _DOCKER_GROUP_FIX,
+            fixes.docker_group(),
         )
     if "cannot connect to the docker daemon" in lowered or "is the docker daemon running" in lowered:
         return _fail(
             check,
             f"the Docker daemon is not reachable{where}: {_quote(text)}",
-            _START_DOCKER_FIX,
+            fixes.start_docker(),
         )
     return None
 
@@ -275,7 +267,7 @@ def check_docker_info(
             f"no nvidia runtime in the running daemon (context {context}; runtimes: "
             f"{loaded_text}) and /etc/docker/daemon.json is not valid JSON "
             f"({daemon_json_error}): the daemon will fail on its next restart",
-            "fix /etc/docker/daemon.json, then " + _CTK_CONFIGURE,
+            "fix /etc/docker/daemon.json, then " + fixes.docker_runtime(),
         )
     if configured:
         if context == "default":
@@ -296,7 +288,7 @@ def check_docker_info(
     return _fail(
         check,
         f"the Docker daemon has no nvidia runtime (context {context}; runtimes: {loaded_text})",
-        _CTK_FIX,
+        fixes.install_toolkit(),
     )
 
 
@@ -324,13 +316,13 @@ def check_resources(cpus: int, memory_mib: int, want_cpus: int, want_memory_mib:
     operator, NFD and DCGM pods need to schedule). All shortfalls are in one message.
     """
     problems: list[str] = []
-    fixes: list[str] = []
+    todo: list[str] = []
     if want_cpus < MIN_CPUS or want_memory_mib < MIN_MEMORY_MIB:
         problems.append(
             f"minikube is asked for {want_cpus} CPUs / {want_memory_mib} MiB, below the "
             f"{MIN_CPUS} CPUs / {MIN_MEMORY_MIB} MiB the operator pods need"
         )
-        fixes.append(
+        todo.append(
             f"ask for at least --cpus={MIN_CPUS} --memory={MIN_MEMORY_MIB} "
             "(the stack's minikube cpus/memory config)"
         )
@@ -339,9 +331,9 @@ def check_resources(cpus: int, memory_mib: int, want_cpus: int, want_memory_mib:
             f"the host has {cpus} CPUs / {memory_mib} MiB, less than the {want_cpus} CPUs / "
             f"{want_memory_mib} MiB minikube is asked for"
         )
-        fixes.append("use a larger host, or lower the ask (not below the minimum above)")
+        todo.append("use a larger host, or lower the ask (not below the minimum above)")
     if problems:
-        return _fail(CHECK_HOST_RESOURCES, "; ".join(problems), "; ".join(fixes))
+        return _fail(CHECK_HOST_RESOURCES, "; ".join(problems), "; ".join(todo))
     return Finding(
         CHECK_HOST_RESOURCES,
         True,
@@ -403,8 +395,8 @@ def check_docker_gpu_selftest(
     suggest a fitting tag. Causes recognised on a non-zero exit:
 
     * ``unsatisfied condition: cuda>=X.Y``: the image needs a newer CUDA than the driver
-      supports; the fix names :func:`gpulab.cuda.newest_fitting_tag` when ``max_cuda`` is
-      known, and the minimum driver for ``X.Y`` when the table has it;
+      supports; the fix (:func:`gpulab.fixes.cuda_image`) names the newest fitting tag when
+      ``max_cuda`` is known, and the minimum driver for ``X.Y`` when the table has it;
     * ``could not select device driver "" with capabilities: [[gpu]]``: docker has no GPU
       support, fixed with nvidia-ctk;
     * daemon unreachable, ``nvidia-smi`` missing from the container (driver utilities not
@@ -435,7 +427,7 @@ def check_docker_gpu_selftest(
         return _fail(
             check,
             f"docker cannot hand GPUs to containers (--gpus all): {_quote(stderr or stdout)}",
-            _CTK_FIX,
+            fixes.install_toolkit(),
         )
     unreachable = _docker_unreachable(check, output, None)
     if unreachable is not None:
@@ -445,7 +437,8 @@ def check_docker_gpu_selftest(
             check,
             f"nvidia-smi is not in the container: the NVIDIA container toolkit did not mount "
             f"the driver utilities ({_quote(stderr or stdout)})",
-            "keep NVIDIA_DRIVER_CAPABILITIES including utility (nvidia/cuda images set it), then " + _CTK_FIX,
+            "keep NVIDIA_DRIVER_CAPABILITIES including utility (nvidia/cuda images set it), then "
+            + fixes.install_toolkit(),
         )
     if "nvidia-smi" in output.lower() or "nvml" in output.lower():
         return _nvidia_smi_error(check, returncode, output)
@@ -460,20 +453,4 @@ def _cuda_too_new(image: str, needed: str, max_cuda: str | None) -> Finding:
     message = f"image newer than driver: {image} needs CUDA >= {needed}"
     if max_cuda is not None:
         message += f", the driver supports CUDA {max_cuda} at most"
-    fixes: list[str] = []
-    if max_cuda is not None:
-        try:
-            tag = cuda.newest_fitting_tag(image, max_cuda)
-        except ValueError:
-            tag = None
-        if tag is not None:
-            fixes.append(f"use {tag}")
-    if not fixes:
-        fixes.append(
-            "use an image whose CUDA X.Y is at most the CUDA Version in the host's nvidia-smi header"
-        )
-    try:
-        fixes.append(f"or upgrade the driver to >= {cuda.min_driver_for(needed)}")
-    except cuda.UnknownCudaVersionError:
-        fixes.append(f"or upgrade to a driver that supports CUDA {needed}")
-    return _fail(CHECK_DOCKER_GPU_SELFTEST, message, ", ".join(fixes))
+    return _fail(CHECK_DOCKER_GPU_SELFTEST, message, fixes.cuda_image(image, needed, max_cuda))

@@ -1,15 +1,22 @@
 """Host probe: what GPUs, driver and CUDA ceiling this machine has.
 
-Two sources, one result shape (:class:`HostFacts`):
+Three sources, one result shape (:class:`HostFacts`):
 
+* NVML (a GPU host, :mod:`gpulab.nvml`): the driver's own library through ``pynvml``; no
+  text is parsed. ``source`` ``"nvml"``.
 * ``nvidia-smi`` (a GPU host): ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits``
-  for the GPUs and the plain ``nvidia-smi`` table header for the newest CUDA the driver
-  supports. The exit code is checked first; an error message is never parsed as a table.
+  for the GPUs, a separate ``--query-gpu=index,pci.bus_id,mig.mode.current,mig.mode.pending``
+  for the MIG mode (an old driver that does not know those fields fails that query alone; the
+  MIG mode is then None and a note says why), and the plain ``nvidia-smi`` table header for
+  the newest CUDA the driver supports. The exit code is checked first; an error message is
+  never parsed as a table. ``source`` ``"nvidia-smi"``.
 * a capture (the simulated lab): real nvidia-smi output recorded on H200 hosts and
   shipped in ``gpulab/captures/<name>/``; the facts are real but not *this* machine's, so
   ``simulated`` is true and the source says which capture.
 
-The command runner is injectable so the probe is tested without a GPU.
+:func:`probe_host` is the host probe: NVML where it loads and answers, nvidia-smi otherwise.
+On an H200 host both give the same facts (``tests/data/device-h200/``). The command runner
+and the NVML loader are injectable so the probe is tested without a GPU.
 """
 
 from __future__ import annotations
@@ -17,8 +24,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from gpulab import nvsmi
 from gpulab.preflight import Finding, PreflightError, check_nvidia_smi
@@ -48,9 +56,15 @@ class HostFacts:
         gpus: one :class:`gpulab.nvsmi.GpuInfo` per physical GPU (MIG instances excluded).
         driver_version: e.g. ``"580.159.04"``.
         max_cuda: newest CUDA the driver supports, e.g. ``"13.0"`` (None on very old drivers).
-        source: ``"nvidia-smi"`` or ``"capture:<name>"``.
+        source: how the facts were read, for export (the ``hostProbeSource`` output):
+            ``"nvml"``, ``"nvidia-smi"`` or ``"capture:<name>"``.
         simulated: True when the facts are not this machine's.
-        warnings: human-readable notes (e.g. mixed GPU models).
+        warnings: human-readable warnings (e.g. mixed GPU models); the lab logs them.
+        notes: how the probe got there, e.g. why NVML was not used or why the MIG mode is
+            unknown; informational, not logged as warnings.
+
+    Per GPU, ``gpus[i].mig_mode`` / ``mig_mode_pending`` is the MIG mode (``"Enabled"``,
+    ``"Disabled"``, None when the GPU has no MIG or the source could not tell).
     """
 
     gpus: tuple[nvsmi.GpuInfo, ...]
@@ -59,6 +73,7 @@ class HostFacts:
     source: str
     simulated: bool
     warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     @property
     def count(self) -> int:
@@ -69,11 +84,121 @@ class HostFacts:
         return sorted({g.name for g in self.gpus})
 
     def gpus_json(self) -> list[dict[str, int | str | None]]:
+        """Per-GPU dicts (:meth:`gpulab.nvsmi.GpuInfo.to_json`), the ``hostGpus`` output."""
         return [g.to_json() for g in self.gpus]
 
+    def to_json(self) -> dict[str, Any]:
+        """The whole result as plain JSON: ``gpus`` (see :meth:`gpus_json`), ``driverVersion``,
+        ``maxCuda``, ``source``, ``simulated``, ``warnings``, ``notes``."""
+        return {
+            "gpus": self.gpus_json(),
+            "driverVersion": self.driver_version,
+            "maxCuda": self.max_cuda,
+            "source": self.source,
+            "simulated": self.simulated,
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
+        }
 
-def facts_from_outputs(query_csv: str, table: str, source: str, simulated: bool) -> HostFacts:
+
+def facts_from_json(doc: dict[str, Any]) -> HostFacts:
+    """Rebuild :class:`HostFacts` from :meth:`HostFacts.to_json` output (e.g. a saved probe).
+
+    Raises ``KeyError`` for a missing key.
+    """
+    gpus = tuple(
+        nvsmi.GpuInfo(
+            index=int(g["index"]),
+            name=str(g["name"]),
+            uuid=g["uuid"],
+            driver_version=g["driverVersion"],
+            memory_total_mib=g["memoryMiB"],
+            pci_bus_id=g["pciBusId"],
+            compute_cap=g.get("computeCap"),
+            mig_mode=g.get("migMode"),
+            mig_mode_pending=g.get("migModePending"),
+        )
+        for g in doc["gpus"]
+    )
+    return HostFacts(
+        gpus=gpus,
+        driver_version=str(doc["driverVersion"]),
+        max_cuda=doc["maxCuda"],
+        source=str(doc["source"]),
+        simulated=bool(doc["simulated"]),
+        warnings=tuple(doc.get("warnings", ())),
+        notes=tuple(doc.get("notes", ())),
+    )
+
+
+#: Per-GPU fields :func:`compare_facts` compares (``compute_cap`` only where both sides have it:
+#: the nvidia-smi path does not ask for it, see :data:`gpulab.nvsmi.QUERY_FIELDS`).
+COMPARED_GPU_FIELDS = (
+    "index",
+    "name",
+    "uuid",
+    "driver_version",
+    "memory_total_mib",
+    "pci_bus_id",
+    "mig_mode",
+    "mig_mode_pending",
+)
+
+
+def compare_facts(a: HostFacts, b: HostFacts) -> list[str]:
+    """Differences between two probes of one host (``source``, ``notes`` and ``simulated`` aside).
+
+    Compares the driver version, max CUDA, the GPU count, and per GPU (in order) the fields of
+    :data:`COMPARED_GPU_FIELDS` plus ``compute_cap`` where both carry it. Returns one line per
+    difference, e.g. ``"gpu 0 mig_mode: nvml 'Disabled' != nvidia-smi None"``; ``[]`` when
+    they agree.
+    """
+    diffs: list[str] = []
+
+    def differ(what: str, x: object, y: object) -> None:
+        if x != y:
+            diffs.append(f"{what}: {a.source} {x!r} != {b.source} {y!r}")
+
+    differ("driver_version", a.driver_version, b.driver_version)
+    differ("max_cuda", a.max_cuda, b.max_cuda)
+    differ("gpu count", a.count, b.count)
+    for ga, gb in zip(a.gpus, b.gpus, strict=False):
+        for name in COMPARED_GPU_FIELDS:
+            differ(f"gpu {ga.index} {name}", getattr(ga, name), getattr(gb, name))
+        if ga.compute_cap is not None and gb.compute_cap is not None:
+            differ(f"gpu {ga.index} compute_cap", ga.compute_cap, gb.compute_cap)
+    return diffs
+
+
+def _with_mig(gpus: list[nvsmi.GpuInfo], mig_csv: str) -> list[nvsmi.GpuInfo]:
+    """Fill the MIG fields from the separate MIG query, matched by index (and bus id).
+
+    Raises:
+        gpulab.nvsmi.NvidiaSmiParseError: unreadable MIG rows, or rows that name other GPUs.
+    """
+    modes = {m.index: m for m in nvsmi.parse_mig_csv(mig_csv)}
+    out = []
+    for g in gpus:
+        m = modes.get(g.index)
+        if m is None or (m.pci_bus_id and g.pci_bus_id and m.pci_bus_id != g.pci_bus_id):
+            raise nvsmi.NvidiaSmiParseError(
+                f"MIG query rows {sorted(modes)} do not match GPU {g.index} ({g.pci_bus_id})"
+            )
+        out.append(replace(g, mig_mode=m.current, mig_mode_pending=m.pending))
+    return out
+
+
+def facts_from_outputs(
+    query_csv: str,
+    table: str,
+    source: str,
+    simulated: bool,
+    mig_csv: str | None = None,
+) -> HostFacts:
     """Build :class:`HostFacts` from recorded ``--query-gpu`` CSV and plain table output.
+
+    ``mig_csv``: the output of :func:`gpulab.nvsmi.mig_query_command`, or None when it was not
+    run or failed (the MIG fields then keep what ``query_csv`` carried, usually None).
 
     Raises:
         gpulab.nvsmi.NvidiaSmiParseError: unparseable output (the message quotes it).
@@ -85,6 +210,8 @@ def facts_from_outputs(query_csv: str, table: str, source: str, simulated: bool)
         raise PreflightError(
             [Finding("gpus-present", False, f"{source}: no GPU listed", "check `nvidia-smi -L`")]
         )
+    if mig_csv is not None:
+        gpus = _with_mig(gpus, mig_csv)
     warn = nvsmi.model_warning(gpus)
     driver = gpus[0].driver_version or header.driver_version
     return HostFacts(
@@ -98,7 +225,10 @@ def facts_from_outputs(query_csv: str, table: str, source: str, simulated: bool)
 
 
 def probe_nvidia_smi(run: Runner = run_command) -> HostFacts:
-    """Probe this host with nvidia-smi.
+    """Probe this host with nvidia-smi (three commands: the GPU query, the MIG query, the table).
+
+    A failing MIG query (a driver that does not know ``mig.mode.*``, or output this parser
+    cannot read) does not fail the probe: the MIG fields stay None and ``notes`` says why.
 
     Raises:
         PreflightError: nvidia-smi missing or failing (cause and first fix).
@@ -108,15 +238,58 @@ def probe_nvidia_smi(run: Runner = run_command) -> HostFacts:
     finding = check_nvidia_smi(rc, out, err)
     if not finding.ok:
         raise PreflightError([finding])
+    rc_mig, mig_out, mig_err = run(nvsmi.mig_query_command())
     rc2, table, err2 = run(["nvidia-smi"])
     finding2 = check_nvidia_smi(rc2, table, err2)
     if not finding2.ok:
         raise PreflightError([finding2])
-    return facts_from_outputs(out, table, "nvidia-smi", simulated=False)
+    notes: list[str] = []
+    mig_csv: str | None = mig_out
+    if rc_mig != 0:
+        first = next((ln.strip() for ln in f"{mig_err}\n{mig_out}".splitlines() if ln.strip()), "")
+        notes.append(f"MIG mode unknown: the nvidia-smi MIG query exited {rc_mig}: {first!r}")
+        mig_csv = None
+    try:
+        facts = facts_from_outputs(out, table, "nvidia-smi", simulated=False, mig_csv=mig_csv)
+    except nvsmi.NvidiaSmiParseError as exc:
+        if mig_csv is None:
+            raise
+        notes.append(f"MIG mode unknown: {exc}")
+        facts = facts_from_outputs(out, table, "nvidia-smi", simulated=False)
+    return replace(facts, notes=tuple(notes))
+
+
+def probe_host(run: Runner = run_command, nvml_loader: Callable[[], Any] | None = None) -> HostFacts:
+    """Probe this host: NVML where it loads and answers, nvidia-smi otherwise.
+
+    ``nvml_loader`` (tests) returns the ``pynvml`` module or a fake; default
+    :func:`gpulab.nvml.load_pynvml`. When NVML is not used, ``notes`` says why (e.g. the
+    binding is not installed) and the facts come from :func:`probe_nvidia_smi`.
+
+    Raises:
+        PreflightError: neither source works; lists NVML's cause and fix, then nvidia-smi's.
+        gpulab.nvsmi.NvidiaSmiParseError: NVML failed and nvidia-smi printed something
+            unparseable.
+    """
+    from gpulab import nvml
+
+    try:
+        return nvml.probe_nvml(nvml_loader or nvml.load_pynvml)
+    except nvml.NvmlUnavailable as exc:
+        nvml_finding = exc.finding
+    try:
+        facts = probe_nvidia_smi(run)
+    except PreflightError as exc:
+        raise PreflightError([nvml_finding, *exc.failures]) from exc
+    note = f"NVML not used ({nvml_finding.message}); read with nvidia-smi"
+    return replace(facts, notes=(note, *facts.notes))
 
 
 def probe_capture(name: str, captures_dir: Path = CAPTURES_DIR) -> HostFacts:
     """Read the shipped capture ``name`` (e.g. ``"h200-1gpu"``); the result is simulated.
+
+    A capture may carry ``query-mig.csv`` (the output of
+    :func:`gpulab.nvsmi.mig_query_command`); without it the MIG mode is None.
 
     Raises:
         FileNotFoundError: no such capture (names the directory searched).
@@ -126,4 +299,11 @@ def probe_capture(name: str, captures_dir: Path = CAPTURES_DIR) -> HostFacts:
     if not csv_path.is_file() or not table_path.is_file():
         known = sorted(p.name for p in captures_dir.iterdir()) if captures_dir.is_dir() else []
         raise FileNotFoundError(f"capture {name!r} not found in {captures_dir} (known: {known})")
-    return facts_from_outputs(csv_path.read_text(), table_path.read_text(), f"capture:{name}", simulated=True)
+    mig_path = d / "query-mig.csv"
+    return facts_from_outputs(
+        csv_path.read_text(),
+        table_path.read_text(),
+        f"capture:{name}",
+        simulated=True,
+        mig_csv=mig_path.read_text() if mig_path.is_file() else None,
+    )

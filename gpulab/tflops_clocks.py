@@ -247,33 +247,51 @@ def open_sampler(
 
 
 def _stats(values: Sequence[float], digits: int) -> dict[str, float] | None:
+    """``{"median", "min", "max"}`` rounded to ``digits`` (integers when 0); None when empty."""
     if not values:
         return None
-    return {
-        "median": round(statistics.median(values), digits),
-        "min": round(min(values), digits),
-        "max": round(max(values), digits),
-    }
+
+    def r(x: float) -> float:
+        return round(x) if digits == 0 else round(x, digits)
+
+    return {"median": r(statistics.median(values)), "min": r(min(values)), "max": r(max(values))}
 
 
 def summarize(samples: Sequence[Sample], t0: float, t1: float) -> dict[str, Any]:
-    """Summarise the samples taken in ``[t0, t1]`` (host seconds).
+    """Summarise the samples taken in ``[t0, t1]`` (host seconds); see :func:`summarize_windows`."""
+    return summarize_windows(samples, [(t0, t1)])
+
+
+def summarize_windows(samples: Sequence[Sample], windows: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    """Summarise the samples taken inside any of ``windows`` (``(t0, t1)`` host seconds).
 
     Returns ``{"samples": n, "smClockMHz": {"median", "min", "max"} | None, "powerW": ...,
-    "powerInstantW": ..., "tempC": ..., "clockEventReasons": [names seen]}``. When no sample
-    falls inside the window (a run shorter than the sampling interval) the one sample nearest
-    to its middle stands in, and ``samples`` is 0 with ``"nearestSampleMs"`` its distance.
+    "powerSource": "instant" | "average" | None, "powerAverageW": ..., "tempC": ...,
+    "clockEventReasons": [names seen]}``. ``powerW`` is the instantaneous board power where NVML
+    answers it, else the averaged reading (NVML's, or nvidia-smi's ``power.draw``); both lag
+    the load by tens of milliseconds or more, so a run of a few milliseconds reads low. A
+    window with no sample inside (a run shorter than the sampling interval) takes the one
+    sample nearest its middle; ``"nearestSampleMs"`` is then the largest such distance.
     """
-    inside = [s for s in samples if t0 <= s.t <= t1]
-    out: dict[str, Any] = {"samples": len(inside)}
-    if not inside and samples:
-        mid = (t0 + t1) / 2
-        nearest = min(samples, key=lambda s: abs(s.t - mid))
-        inside = [nearest]
-        out["nearestSampleMs"] = round(abs(nearest.t - mid) * 1e3, 1)
+    inside: list[Sample] = []
+    nearest_ms: list[float] = []
+    for t0, t1 in windows:
+        got = [s for s in samples if t0 <= s.t <= t1]
+        if not got and samples:
+            mid = (t0 + t1) / 2
+            near = min(samples, key=lambda s: abs(s.t - mid))
+            got = [near]
+            nearest_ms.append(abs(near.t - mid) * 1e3)
+        inside.extend(got)
+    out: dict[str, Any] = {"samples": len(inside) - len(nearest_ms)}
+    if nearest_ms:
+        out["nearestSampleMs"] = round(max(nearest_ms), 1)
+    instant = [s.power_instant_w for s in inside if s.power_instant_w is not None]
+    average = [s.power_w for s in inside if s.power_w is not None]
     out["smClockMHz"] = _stats([s.sm_mhz for s in inside if s.sm_mhz is not None], 0)
-    out["powerW"] = _stats([s.power_w for s in inside if s.power_w is not None], 1)
-    out["powerInstantW"] = _stats([s.power_instant_w for s in inside if s.power_instant_w is not None], 1)
+    out["powerW"] = _stats(instant or average, 1)
+    out["powerSource"] = "instant" if instant else ("average" if average else None)
+    out["powerAverageW"] = _stats(average, 1)
     out["tempC"] = _stats([s.temp_c for s in inside if s.temp_c is not None], 0)
     mask = 0
     for s in inside:

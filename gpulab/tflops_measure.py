@@ -1,8 +1,23 @@
-"""Measurement for :mod:`gpulab.tflops`: the PyTorch and CuPy backends, the warm-up and the timed runs.
+"""Measurement for :mod:`gpulab.tflops`: the PyTorch and CuPy backends and the three timed phases.
+
+Per data type, on one pair of random ``N x N`` inputs:
+
+* **burst**: ``repeats`` times: rest ``rest_seconds`` (the board drops back under its power
+  limit), ``warmup`` untimed products, then ``burst_iters`` products between two CUDA events.
+  About 20 ms of load: on an H200 the board is still at boost clock (1980 MHz) then;
+* **sustained**: products back to back for ``sustained_seconds``, timed in windows of
+  ``iters`` products; windows that start in the first ``settle_seconds`` are the ramp into the
+  power/thermal steady state and do not count;
+* **reference** (once, bf16, PyTorch only): the plain loop a user would write, ``c = a @ b``
+  ten times between two CUDA events after the same rest and warm-up, with PyTorch's default
+  flags and no ``out=``. The burst rate must come within 3% of it.
+
+Every timed run keeps its host window (:class:`Window`, ``time.perf_counter`` seconds) so the
+clock and power samples of :mod:`gpulab.tflops_clocks` can be matched to it.
 
 Imports only the standard library at module level (PyTorch, CuPy and NVML are imported when a
 backend is loaded), so the benchmark Pod can run it from the mounted ``gpulab`` modules.
-See :mod:`gpulab.tflops` for the method and the precision of each data type.
+See :mod:`gpulab.tflops` for the precision of each data type.
 """
 
 from __future__ import annotations
@@ -32,11 +47,46 @@ class BackendMissingError(RuntimeError):
     """Neither PyTorch nor CuPy (or not the one asked for) can be imported."""
 
 
+#: The reference loop's data type and product count.
+REFERENCE_DTYPE: Final = "bf16"
+REFERENCE_PRODUCTS: Final = 10
+
+
+@dataclass(frozen=True)
+class Window:
+    """One timed run: host seconds ``t0``..``t1`` (``time.perf_counter``) around it,
+    ``seconds_per_product`` from the CUDA events, and how many ``products`` it timed."""
+
+    t0: float
+    t1: float
+    seconds_per_product: float
+    products: int
+
+
 @dataclass(frozen=True)
 class Timing:
-    """Seconds per product for each timed run of one data type (``runs``), or why none."""
+    """One data type's measurement, or why none (``skipped``).
+
+    ``runs``: seconds per product of the runs the headline rate is the median of (the steady
+    sustained windows); ``burst``: the burst runs; ``sustained``: every sustained window, the
+    settling ones included; ``settle_s``: how long the sustained phase settled before
+    windows counted. Timings built with ``runs`` alone (no phases) are plain repeated runs.
+    """
 
     runs: tuple[float, ...] = ()
+    skipped: str | None = None
+    burst: tuple[Window, ...] = ()
+    sustained: tuple[Window, ...] = ()
+    settle_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The plain-loop reference: its runs, or why it was not measured (``skipped``)."""
+
+    runs: tuple[Window, ...] = ()
+    dtype: str = REFERENCE_DTYPE
+    products: int = REFERENCE_PRODUCTS
     skipped: str | None = None
 
 
@@ -53,7 +103,9 @@ class Backend:
     ``n x n`` inputs, sets the precision flags for ``dtype``, yields a function doing one
     product, and restores the flags and frees memory on exit; ``synchronize()``: wait for the
     device; ``time_products(product, k)``: seconds for ``k`` back-to-back products, timed
-    with CUDA events; ``notes``: per-dtype precision notes.
+    with CUDA events; ``notes``: per-dtype precision notes; ``prepare_plain(n)`` (PyTorch
+    only, else None): like ``prepare`` for the reference, bf16 inputs and a product that is
+    just ``a @ b`` under PyTorch's default flags.
     """
 
     name: str
@@ -63,6 +115,7 @@ class Backend:
     synchronize: Callable[[], None]
     time_products: Callable[[Product, int], float]
     notes: dict[str, str] = field(default_factory=dict)
+    prepare_plain: Callable[[int], AbstractContextManager[Product]] | None = None
 
 
 def _torch_backend(device: int) -> Backend:
@@ -123,6 +176,22 @@ def _torch_backend(device: int) -> Backend:
             matmul.allow_fp16_reduced_precision_reduction = saved[1]
             matmul.allow_bf16_reduced_precision_reduction = saved[2]
 
+    @contextmanager
+    def prepare_plain(n: int) -> Iterator[Product]:
+        bufs: list[Any] = []
+        try:
+            gen = torch.Generator(device="cuda").manual_seed(1)
+            bufs.append(torch.randn(n, n, device="cuda", dtype=torch.bfloat16, generator=gen))
+            bufs.append(torch.randn(n, n, device="cuda", dtype=torch.bfloat16, generator=gen))
+
+            def product() -> None:
+                bufs[0] @ bufs[1]
+
+            yield product
+        finally:
+            bufs.clear()
+            torch.cuda.empty_cache()
+
     def time_products(product: Product, k: int) -> float:
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
@@ -140,6 +209,7 @@ def _torch_backend(device: int) -> Backend:
         prepare=prepare,
         synchronize=torch.cuda.synchronize,
         time_products=time_products,
+        prepare_plain=prepare_plain,
         notes={
             "bf16": _HALF_NOTE,
             "fp16": _HALF_NOTE,
@@ -270,33 +340,25 @@ def driver_version(device: int = 0) -> str | None:
     return out.splitlines()[0].strip() if out else None
 
 
-def warm_up(
+def _burst(
+    backend: Backend,
     product: Product,
-    synchronize: Callable[[], None],
     *,
-    count: int,
-    seconds: float,
-    clock: Callable[[], float] = time.perf_counter,
-) -> int:
-    """Run untimed products until at least ``count`` ran and ``seconds`` passed; return how many.
-
-    Products run in batches of ``max(count, 1)`` with a device synchronisation after each, so
-    the elapsed time is the device's, not the time to queue work. The time floor lets the
-    clocks ramp up (an idle H200 reads 345 MHz SM, 1980 MHz under load). Returns 0 when both
-    limits are 0.
-    """
-    if count <= 0 and seconds <= 0:
-        return 0
-    batch = max(count, 1)
-    start = clock()
-    done = 0
-    while True:
-        for _ in range(batch):
-            product()
-        synchronize()
-        done += batch
-        if done >= count and clock() - start >= seconds:
-            return done
+    products: int,
+    warmup: int,
+    rest_seconds: float,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+) -> Window:
+    """Rest, warm up with ``warmup`` untimed products, then time ``products`` of them."""
+    if rest_seconds > 0:
+        sleep(rest_seconds)
+    for _ in range(warmup):
+        product()
+    backend.synchronize()
+    t0 = clock()
+    seconds = backend.time_products(product, products)
+    return Window(t0, clock(), seconds / products, products)
 
 
 def measure(
@@ -306,15 +368,27 @@ def measure(
     iters: int,
     dtypes: Sequence[str],
     warmup: int = 5,
-    warmup_seconds: float = 1.0,
     repeats: int = 3,
+    burst_iters: int = 10,
+    rest_seconds: float = 2.0,
+    sustained_seconds: float = 10.0,
+    settle_seconds: float = 5.0,
     clock: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Timing]:
-    """Time each dtype on ``backend``; returns ``{dtype: Timing}`` in the order given.
+    """Time each dtype on ``backend`` (burst, then sustained); ``{dtype: Timing}`` in order given.
 
-    Per dtype: :func:`warm_up`, then ``repeats`` runs of ``iters`` products, each run timed
-    with the backend's CUDA events; a run's time is divided by ``iters``.
+    Burst: ``repeats`` runs of ``burst_iters`` products, each after ``rest_seconds`` idle and
+    ``warmup`` untimed products. Sustained: windows of ``iters`` products back to back until
+    ``sustained_seconds`` passed and at least one window started after ``settle_seconds``;
+    ``Timing.runs`` holds the windows that started after it. Raises ``ValueError`` when
+    ``settle_seconds`` is not below ``sustained_seconds``.
     """
+    if settle_seconds >= sustained_seconds:
+        raise ValueError(
+            f"settle time ({settle_seconds} s) must be shorter than the sustained phase "
+            f"({sustained_seconds} s)"
+        )
     out: dict[str, Timing] = {}
     for dtype in dtypes:
         reason = backend.skip_reason(dtype)
@@ -322,7 +396,60 @@ def measure(
             out[dtype] = Timing(skipped=reason)
             continue
         with backend.prepare(dtype, size) as product:
-            warm_up(product, backend.synchronize, count=warmup, seconds=warmup_seconds, clock=clock)
-            runs = tuple(backend.time_products(product, iters) / iters for _ in range(repeats))
-        out[dtype] = Timing(runs)
+            burst = tuple(
+                _burst(
+                    backend,
+                    product,
+                    products=burst_iters,
+                    warmup=warmup,
+                    rest_seconds=rest_seconds,
+                    clock=clock,
+                    sleep=sleep,
+                )
+                for _ in range(repeats)
+            )
+            windows: list[Window] = []
+            start = clock()
+            while True:
+                t0 = clock()
+                seconds = backend.time_products(product, iters)
+                t1 = clock()
+                windows.append(Window(t0, t1, seconds / iters, iters))
+                if t1 - start >= sustained_seconds and t0 - start >= settle_seconds:
+                    break
+        steady = tuple(w.seconds_per_product for w in windows if w.t0 - start >= settle_seconds)
+        out[dtype] = Timing(steady, None, burst, tuple(windows), settle_seconds)
     return out
+
+
+def measure_reference(
+    backend: Backend,
+    *,
+    size: int,
+    warmup: int = 5,
+    repeats: int = 3,
+    rest_seconds: float = 2.0,
+    clock: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Reference:
+    """Time the plain reference loop (bf16 ``a @ b``, :data:`REFERENCE_PRODUCTS` products)
+    ``repeats`` times, each after the same rest and warm-up as a burst run.
+
+    Returns a skipped :class:`Reference` for a backend without ``prepare_plain`` (CuPy).
+    """
+    if backend.prepare_plain is None:
+        return Reference(skipped=f"the reference is a PyTorch loop; backend {backend.name} has none")
+    with backend.prepare_plain(size) as product:
+        runs = tuple(
+            _burst(
+                backend,
+                product,
+                products=REFERENCE_PRODUCTS,
+                warmup=warmup,
+                rest_seconds=rest_seconds,
+                clock=clock,
+                sleep=sleep,
+            )
+            for _ in range(repeats)
+        )
+    return Reference(runs)

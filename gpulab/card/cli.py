@@ -11,8 +11,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from gpulab.card.html import render_html
 from gpulab.card.markdown import render_markdown
 from gpulab.card.model import build_card
+from gpulab.card.summary import summary_line
 
 
 def _read_json(path: str, what: str) -> dict[str, Any]:
@@ -33,7 +35,7 @@ def _read_json(path: str, what: str) -> dict[str, Any]:
 
 def _tool_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
-    for dist in ("pulumi", "pulumi-kubernetes", "pulumi-policy", "kubernetes"):
+    for dist in ("pulumi", "pulumi-kubernetes", "pulumi-policy", "kubernetes", "Jinja2"):
         try:
             versions[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -45,7 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit code (0 pass, 1 checklist failure, 2 usage/input)."""
     ap = argparse.ArgumentParser(
         prog="python -m gpulab.card",
-        description="Write the lab's baseline card (baseline-card.md and baseline-card.json).",
+        description="Write the lab's baseline card (baseline-card.md, .json and .html) and print "
+        "its one-line summary.",
     )
     ap.add_argument("--outputs", required=True, help="pulumi stack output --json, saved")
     ap.add_argument("--tflops", help="python -m gpulab.tflops --json, saved")
@@ -77,17 +80,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
         (out_dir / "baseline-card.md").write_text(render_markdown(card), encoding="utf-8")
+        (out_dir / "baseline-card.html").write_text(render_html(card), encoding="utf-8")
     except OSError as exc:
         print(f"gpulab.card: cannot write to {out_dir}: {exc}", file=sys.stderr)
         return 2
     result = card["checklist"]
+    written = ", ".join(str(out_dir / f"baseline-card.{ext}") for ext in ("md", "json", "html"))
     print(
-        f"wrote {out_dir / 'baseline-card.md'} and {out_dir / 'baseline-card.json'}; "
-        f"checklist: {result['result']}" + (" (simulated lab)" if card["simulated"] else "")
+        f"wrote {written}; checklist: {result['result']}"
+        + (" (simulated lab)" if card["simulated"] else ""),
+        flush=True,
     )
     for item in result["items"]:
         if item["status"] in ("fail", "not-evaluated"):
             print(f"  {item['id']}: {item['status']}: {item['observed']}", file=sys.stderr)
             if item["status"] == "fail":
                 print(f"    first fix: {item['fix']}", file=sys.stderr)
+    sys.stderr.flush()
+    # The last line, from the same card: what a person reads first after `make lab`/`make verify`.
+    print(summary_line(card))
     return int(result["exitCode"])

@@ -3,9 +3,64 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
+from gpulab.card import timing
 from gpulab.card.model import HOW_TO_MEASURE
+
+#: What a person runs to measure the gate, the smoke test and the compute check again.
+REMEASURE: Final = "make verify"
+
+#: The card's fact sections as shown (Markdown and HTML): (card key, title, [(fact, label)]).
+SECTIONS: Final[tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]] = (
+    (
+        "host",
+        "Host",
+        (
+            ("gpuModels", "GPU model"),
+            ("gpuCount", "GPU count"),
+            ("memoryMiBPerGpu", "Memory per GPU (MiB)"),
+            ("driverVersion", "Driver version"),
+            ("maxCuda", "Max CUDA (driver)"),
+            ("probeSource", "Probe source"),
+        ),
+    ),
+    (
+        "cluster",
+        "Cluster",
+        (
+            ("variant", "Variant"),
+            ("kubernetesVersion", "Kubernetes"),
+            ("allocatableGpus", "Allocatable nvidia.com/gpu"),
+            ("capacityGpus", "Capacity nvidia.com/gpu"),
+            ("timeSlicingReplicas", "Time-slicing replicas"),
+            ("clusterPolicyState", "ClusterPolicy state"),
+            ("devicePluginPods", "Device-plugin pods"),
+        ),
+    ),
+    (
+        "operator",
+        "GPU Operator",
+        (
+            ("chartVersion", "Chart version"),
+            ("chartSource", "Chart source"),
+            ("components", "Components"),
+            ("devicePluginOwner", "Device-plugin owner"),
+        ),
+    ),
+    (
+        "smoke",
+        "Smoke test",
+        (
+            ("phase", "Phase"),
+            ("driverVersion", "Driver (from the Pod's nvidia-smi)"),
+            ("cudaVersion", "CUDA (from the Pod's nvidia-smi)"),
+            ("events", "Events"),
+            ("image", "Image"),
+            ("node", "Node"),
+        ),
+    ),
+)
 
 
 def _cell(value: Any) -> str:
@@ -37,15 +92,40 @@ def _fact_cell(fact: Mapping[str, Any]) -> str:
     return f"{text} *(simulated)*" if fact.get("simulated") else text
 
 
+def _measured_cell(fact: Mapping[str, Any]) -> str:
+    fresh = fact.get("freshness", timing.CONFIGURED)
+    text = timing.label(fact.get("measuredAt"), fresh)
+    return f"**{text}**" if fresh in (timing.EARLIER_RUN, timing.UNKNOWN) else text
+
+
 def _facts_table(section: Mapping[str, Any], labels: Sequence[tuple[str, str]]) -> list[str]:
-    lines = ["| Fact | Value | Output |", "| --- | --- | --- |"]
+    lines = ["| Fact | Value | Measured | Output |", "| --- | --- | --- | --- |"]
     for key, label in labels:
         fact = section[key]
         if isinstance(fact, Mapping) and "source" in fact:
-            lines.append(f"| {label} | {_fact_cell(fact)} | `{fact['source']}` |")
+            lines.append(f"| {label} | {_fact_cell(fact)} | {_measured_cell(fact)} | `{fact['source']}` |")
         else:
-            lines.append(f"| {label} | {_cell(fact)} | - |")
+            lines.append(f"| {label} | {_cell(fact)} | configured | - |")
     return lines
+
+
+def _when_measured(card: Mapping[str, Any]) -> list[str]:
+    """The newest run and each measurement's time; a warning naming those from earlier runs."""
+    when = card.get("measurements") or {}
+    run = timing.label(when.get("runAt"), timing.CURRENT).replace(" (this run)", "")
+    out = [f"Newest run (`pulumi up`): {run}.", ""]
+    out += ["| Measurement | Measured | Output |", "| --- | --- | --- |"]
+    groups = when.get("groups") or {}
+    for m in groups.values():
+        out.append(f"| {_cell(m['what'])} | {_measured_cell(m)} | `{m['source']}` |")
+    old = [groups[g]["what"].split(" (")[0] for g in timing.stale(when)]
+    if old:
+        out += [
+            "",
+            f"> **Not measured in the newest run (or when is not recorded):** {', '.join(old)}. Their values are shown with the time "
+            f"they were measured, not as current; `{REMEASURE}` measures them again.",
+        ]
+    return out
 
 
 def render_markdown(card: Mapping[str, Any]) -> str:
@@ -72,61 +152,15 @@ def render_markdown(card: Mapping[str, Any]) -> str:
             else "."
         ),
         "",
-        "## Host",
+        "## When measured",
         "",
-        *_facts_table(
-            card["host"],
-            [
-                ("gpuModels", "GPU model"),
-                ("gpuCount", "GPU count"),
-                ("memoryMiBPerGpu", "Memory per GPU (MiB)"),
-                ("driverVersion", "Driver version"),
-                ("maxCuda", "Max CUDA (driver)"),
-                ("probeSource", "Probe source"),
-            ],
+        *_when_measured(card),
+        "",
+        *(
+            line
+            for key, title, labels in SECTIONS
+            for line in (f"## {title}", "", *_facts_table(card[key], labels), "")
         ),
-        "",
-        "## Cluster",
-        "",
-        *_facts_table(
-            card["cluster"],
-            [
-                ("variant", "Variant"),
-                ("kubernetesVersion", "Kubernetes"),
-                ("allocatableGpus", "Allocatable nvidia.com/gpu"),
-                ("capacityGpus", "Capacity nvidia.com/gpu"),
-                ("timeSlicingReplicas", "Time-slicing replicas"),
-                ("clusterPolicyState", "ClusterPolicy state"),
-                ("devicePluginPods", "Device-plugin pods"),
-            ],
-        ),
-        "",
-        "## GPU Operator",
-        "",
-        *_facts_table(
-            card["operator"],
-            [
-                ("chartVersion", "Chart version"),
-                ("chartSource", "Chart source"),
-                ("components", "Components"),
-                ("devicePluginOwner", "Device-plugin owner"),
-            ],
-        ),
-        "",
-        "## Smoke test",
-        "",
-        *_facts_table(
-            card["smoke"],
-            [
-                ("phase", "Phase"),
-                ("driverVersion", "Driver (from the Pod's nvidia-smi)"),
-                ("cudaVersion", "CUDA (from the Pod's nvidia-smi)"),
-                ("events", "Events"),
-                ("image", "Image"),
-                ("node", "Node"),
-            ],
-        ),
-        "",
         "## Checklist",
         "",
         "| Item | Status | Observed | Expected | First fix |",
@@ -143,6 +177,8 @@ def render_markdown(card: Mapping[str, Any]) -> str:
     tf = card["measuredTflops"]
     if tf.get("status") == "measured":
         sim = " *(simulated)*" if tf.get("simulated") else ""
+        if tf.get("freshness") in (timing.EARLIER_RUN, timing.UNKNOWN):
+            sim += f" **({timing.label(tf.get('measuredAt'), tf['freshness'])})**"
         about = ", ".join(
             f"{label} {tf[key]}"
             for key, label in (

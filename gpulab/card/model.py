@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from gpulab import checklist, peaks
 from gpulab import outputs as o
+from gpulab.card import timing
 
 SCHEMA: Final = "gpulab.dev/baseline-card/v1"
 REDACTED: Final = "[redacted]"
@@ -83,9 +84,10 @@ def sanitize(value: Any, path: str = "", redacted: list[str] | None = None) -> A
 
 
 class _Facts:
-    def __init__(self, outputs: Mapping[str, Any], redacted: list[str]) -> None:
+    def __init__(self, outputs: Mapping[str, Any], redacted: list[str], when: Mapping[str, Any]) -> None:
         self.outputs = outputs
         self.redacted = redacted
+        self.groups: Mapping[str, Any] = when.get("groups") or {}
         self.simulated_lab = outputs.get(o.SIMULATED) is True
         fields = outputs.get(o.SIMULATED_FIELDS)
         self.sim_fields: frozenset[str] | None = (
@@ -98,14 +100,23 @@ class _Facts:
             return self.simulated_lab
         return key in self.sim_fields
 
-    def fact(self, key: str, value: Any = None, *, derived: bool = False) -> dict[str, Any]:
+    def fact(
+        self, key: str, value: Any = None, *, derived: bool = False, group: str | None = None
+    ) -> dict[str, Any]:
+        """One fact; ``group`` names its measurement (gpulab.card.timing.GROUPS), None for a
+        configured value."""
         known = not checklist.is_unknown(self.outputs, key)
         raw = value if derived else self.outputs.get(key)
+        measured = self.groups.get(group) if group else None
+        if group and measured is None:
+            measured = {"measuredAt": None, "freshness": timing.UNKNOWN}
         return {
             "value": sanitize(raw, key, self.redacted) if known else None,
             "source": key,
             "simulated": self.is_simulated(key),
             "known": known,
+            "measuredAt": measured["measuredAt"] if measured else None,
+            "freshness": measured["freshness"] if measured else timing.CONFIGURED,
         }
 
 
@@ -179,6 +190,7 @@ def _tflops_section(facts: _Facts, tflops: Mapping[str, Any] | None, redacted: l
             "source": f"stack output {o.MEASURED_TFLOPS}",
             "simulated": facts.is_simulated(o.MEASURED_TFLOPS),
             "gpu": gpu or None,
+            "measuredAt": outputs.get(o.TFLOPS_MEASURED_AT),
             "peakSource": _peak_source(gpu),
             "results": {},
         }
@@ -253,11 +265,15 @@ def build_card(
     clean = {k: v for k, v in outputs.items() if k != o.KUBECONFIG}
     if o.KUBECONFIG in outputs:
         redacted.append(o.KUBECONFIG)
-    facts = _Facts(clean, redacted)
+    facts = _Facts(clean, redacted, {})
+    tflops_section = _tflops_section(facts, tflops, redacted)
+    when = timing.measurements(clean, tflops_section)
+    facts.groups = when["groups"]
+    if "tflops" in when["groups"]:
+        tflops_section["freshness"] = when["groups"]["tflops"]["freshness"]
     f = facts.fact
     gpus = clean.get(o.HOST_GPUS)
 
-    tflops_section = _tflops_section(facts, tflops, redacted)
     eval_outputs = dict(clean)
     if tflops_section["status"] == "measured":
         eval_outputs[o.MEASURED_TFLOPS] = {k: v["tflops"] for k, v in tflops_section["results"].items()}
@@ -271,22 +287,22 @@ def build_card(
         "simulated": facts.simulated_lab,
         "simulatedFields": sorted(str(x) for x in sim_fields) if isinstance(sim_fields, list) else None,
         "host": {
-            "gpuModels": f(o.HOST_GPU_MODELS),
-            "gpuCount": f(o.HOST_GPU_COUNT),
-            "memoryMiBPerGpu": f(o.HOST_GPUS, _memory_per_gpu(gpus), derived=True),
-            "gpus": f(o.HOST_GPUS),
-            "driverVersion": f(o.HOST_DRIVER_VERSION),
-            "maxCuda": f(o.HOST_MAX_CUDA),
-            "probeSource": f(o.HOST_PROBE_SOURCE),
+            "gpuModels": f(o.HOST_GPU_MODELS, group="host"),
+            "gpuCount": f(o.HOST_GPU_COUNT, group="host"),
+            "memoryMiBPerGpu": f(o.HOST_GPUS, _memory_per_gpu(gpus), derived=True, group="host"),
+            "gpus": f(o.HOST_GPUS, group="host"),
+            "driverVersion": f(o.HOST_DRIVER_VERSION, group="host"),
+            "maxCuda": f(o.HOST_MAX_CUDA, group="host"),
+            "probeSource": f(o.HOST_PROBE_SOURCE, group="host"),
         },
         "cluster": {
             "variant": f(o.CLUSTER_KIND),
-            "kubernetesVersion": f(o.KUBERNETES_VERSION),
-            "allocatableGpus": f(o.ALLOCATABLE_GPUS),
-            "capacityGpus": f(o.CAPACITY_GPUS),
+            "kubernetesVersion": f(o.KUBERNETES_VERSION, group="gate"),
+            "allocatableGpus": f(o.ALLOCATABLE_GPUS, group="gate"),
+            "capacityGpus": f(o.CAPACITY_GPUS, group="gate"),
             "timeSlicingReplicas": replicas,
-            "clusterPolicyState": f(o.CLUSTER_POLICY_STATE),
-            "devicePluginPods": f(o.DEVICE_PLUGIN_PODS),
+            "clusterPolicyState": f(o.CLUSTER_POLICY_STATE, group="gate"),
+            "devicePluginPods": f(o.DEVICE_PLUGIN_PODS, group="gate"),
         },
         "operator": {
             "chartVersion": f(o.CHART_VERSION),
@@ -295,12 +311,12 @@ def build_card(
             "devicePluginOwner": f(o.DEVICE_PLUGIN_OWNER),
         },
         "smoke": {
-            "phase": f(o.SMOKE_PHASE),
-            "driverVersion": f(o.SMOKE_DRIVER_VERSION),
-            "cudaVersion": f(o.SMOKE_CUDA_VERSION),
-            "events": f(o.SMOKE_EVENTS),
+            "phase": f(o.SMOKE_PHASE, group="smoke"),
+            "driverVersion": f(o.SMOKE_DRIVER_VERSION, group="smoke"),
+            "cudaVersion": f(o.SMOKE_CUDA_VERSION, group="smoke"),
+            "events": f(o.SMOKE_EVENTS, group="smoke"),
             "image": f(o.SMOKE_IMAGE),
-            "node": f(o.SMOKE_NODE),
+            "node": f(o.SMOKE_NODE, group="smoke"),
         },
         "checklist": {
             "result": checklist.overall(items),
@@ -308,6 +324,7 @@ def build_card(
             "items": [sanitize(i.to_json(), f"checklist.{i.id}", redacted) for i in items],
         },
         "measuredTflops": tflops_section,
+        "measurements": when,
         "toolVersions": sanitize(dict(tool_versions or {}), "toolVersions", redacted),
         "capabilityBoundary": _boundary(clean),
         "redacted": redacted,

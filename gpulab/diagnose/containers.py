@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gpulab import fixes
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import (
     _container_image,
@@ -17,7 +18,7 @@ from gpulab.diagnose.fields import (
     _status_texts,
 )
 from gpulab.diagnose.patterns import _DCGM_PROFILING_RE, _NVML_RE
-from gpulab.diagnose.record import DEFAULT_PROBE_IMAGE, Diagnosis, Json
+from gpulab.diagnose.record import Diagnosis, Json
 from gpulab.diagnose.roles import _NON_BLOCKING_RANK, _ROLE_RANK
 
 
@@ -50,11 +51,9 @@ def _crash_diagnosis(
                     reason=f"device plugin cannot load NVML ({summary}): the container runtime "
                     "does not inject the driver libraries into the plugin's container",
                     detail=_one_line(nvml_line or evidence),
-                    fix="on the host: sudo nvidia-ctk runtime configure --runtime=docker && "
-                    "sudo systemctl restart docker; prove it with docker run --rm --gpus all "
-                    f"{DEFAULT_PROBE_IMAGE} nvidia-smi; then restart the node "
+                    fix=f"on the host: {fixes.docker_gpus()}; then restart the node "
                     f"(minikube -p {ctx.profile} stop && pulumi up) and check "
-                    f"kubectl -n {ns} logs -l app=nvidia-device-plugin-daemonset",
+                    f"{fixes.device_plugin_logs(ns)}",
                     variant="nvml-not-injected",
                 ),
                 rank,
@@ -65,7 +64,7 @@ def _crash_diagnosis(
                 object=_pod_obj(pod, cname),
                 reason=f"device plugin keeps restarting ({summary})",
                 detail=_one_line(evidence),
-                fix=f"{prev_logs}; check the node sees the GPU: minikube -p {ctx.profile} ssh -- nvidia-smi",
+                fix=f"{prev_logs}; check the node sees the GPU: {fixes.node_nvidia_smi(ctx.profile)}",
                 variant="other",
             ),
             rank,

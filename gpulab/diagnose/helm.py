@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Final
 
+from gpulab.config import DEFAULT_CHART_REPO
 from gpulab.diagnose.cluster import diagnose_cluster
 from gpulab.diagnose.fields import _last_line, _one_line
-from gpulab.diagnose.record import Diagnosis, Json
+from gpulab.diagnose.record import DEFAULT_PROFILE, Diagnosis, Json
+from gpulab.names import OPERATOR_NAMESPACE, OPERATOR_RELEASE
 
 _EXISTS_RE: Final = re.compile(r'(?P<kind>[A-Za-z]+) "(?P<name>[^"]+)" in namespace "(?P<ns>[^"]*)" exists')
 _KUBEVERSION_RE: Final = re.compile(
@@ -20,8 +21,8 @@ _KUBEVERSION_RE: Final = re.compile(
 
 def diagnose_helm_error(
     message: str,
-    namespace: str = "gpu-operator",
-    release: str = "gpu-operator",
+    namespace: str = OPERATOR_NAMESPACE,
+    release: str = OPERATOR_RELEASE,
     *,
     pods: Sequence[Json] | None = None,
     events: Sequence[Json] | None = None,
@@ -29,6 +30,7 @@ def diagnose_helm_error(
     nodes: Sequence[Json] | None = None,
     logs: Mapping[str, str] | None = None,
     host_max_cuda: str | None = None,
+    profile: str = DEFAULT_PROFILE,
 ) -> Diagnosis | None:
     """Map a Helm error message (install/upgrade output) to a diagnosis, or None if unknown.
 
@@ -41,7 +43,7 @@ def diagnose_helm_error(
 
     For a timeout, pass the cluster state (same arguments as :func:`diagnose_cluster`): the
     diagnosis then names the first blocking object that was not ready and carries its fix,
-    instead of only "timed out".
+    instead of only "timed out". ``profile`` is the cluster named in fix commands.
     """
     text = message.strip()
     first_line = _one_line(_last_line(text) if "Error:" not in text else text, 500)
@@ -96,11 +98,12 @@ def diagnose_helm_error(
             object=obj,
             reason="Helm cannot reach the API server",
             detail=first_line,
-            fix="minikube -p gpu-lab status; kubectl --context gpu-lab get nodes; "
+            fix=f"minikube -p {profile} status; kubectl --context {profile} get nodes; "
             "pulumi refresh && pulumi up if the cluster was deleted outside Pulumi",
         )
     if re.search(r"context deadline exceeded|timed out waiting for the condition", text):
-        return _helm_timeout(text, namespace, release, pods, events, daemonsets, nodes, logs, host_max_cuda)
+        state = (pods, events, daemonsets, nodes)
+        return _helm_timeout(text, namespace, release, state, logs, host_max_cuda, profile)
     if re.search(
         r"failed to (?:fetch|download)|no such host|could not find protocol|"
         r"repo .* not found|chart .* not found|x509:",
@@ -112,7 +115,7 @@ def diagnose_helm_error(
             object=obj,
             reason="the chart cannot be downloaded from its repository",
             detail=first_line,
-            fix="check the network to https://helm.ngc.nvidia.com/nvidia; offline, install "
+            fix=f"check the network to {DEFAULT_CHART_REPO}; offline, install "
             "from a local copy: pulumi config set chartPath <dir of the gpu-operator chart> "
             f"(or export GPULAB_CHART_PATH); {again}",
         )
@@ -123,13 +126,12 @@ def _helm_timeout(
     text: str,
     namespace: str,
     release: str,
-    pods: Sequence[Json] | None,
-    events: Sequence[Json] | None,
-    daemonsets: Sequence[Json] | None,
-    nodes: Sequence[Json] | None,
+    state: tuple[Sequence[Json] | None, ...],
     logs: Mapping[str, str] | None,
     host_max_cuda: str | None,
+    profile: str,
 ) -> Diagnosis:
+    pods, events, daemonsets, nodes = state
     obj = f"helm release {namespace}/{release}"
     line = _one_line(text, 300)
     cleanup = (
@@ -153,6 +155,7 @@ def _helm_timeout(
         nodes=nodes or [],
         logs=logs,
         host_max_cuda=host_max_cuda,
+        profile=profile,
     )
     blocking = [d for d in found if d.blocking]
     if not blocking:
@@ -166,11 +169,12 @@ def _helm_timeout(
             variant="slow",
         )
     first = blocking[0]
-    return replace(
-        first,
+    return Diagnosis(
         row="helm-timeout",
+        object=first.object,
         reason=f"Helm's wait timed out; first not-ready object: {first.reason}",
         detail=f"[{first.row}] {first.detail}; helm: {line}",
         fix=f"{first.fix}; {cleanup}",
+        blocking=first.blocking,
         variant=first.row,
     )

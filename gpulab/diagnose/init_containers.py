@@ -3,28 +3,24 @@ any other operand waiting on an earlier component (``pod-init-waiting``)."""
 
 from __future__ import annotations
 
+from gpulab import fixes
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _get, _last_line, _name, _ns, _pod_obj
 from gpulab.diagnose.record import Diagnosis, Json
 from gpulab.diagnose.roles import _NON_BLOCKING_RANK, _ROLE_RANK
 
 
-def _validator_fix(ns: str, pod: str, container: str) -> str:
+def _validator_fix(ns: str, pod: str, container: str, profile: str) -> str:
     logs = f"kubectl -n {ns} logs {pod} -c {container}"
     hints = {
         "driver-validation": (
             "driver.enabled=false, so it validates the host driver: check the node sees it "
-            "(minikube -p {profile} ssh -- nvidia-smi); if the log mentions symlinks or "
+            f"({fixes.node_nvidia_smi(profile)}); if the log mentions symlinks or "
             "/dev/char, set validator.driver.env DISABLE_DEV_CHAR_SYMLINK_CREATION=true"
         ),
-        "toolkit-validation": (
-            f"waits for the toolkit: kubectl -n {ns} logs -l app=nvidia-container-toolkit-daemonset"
-            " --all-containers --tail=50"
-        ),
+        "toolkit-validation": f"waits for the toolkit: {fixes.toolkit_logs(ns)}",
         "cuda-validation": (f"check the CUDA workload pod: kubectl -n {ns} get pods | grep cuda-validator"),
-        "plugin-validation": (
-            f"check the device plugin: kubectl -n {ns} logs -l app=nvidia-device-plugin-daemonset --tail=50"
-        ),
+        "plugin-validation": f"check the device plugin: {fixes.device_plugin_logs(ns)}",
     }
     hint = hints.get(container)
     return f"{logs}; {hint}" if hint else logs
@@ -41,7 +37,7 @@ def _init_blocked(ctx: _Ctx, pod: Json, role: str, cs: Json) -> tuple[Diagnosis,
     else:
         how = f"waiting ({_get(state, 'waiting', 'reason') or 'not started'})"
     line = _last_line(ctx.log(pod, cname)) or "(no log line given)"
-    fix = _validator_fix(ns, name, cname).replace("{profile}", ctx.profile)
+    fix = _validator_fix(ns, name, cname, ctx.profile)
     if role == "validator":
         rank = {
             "driver-validation": _ROLE_RANK["validator-driver"],

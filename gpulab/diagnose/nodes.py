@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+from gpulab import fixes
 from gpulab.diagnose.context import _Ctx
+from gpulab.names import OPERATOR_NAMESPACE
 from gpulab.diagnose.fields import _ds_ready, _get, _name, _ns, _one_line, _pod_obj, _quantity
 from gpulab.diagnose.gpus import gpu_holders, gpu_request
 from gpulab.diagnose.record import GPU_RESOURCE, Diagnosis, Json
@@ -61,14 +63,14 @@ def _allocatable_diagnoses(
     obj = f"node {node_names}" if len(ctx.nodes) == 1 else f"nodes {node_names}"
     plugin = next((d for d in ctx.daemonsets if _name(d).startswith("nvidia-device-plugin")), None)
     plugin_state = ""
-    plugin_ns = "gpu-operator"
+    plugin_ns = OPERATOR_NAMESPACE
     if plugin is not None:
         desired, ready = _ds_ready(plugin)
         plugin_ns = _ns(plugin)
         plugin_state = f"DaemonSet {plugin_ns}/{_name(plugin)} ready {ready}/{desired}"
     pending_note = "".join(f"; pod {_ns(p)}/{_name(p)} Pending: {_one_line(m, 200)}" for p, m in gpu_pending)
-    check_node = f"minikube -p {ctx.profile} ssh -- nvidia-smi"
-    plugin_logs = f"kubectl -n {plugin_ns} logs -l app=nvidia-device-plugin-daemonset --tail=50"
+    check_node = fixes.node_nvidia_smi(ctx.profile)
+    plugin_logs = fixes.device_plugin_logs(plugin_ns)
     total_alloc = sum(alloc.values())
     total_cap = sum(cap.values())
     if not alloc:
@@ -79,8 +81,7 @@ def _allocatable_diagnoses(
                     object=obj,
                     reason=f"device plugin not registered: no node has {GPU_RESOURCE} in status.allocatable",
                     detail=(plugin_state or "no device-plugin DaemonSet given") + pending_note,
-                    fix=f"check the node sees the GPU: {check_node}; then the device plugin's "
-                    f"log: {plugin_logs}",
+                    fix=fixes.allocatable(ctx.profile, plugin_logs),
                     variant="not-registered",
                 ),
                 rank,
@@ -145,7 +146,7 @@ def _allocatable_diagnoses(
                     f"asks for {want} {GPU_RESOURCE}, more than the {total_alloc} allocatable "
                     f"(held now: {who or 'none'})"
                 )
-                fix = f"lower the pod's nvidia.com/gpu limit to <= {total_alloc}"
+                fix = f"lower the pod's {GPU_RESOURCE} limit to <= {total_alloc}"
                 variant = "request-too-large"
             elif others:
                 reason = (

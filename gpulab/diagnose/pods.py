@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gpulab import fixes
 from gpulab.diagnose.containers import _crash_diagnosis, _pull_diagnosis
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _get, _last_line, _name, _ns, _one_line, _pod_obj, _status_texts
@@ -27,15 +28,6 @@ def _unschedulable(pod: Json, events: Sequence[Json]) -> Json | None:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             return {"message": cond.get("message") or cond.get("reason") or "Unschedulable"}
     return None
-
-
-def _node_fix(ctx: _Ctx) -> str:
-    return (
-        "give the node >= 4 CPUs / 8 GiB (minikube start --cpus 4 --memory 8g): "
-        "pulumi config set cpus 4 && pulumi config set memoryMiB 8192 && pulumi up "
-        "(minikube cannot resize a profile, so the cluster is re-created); "
-        f"see who holds the node: kubectl describe node; minikube -p {ctx.profile} ssh -- nproc"
-    )
 
 
 def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) -> list[tuple[Diagnosis, int]]:
@@ -65,9 +57,9 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
                         object=_pod_obj(pod),
                         reason="Pending: the node has too little "
                         + " and ".join(sorted(short & {"cpu", "memory"}))
-                        + " for it (the GPU Operator's pods need >= 4 CPUs / 8 GiB in all)",
+                        + f" for it (the GPU Operator's pods need {fixes.minimum()} in all)",
                         detail=_one_line(msg),
-                        fix=_node_fix(ctx),
+                        fix=fixes.node_resources(ctx.profile),
                         blocking=not non_blocking,
                         variant="insufficient-" + "-".join(sorted(short & {"cpu", "memory"})),
                     ),
@@ -153,7 +145,7 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
     if phase == "Failed":
         reason = _get(pod, "status", "reason") or "Failed"
         message = _get(pod, "status", "message") or ""
-        gpu_admission = "nvidia.com/gpu" in str(message) or reason == "UnexpectedAdmissionError"
+        gpu_admission = GPU_RESOURCE in str(message) or reason == "UnexpectedAdmissionError"
         return [
             (
                 Diagnosis(
@@ -163,8 +155,7 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
                     detail=_one_line(str(message) or "no status message"),
                     fix=(
                         "the kubelet refused the GPU at admission (devices unhealthy or gone): "
-                        f"kubectl -n {ns} logs -l app=nvidia-device-plugin-daemonset --tail=50;"
-                        f" minikube -p {ctx.profile} ssh -- nvidia-smi; "
+                        f"{fixes.device_plugin_logs(ns)}; {fixes.node_nvidia_smi(ctx.profile)}; "
                         if gpu_admission
                         else ""
                     )

@@ -4,10 +4,9 @@ operand stuck the same way reads ``pod-container-creating``)."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 
-from gpulab import cuda
+from gpulab import cuda, fixes
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import (
     _container_image,
@@ -22,6 +21,7 @@ from gpulab.diagnose.fields import (
 from gpulab.diagnose.patterns import _CUDA_COND_RE, _DRIVER_MAX_RE
 from gpulab.diagnose.record import Diagnosis, Json
 from gpulab.diagnose.roles import _NON_BLOCKING_RANK, _role
+from gpulab.names import OPERATOR_NAMESPACE, TOOLKIT_DS
 
 
 def _cuda_diagnosis(
@@ -48,28 +48,12 @@ def _cuda_diagnosis(
         parts.append(f"but the host driver supports CUDA <= {host_max}")
     else:
         parts.append("but the host driver supports an older CUDA (max unknown here)")
-    reason = " ".join(parts)
-    fixes = []
-    tag = cuda.newest_fitting_tag(image, host_max) if host_max else None
-    if tag:
-        fixes.append(
-            f"use an image that fits the driver: {tag} (pulumi config set smokeImage {tag} && pulumi up)"
-        )
-    elif host_max:
-        fixes.append(f"use an image built for CUDA <= {host_max} (check the baseline card's max CUDA)")
-    else:
-        fixes.append(
-            "read the driver's max CUDA (nvidia-smi header 'CUDA Version', baseline card) and "
-            "pick an image tag at or below it"
-        )
-    with contextlib.suppress(KeyError, ValueError):  # a CUDA newer than the table knows
-        fixes.append(f"or upgrade the host driver to >= {cuda.min_driver_for(need)}")
     diag = Diagnosis(
         row="cuda-image-newer-than-driver",
         object=_pod_obj(pod, container),
-        reason=reason,
+        reason=" ".join(parts),
         detail=_one_line(evidence),
-        fix="; ".join(fixes),
+        fix=fixes.cuda_image(image, need, host_max),
         variant=f"cuda-{need}",
     )
     return diag, rank
@@ -90,7 +74,7 @@ def _creating_diagnosis(
         if warnings
         else "no warning event"
     )
-    toolkit = ctx.daemonset("nvidia-container-toolkit-daemonset")
+    toolkit = ctx.daemonset(TOOLKIT_DS)
     non_blocking = role == "dcgm-exporter"
     row = "smoke-container-creating" if role == "workload" else "pod-container-creating"
     if toolkit is not None:
@@ -105,7 +89,7 @@ def _creating_diagnosis(
                 ):
                     tk_line = tk_line or _last_line(ctx.log(p, str(cs.get("name"))))
             detail = (
-                f"DaemonSet {tk_ns}/nvidia-container-toolkit-daemonset ready {ready}/{desired}"
+                f"DaemonSet {tk_ns}/{TOOLKIT_DS} ready {ready}/{desired}"
                 + (f"; toolkit last log line: {tk_line}" if tk_line else "")
                 + f"; pod event: {evidence}"
             )
@@ -116,10 +100,7 @@ def _creating_diagnosis(
                     reason="stuck in ContainerCreating: the container toolkit is not ready, so "
                     "the runtime cannot inject the GPU yet",
                     detail=detail,
-                    fix=f"kubectl -n {tk_ns} logs -l app=nvidia-container-toolkit-daemonset "
-                    f"--all-containers --tail=50; wait for the toolkit: kubectl -n {tk_ns} "
-                    "rollout status ds/nvidia-container-toolkit-daemonset --timeout=10m; then "
-                    f"re-create the pod (kubectl -n {ns} delete pod {name}; pulumi up)",
+                    fix=fixes.toolkit(tk_ns, f"re-create the pod (kubectl -n {ns} delete pod {name}; pulumi up)"),
                     blocking=not non_blocking,
                     variant="toolkit-not-ready",
                 ),
@@ -134,7 +115,7 @@ def _creating_diagnosis(
             detail=evidence,
             fix=f"kubectl -n {ns} describe pod {name} (Events); check the node's runtime: "
             f"minikube -p {ctx.profile} ssh -- docker info | grep -i runtime; "
-            "kubectl -n gpu-operator logs -l app=nvidia-container-toolkit-daemonset --tail=50",
+            f"{fixes.toolkit_logs(OPERATOR_NAMESPACE)}",
             blocking=not non_blocking,
             variant="runtime",
         ),

@@ -10,7 +10,8 @@ Formats handled (see ``tests/data/nvidia-smi/`` for real captures from H200 host
   drivers 610 and newer print ``KMD Version: X   CUDA UMD Version: Y``; very old ones
   (e.g. 384.90) print no CUDA field at all;
 * ``nvidia-smi -q``: ``Driver Version : X`` and ``CUDA Version : Y`` on separate lines;
-* ``nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]``;
+* ``nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]``, and the separate MIG
+  query ``--query-gpu=index,pci.bus_id,mig.mode.current,mig.mode.pending``;
 * ``nvidia-smi -L``: ``GPU 0: NVIDIA H200 (UUID: GPU-...)`` plus indented MIG rows.
 
 Units: memory is MiB (``nvidia-smi`` reports ``memory.total`` in MiB).
@@ -23,19 +24,33 @@ Modules: :mod:`~gpulab.nvsmi.header` (the header and :class:`NvidiaSmiParseError
 from __future__ import annotations
 
 from gpulab.nvsmi.header import NvidiaSmiParseError, SmiHeader, parse_header
-from gpulab.nvsmi.query import QUERY_FIELDS, GpuInfo, model_warning, parse_query_csv, query_command
+from gpulab.nvsmi.query import (
+    MIG_FIELDS,
+    QUERY_FIELDS,
+    GpuInfo,
+    MigMode,
+    mig_query_command,
+    model_warning,
+    parse_mig_csv,
+    parse_query_csv,
+    query_command,
+)
 from gpulab.nvsmi.table import MigDevice, parse_list, parse_list_mig, parse_table
 
 __all__ = [
+    "MIG_FIELDS",
     "QUERY_FIELDS",
     "GpuInfo",
     "MigDevice",
+    "MigMode",
     "NvidiaSmiParseError",
     "SmiHeader",
+    "mig_query_command",
     "model_warning",
     "parse_header",
     "parse_list",
     "parse_list_mig",
+    "parse_mig_csv",
     "parse_query_csv",
     "parse_table",
     "query_command",

@@ -14,7 +14,8 @@ from typing import Final
 from gpulab.nvsmi.header import NvidiaSmiParseError
 
 #: Fields asked of ``nvidia-smi --query-gpu``, in column order. ``compute_cap`` is left out on
-#: purpose: R470-era drivers reject it and the whole query then fails.
+#: purpose: R470-era drivers reject it and the whole query then fails. So are the MIG fields,
+#: which drivers older than R450 do not know: they are asked separately (:data:`MIG_FIELDS`).
 QUERY_FIELDS: Final[tuple[str, ...]] = (
     "index",
     "name",
@@ -23,6 +24,11 @@ QUERY_FIELDS: Final[tuple[str, ...]] = (
     "memory.total",
     "pci.bus_id",
 )
+
+#: Fields of the separate MIG query (:func:`mig_query_command`), in column order. A driver
+#: that does not know one of them fails this query alone (``Field "mig.mode.current" is not a
+#: valid field to query.``, exit 2), and the probe then reports the MIG mode as unknown.
+MIG_FIELDS: Final[tuple[str, ...]] = ("index", "pci.bus_id", "mig.mode.current", "mig.mode.pending")
 
 # Cell values nvidia-smi prints when it has no value for a field.
 _NOT_AVAILABLE: Final = frozenset({"[N/A]", "[Not Supported]", "N/A", ""})
@@ -33,8 +39,11 @@ class GpuInfo:
     """One physical GPU as ``nvidia-smi`` reports it (MIG instances are not GPUs).
 
     ``memory_total_mib`` is in MiB. ``pci_bus_id`` is nvidia-smi's form, e.g.
-    ``"00000000:00:06.0"``. Optional fields are ``None`` when the source did not carry them or
-    nvidia-smi printed ``[N/A]`` / ``[Not Supported]``.
+    ``"00000000:00:06.0"``. ``mig_mode`` and ``mig_mode_pending`` are the current and pending
+    MIG mode as nvidia-smi spells them, ``"Enabled"`` or ``"Disabled"`` (NVML's
+    ``nvmlDeviceGetMigMode`` is mapped to the same words). Optional fields are ``None`` when the
+    source did not carry them or nvidia-smi printed ``[N/A]`` / ``[Not Supported]`` (a GPU
+    without MIG, e.g. an L4 or an RTX card).
     """
 
     index: int
@@ -45,12 +54,13 @@ class GpuInfo:
     pci_bus_id: str | None
     compute_cap: str | None = None
     mig_mode: str | None = None
+    mig_mode_pending: str | None = None
 
     def to_json(self) -> dict[str, int | str | None]:
         """Return the per-GPU shape of the ``hostGpus`` output (``gpulab.outputs.HOST_GPUS``).
 
         Keys: ``index``, ``name``, ``uuid``, ``memoryMiB``, ``pciBusId``, ``computeCap``,
-        ``migMode``, ``driverVersion``; missing values are ``None``.
+        ``migMode``, ``migModePending``, ``driverVersion``; missing values are ``None``.
         """
         return {
             "index": self.index,
@@ -60,6 +70,7 @@ class GpuInfo:
             "pciBusId": self.pci_bus_id,
             "computeCap": self.compute_cap,
             "migMode": self.mig_mode,
+            "migModePending": self.mig_mode_pending,
             "driverVersion": self.driver_version,
         }
 
@@ -109,7 +120,8 @@ def parse_query_csv(text: str) -> list[GpuInfo]:
       :func:`query_command` asks for);
     * with a header row naming the columns, possibly with units (``memory.total [MiB]`` and
       values like ``143771 MiB``); columns may come in any order and extra ones are ignored,
-      except ``compute_cap`` and ``mig.mode.current``, which fill :class:`GpuInfo`.
+      except ``compute_cap``, ``mig.mode.current`` and ``mig.mode.pending``, which fill
+      :class:`GpuInfo`.
 
     Cells ``[N/A]``, ``[Not Supported]``, ``N/A`` and empty cells become ``None``. Names keep
     their spaces (rows are split with :mod:`csv`, ``skipinitialspace=True``).
@@ -159,9 +171,63 @@ def parse_query_csv(text: str) -> list[GpuInfo]:
                 pci_bus_id=values.get("pci.bus_id"),
                 compute_cap=values.get("compute_cap"),
                 mig_mode=values.get("mig.mode.current"),
+                mig_mode_pending=values.get("mig.mode.pending"),
             )
         )
     return gpus
+
+
+def mig_query_command() -> list[str]:
+    """Return the argv of the separate MIG query, read by :func:`parse_mig_csv`.
+
+    ``["nvidia-smi", "--query-gpu=index,pci.bus_id,mig.mode.current,mig.mode.pending",
+    "--format=csv,noheader,nounits"]``.
+    """
+    return ["nvidia-smi", f"--query-gpu={','.join(MIG_FIELDS)}", "--format=csv,noheader,nounits"]
+
+
+@dataclass(frozen=True)
+class MigMode:
+    """One GPU's MIG mode from :func:`parse_mig_csv`: ``index``, ``pci_bus_id``, ``current`` and
+    ``pending`` (``"Enabled"``, ``"Disabled"``, or ``None`` for ``[N/A]``: no MIG on this GPU)."""
+
+    index: int
+    pci_bus_id: str | None
+    current: str | None
+    pending: str | None
+
+
+_MIG_WORDS: Final = frozenset({"Enabled", "Disabled"})
+
+
+def parse_mig_csv(text: str) -> list[MigMode]:
+    """Parse the output of :func:`mig_query_command` (no header, :data:`MIG_FIELDS` order).
+
+    ``0, 00000000:00:06.0, Disabled, Disabled`` gives ``MigMode(0, "00000000:00:06.0",
+    "Disabled", "Disabled")``; ``[N/A]`` cells give ``None``. Raises
+    :class:`NvidiaSmiParseError` (quoting the row) on empty input, a row of another width, a
+    non-integer index, or a mode other than ``Enabled``/``Disabled``/N/A, e.g. nvidia-smi's
+    ``Field "mig.mode.current" is not a valid field to query.`` printed on an old driver.
+    """
+    rows = [line for line in text.splitlines() if line.strip()]
+    if not rows:
+        raise NvidiaSmiParseError("empty nvidia-smi MIG query output: no rows")
+    modes: list[MigMode] = []
+    for row in rows:
+        cells = [_cell(c) for c in _split_row(row)]
+        if len(cells) != len(MIG_FIELDS):
+            raise NvidiaSmiParseError(
+                f"expected {len(MIG_FIELDS)} columns ({', '.join(MIG_FIELDS)}), got {len(cells)} "
+                f"in row: {row!r}"
+            )
+        index, bus, current, pending = cells
+        if index is None or not index.isdigit():
+            raise NvidiaSmiParseError(f"GPU index {index!r} is not an integer in row: {row!r}")
+        for mode in (current, pending):
+            if mode is not None and mode not in _MIG_WORDS:
+                raise NvidiaSmiParseError(f"MIG mode {mode!r} is not Enabled/Disabled in row: {row!r}")
+        modes.append(MigMode(int(index), bus, current, pending))
+    return modes
 
 
 # --- mixed models ---------------------------------------------------------------------

@@ -20,10 +20,10 @@ def _emit(spec: Spec, findings: Sequence[Finding], urn: str, report: ReportViola
     LEDGER.put(spec.name, urn, findings)
     failed = [f for f in findings if f.status == FAIL]
     for f in failed:
-        report(f.message(), f.urn)
+        report(f.report(), f.urn)
     unverified = [f for f in findings if f.status in UNVERIFIED]
     if not failed and unverified:
-        args.not_applicable("; ".join(f.message() for f in unverified))
+        args.not_applicable("; ".join(f.report() for f in unverified))
 
 
 def validate_resource(spec: Spec, args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -32,7 +32,7 @@ def validate_resource(spec: Spec, args: ResourceValidationArgs, report: ReportVi
     findings = spec.check(
         args.resource_type, props, spec.settings(args.get_config()), stack_context.current()
     )
-    _emit(spec, [replace(f, urn=args.urn) for f in findings], args.urn, report, args)
+    _emit(spec, [replace(f, subject=args.urn) for f in findings], args.urn, report, args)
 
 
 def validate_stack(spec: Spec, args: StackValidationArgs, report: ReportViolation) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from gpulab import checklist
 from gpulab import outputs as out
+from gpulab.names import DEFAULT_PROFILE
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding
 from policy.validators.props import UNKNOWN, has_unknown, lab_setting
@@ -44,13 +45,13 @@ def checklist_check(item_id: str) -> StackCheck:
 
     def check(resources: list[Res], cfg: Settings, ctx: StackContext) -> list[Finding]:
         outputs, urn = checklist_outputs(resources, cfg)
-        profile = lab_setting(ctx, "profile") or "gpu-lab"
+        profile = lab_setting(ctx, "profile") or DEFAULT_PROFILE
         items = {
             i.id: i
             for i in checklist.evaluate(outputs, time_slicing_replicas=_replicas(cfg, ctx), profile=profile)
         }
         it = items[item_id]
-        found = Finding(item_id, it.status, it.observed, it.expected, it.fix, urn, it.simulated)
+        found = replace(it, subject=urn)
         if not outputs:
             found = replace(found, status=NOT_EVALUATED, observed="the stack has no outputs yet")
         elif ctx.dry_run is True and it.status != NOT_EVALUATED:

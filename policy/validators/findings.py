@@ -1,52 +1,42 @@
 """What a check returns (:class:`Finding`), its statuses, and the :class:`Ledger` of the latest
-findings that ``checklist-unverified`` reports from."""
+findings that ``checklist-unverified`` reports from.
+
+A policy's finding is the lab's one finding record (:class:`gpulab.findings.Finding`), made
+as ``Finding(item, status, observed, expected, fix, urn)``: ``urn`` is its ``subject``, the
+resource reported (None for the stack), and ``report()`` the line an engine report carries.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from gpulab import checklist
+from gpulab.findings import Finding, Status
 
-PASS: Final = checklist.PASS
-FAIL: Final = checklist.FAIL
-NOT_EVALUATED: Final = checklist.NOT_EVALUATED
-NOT_OBSERVABLE: Final = checklist.NOT_OBSERVABLE
+__all__ = [
+    "FAIL",
+    "LEDGER",
+    "NOT_EVALUATED",
+    "NOT_OBSERVABLE",
+    "PASS",
+    "UNKNOWN",
+    "UNVERIFIED",
+    "Finding",
+    "Ledger",
+]
+
+PASS: Final = Status.PASS
+FAIL: Final = Status.FAIL
+NOT_EVALUATED: Final = Status.NOT_EVALUATED
+NOT_OBSERVABLE: Final = Status.NOT_OBSERVABLE
 #: A value the engine does not know yet (a preview's computed value).
 UNKNOWN: Final = checklist.UNKNOWN
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One check's outcome on one resource (or on the stack when ``urn`` is None).
-
-    ``observed``/``expected``/``fix`` are human-readable; ``observed`` carries the reason for
-    ``not-evaluated`` and ``not-observable-in-simulation``.
-    """
-
-    item: str
-    status: str
-    observed: str
-    expected: str
-    fix: str
-    urn: str | None = None
-    simulated: bool = False
-
-    def message(self) -> str:
-        """The line an engine report carries (never a secret value)."""
-        if self.status == NOT_EVALUATED:
-            return f"[{self.item}] not evaluated: {self.observed}; expected when known: {self.expected}"
-        if self.status == NOT_OBSERVABLE:
-            return f"[{self.item}] not observable in the simulated lab: {self.observed}"
-        sim = " (simulated values)" if self.simulated else ""
-        return (
-            f"[{self.item}] observed: {self.observed}{sim}; expected: {self.expected}; first fix: {self.fix}"
-        )
-
-
-UNVERIFIED: Final = frozenset({NOT_EVALUATED, NOT_OBSERVABLE})
+#: Neither passed nor failed: what ``checklist-unverified`` lists.
+UNVERIFIED: Final = frozenset({NOT_EVALUATED, NOT_OBSERVABLE, Status.NOT_TESTED})
 
 
 class Ledger:
@@ -82,4 +72,5 @@ LEDGER: Final = Ledger()
 
 
 def _finding(item: str, ok: bool, observed: str, expected: str, fix: str) -> Finding:
+    """A pass or a fail of ``item``, attributed to the resource checked (the caller's URN)."""
     return Finding(item, PASS if ok else FAIL, observed, expected, fix)

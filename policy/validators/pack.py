@@ -61,7 +61,7 @@ UNVERIFIED_DESCRIPTION: Final = (
 def validate_unverified(args: StackValidationArgs, report: ReportViolation) -> None:
     """``checklist-unverified``: one advisory line per finding that is neither pass nor fail."""
     for f in LEDGER.unverified([s.name for s in SPECS]):
-        report(f.message(), f.urn)
+        report(f.report(), f.urn)
 
 
 def _schema(spec: Spec) -> PolicyConfigSchema | None:

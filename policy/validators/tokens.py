@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from gpulab import config as labconfig
+from gpulab import names
 
 # Engine type tokens the policies read.
 T_STACK: Final = "pulumi:pulumi:Stack"
@@ -16,5 +17,5 @@ T_GPU_OPERATOR: Final = "gpulab:gpu_operator:GpuOperator"
 T_SMOKE: Final = "gpulab:smoke:SmokeTest"
 
 NVIDIA_HELM_REPO: Final = labconfig.DEFAULT_CHART_REPO
-OPERATOR_CHART: Final = "gpu-operator"
-GPU_RESOURCE: Final = "nvidia.com/gpu"
+OPERATOR_CHART: Final = names.OPERATOR_CHART
+GPU_RESOURCE: Final = names.GPU_RESOURCE

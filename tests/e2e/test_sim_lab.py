@@ -176,8 +176,21 @@ def test_two_simulated_gpus(project: Project) -> None:
     assert not (project.dir / ".state" / "sim" / "e2e-two").exists()
 
 
+def _teardown(project: Project) -> subprocess.CompletedProcess[str]:
+    """What `make destroy` runs before `pulumi destroy` (gpulab.teardown)."""
+    return subprocess.run(
+        [str(project.dir / ".venv" / "bin" / "python"), "-m", "gpulab.teardown", "--stack", "sim"],
+        cwd=project.dir,
+        env={**project.env, "GPULAB_ROOT": str(project.dir)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def test_destroy_after_cluster_deleted_by_hand(project: Project) -> None:
-    """The chapter's cleanup done by hand first: destroy still ends with an empty stack."""
+    """The chapter's cleanup done by hand first: destroy still ends with an empty stack, on the
+    stock provider, after the lab confirmed the cluster is gone and pruned its objects."""
     chart = _chart()
     project.init("sim", chartPath=chart, profile="e2e-gone")
     try:
@@ -205,6 +218,46 @@ def _delete_by_hand_then_destroy(project: Project) -> None:
         check=True,
         capture_output=True,
     )
+    # As `make destroy` does: the stock provider cannot delete a Helm release on a dead
+    # cluster (pulumi-kubernetes#2675), so the lab confirms the cluster is gone and prunes.
+    t = _teardown(project)
+    assert t.returncode == 0, t.stderr
+    assert "is gone (the sim cluster directory" in t.stderr, t.stderr
+    pruned = "gpu-operator-namespace, gpu-operator-release, gpu-operator-sim-device-plugin, smoke-pod"
+    assert (
+        f"removed its 4 unreachable Kubernetes resource(s) from the sim stack's state ({pruned})" in t.stderr
+    )
     project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", timeout=600)
     export = json.loads(project.pulumi("stack", "export", "--stack", "sim").stdout)
     assert not export["deployment"].get("resources")
+
+
+def test_a_cluster_that_only_does_not_answer_keeps_its_state(project: Project) -> None:
+    """An API server that is stopped (SIGSTOP: present, not answering) is not "gone": the
+    teardown refuses, says how to start or remove it, and drops nothing."""
+    import os
+    import signal
+
+    from variants.sim.ctl.process import Paths, _cluster_pids
+
+    chart = _chart()
+    project.init("sim", chartPath=chart, profile="e2e-paused")
+    try:
+        project.pulumi("up", "--yes", "--skip-preview", "--stack", "sim")
+        before = json.loads(project.pulumi("stack", "export", "--stack", "sim").stdout)
+        paths = Paths("e2e-paused", project.dir / ".state" / "sim" / "e2e-paused")
+        pids = sorted(_cluster_pids(paths))
+        assert pids
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            t = _teardown(project)
+        finally:
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
+        assert t.returncode == 1, t.stderr
+        assert "exists (the sim cluster directory" in t.stderr and "nothing was removed" in t.stderr, t.stderr
+        after = json.loads(project.pulumi("stack", "export", "--stack", "sim").stdout)
+        assert len(after["deployment"]["resources"]) == len(before["deployment"]["resources"])
+    finally:
+        project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False, timeout=600)

@@ -22,6 +22,12 @@ from gpulab.argv import decode, step_of
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND = "command:local:Command"
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\n"
+#: The ``measuredAt`` each fake helper prints.
+GATE_AT, SMOKE_AT, TFLOPS_AT = (
+    "2026-12-01T09:00:10+00:00",
+    "2026-12-01T09:00:20+00:00",
+    "2026-12-01T09:00:30+00:00",
+)
 
 
 @dataclass
@@ -82,6 +88,7 @@ def fake_stdout(purpose: str, gpus: int = 1) -> str:
                 "clusterPolicyState": "ready",
                 "devicePluginPods": [{"name": "p", "phase": "Running", "ready": True, "restarts": 0}],
                 "kubernetesVersion": "v1.36.3",
+                "measuredAt": GATE_AT,
             }
         )
     if purpose == "smoke-check":
@@ -92,11 +99,12 @@ def fake_stdout(purpose: str, gpus: int = 1) -> str:
                 "smokeCudaVersion": "13.0",
                 "smokeEvents": ["Scheduled", "Pulled"],
                 "smokeNode": "n1",
+                "measuredAt": SMOKE_AT,
             }
         )
     if purpose == "benchmark-result":
         results = {"bf16": {"tflops": 578.7}, "fp32": {"tflops": 51.3}}
-        return json.dumps({"gpu": "NVIDIA H200", "results": results})
+        return json.dumps({"gpu": "NVIDIA H200", "results": results, "measuredAt": TFLOPS_AT})
     return "{}"
 
 

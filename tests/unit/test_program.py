@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from gpulab.config import ConfigError
 from gpulab.preflight import Finding, PreflightError
 from variants.minikube.ctl import StartSpec, start_argv
 
-from .program_harness import COMMAND, KUBECONFIG, run_program
+from .program_harness import COMMAND, GATE_AT, KUBECONFIG, SMOKE_AT, TFLOPS_AT, run_program
 
 
 @pytest.fixture(autouse=True)
@@ -222,7 +223,11 @@ def test_kubeconfig_travels_in_environment_never_in_argv(chart: str) -> None:
 def test_outputs_of_the_simulated_lab(chart: str) -> None:
     run = run_program(sim(chart))
     # measuredTflops needs the benchmark Pod (GPU labs), leftovers the existing variant.
-    assert set(run.exported) == set(out.ALL_KEYS) - {out.MEASURED_TFLOPS, out.LEFTOVERS}
+    assert set(run.exported) == set(out.ALL_KEYS) - {
+        out.MEASURED_TFLOPS,
+        out.TFLOPS_MEASURED_AT,
+        out.LEFTOVERS,
+    }
     o = run.outputs
     assert o[out.CLUSTER_KIND] == "sim"
     assert o[out.SIMULATED] is True
@@ -235,6 +240,9 @@ def test_outputs_of_the_simulated_lab(chart: str) -> None:
     assert o[out.SMOKE_DRIVER_VERSION] == "580.159.04"
     assert o[out.CHART_SOURCE] == f"local:{chart}"
     assert o[out.KUBERNETES_VERSION] == "v1.36.3"
+    # Every measured fact says when: the gate's and the smoke check's own times, this run's.
+    assert o[out.GATE_MEASURED_AT] == GATE_AT and o[out.SMOKE_MEASURED_AT] == SMOKE_AT
+    assert datetime.fromisoformat(o[out.RUN_AT]).tzinfo is not None
 
 
 def test_two_simulated_gpus_pick_the_two_gpu_capture(chart: str) -> None:
@@ -306,6 +314,7 @@ def test_benchmark_pod_measures_after_the_smoke_test_and_exports_tflops() -> Non
     )
     assert run.urn_of("smoke-check") in run.by_name("benchmark").dependencies
     assert run.outputs[out.MEASURED_TFLOPS] == {"bf16": 578.7, "fp32": 51.3}
+    assert run.outputs[out.TFLOPS_MEASURED_AT] == TFLOPS_AT
 
 
 def test_no_benchmark_pod_by_default() -> None:

@@ -51,35 +51,78 @@ def fake_backend(seconds_per_product: float, clock: FakeClock) -> tuple[Backend,
     return backend, log
 
 
-def test_warm_up_runs_until_count_and_time_are_both_reached() -> None:
-    clock = FakeClock()
-    backend, log = fake_backend(0.1, clock)
-    with backend.prepare("fp16", 8) as product:
-        done = tflops.warm_up(product, backend.synchronize, count=2, seconds=0.5, clock=clock)
-    assert done == 6  # batches of 2 until 0.5 s passed
-    assert log.count("sync") == 3
-    with backend.prepare("fp16", 8) as product:
-        assert tflops.warm_up(product, backend.synchronize, count=0, seconds=0, clock=clock) == 0
-
-
-def test_measure_skips_times_and_releases() -> None:
+def test_measure_runs_burst_then_sustained_and_releases() -> None:
     clock = FakeClock()
     backend, log = fake_backend(0.002, clock)
+    sleeps: list[float] = []
+
+    def sleep(s: float) -> None:
+        sleeps.append(s)
+        clock.t += s
+
     out = tflops.measure(
         backend,
         size=64,
         iters=5,
         dtypes=["bf16", "fp16"],
         warmup=3,
-        warmup_seconds=0.0,
         repeats=2,
+        burst_iters=4,
+        rest_seconds=1.5,
+        sustained_seconds=0.1,
+        settle_seconds=0.05,
         clock=clock,
+        sleep=sleep,
     )
     assert out["bf16"] == Timing(skipped="no bf16 here")
-    assert out["fp16"].runs == pytest.approx((0.002, 0.002))
-    assert log[0] == "prepare fp16 64"
-    assert log[-1] == "release fp16"
-    assert log.count("product") == 3 + 2 * 5
+    fp16 = out["fp16"]
+    assert sleeps == [1.5, 1.5]  # one rest before each burst run
+    assert [w.products for w in fp16.burst] == [4, 4]
+    assert all(w.seconds_per_product == pytest.approx(0.002) for w in fp16.burst)
+    # sustained: windows of 5 products (10 ms each) until 0.1 s passed; the first 50 ms settle
+    start = fp16.sustained[0].t0
+    assert fp16.sustained[-1].t1 - start >= 0.1
+    steady = [w for w in fp16.sustained if w.t0 - start >= 0.05]
+    assert fp16.runs == pytest.approx(tuple(w.seconds_per_product for w in steady))
+    assert 0 < len(fp16.runs) < len(fp16.sustained) and fp16.settle_s == 0.05
+    assert log[0] == "prepare fp16 64" and log[-1] == "release fp16"
+    assert log.count("product") == 2 * (3 + 4) + 5 * len(fp16.sustained)
+    assert log.count("sync") == 2  # after each burst warm-up
+
+
+def test_measure_rejects_a_settle_as_long_as_the_phase() -> None:
+    backend, _ = fake_backend(0.002, FakeClock())
+    with pytest.raises(ValueError, match="settle time"):
+        tflops.measure(backend, size=8, iters=1, dtypes=["fp16"], sustained_seconds=1, settle_seconds=1)
+
+
+def test_reference_is_the_plain_loop_after_the_same_rest_and_warm_up() -> None:
+    clock = FakeClock()
+    backend, log = fake_backend(0.00138, clock)
+
+    @contextmanager
+    def plain(n: int) -> Iterator[Any]:
+        log.append(f"plain {n}")
+
+        def product() -> None:
+            clock.t += 0.00138
+            log.append("a @ b")
+
+        yield product
+
+    backend.prepare_plain = plain
+    slept: list[float] = []
+    ref = tflops.measure_reference(
+        backend, size=8192, warmup=2, repeats=3, rest_seconds=2.0, clock=clock, sleep=slept.append
+    )
+    assert ref.dtype == "bf16" and ref.products == 10 and ref.skipped is None
+    assert [w.products for w in ref.runs] == [10, 10, 10]
+    assert slept == [2.0, 2.0, 2.0]
+    assert log.count("a @ b") == 3 * (2 + 10)
+
+    cupy_like, _ = fake_backend(0.001, clock)
+    skipped = tflops.measure_reference(cupy_like, size=8, sleep=slept.append)
+    assert skipped.runs == () and "PyTorch" in (skipped.skipped or "")
 
 
 def test_missing_backend_message_names_what_to_install() -> None:

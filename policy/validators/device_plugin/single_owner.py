@@ -7,15 +7,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from gpulab import checklist
+from gpulab import checklist, fixes
 from gpulab import config as labconfig
 from gpulab import outputs as out
 from gpulab.argv import step_of
+from gpulab.names import DEFAULT_PROFILE
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
-from policy.validators.fixes import FIX_ALLOCATABLE
 from policy.validators.minikube.start_command import cli_flags, command_argv, minikube_start_argv
-from policy.validators.props import UNKNOWN, dig, has_unknown, show
+from policy.validators.props import UNKNOWN, dig, has_unknown, lab_setting, show
 from policy.validators.release.operator_release import is_operator_release
 from policy.validators.spec import MANDATORY, Settings, Spec
 from policy.validators.stack_view import Res, _of_type, _stack_outputs
@@ -79,9 +79,11 @@ def check_single_owner(resources: list[Res], cfg: Settings, ctx: StackContext) -
     expected = "exactly one of minikube's addon and the operator's device plugin" + (
         f", owned by {want}" if want else ""
     )
+    allocatable = fixes.allocatable(lab_setting(ctx, "profile") or DEFAULT_PROFILE)
     fix = (
         "pulumi config set devicePluginOwner operator (the lab disables minikube's addon), or "
-        "devicePluginOwner minikube-addon with devicePlugin false; with none, " + FIX_ALLOCATABLE
+        "devicePluginOwner minikube-addon with devicePlugin false; with none, "
+        + fixes.cite(allocatable, fixes.ALLOCATABLE_ZERO)
     )
     observed = f"{addon_note}; {operator_note}"
     if addon is UNKNOWN or operator is UNKNOWN:
@@ -98,7 +100,7 @@ def check_single_owner(resources: list[Res], cfg: Settings, ctx: StackContext) -
     owners = [n for n, on in (("minikube-addon", addon), ("operator", operator)) if on]
     ok = len(owners) == 1 and (not want or owners == [want])
     found = _finding(item, ok, f"{observed} -> owners: {', '.join(owners) or 'none'}", expected, fix)
-    return [replace(found, urn=stack_urn)]
+    return [replace(found, subject=stack_urn)]
 
 
 SPEC: Final = Spec(

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from gpulab import fixes
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
-from policy.validators.fixes import FIX_MINIKUBE_GPU
 from policy.validators.minikube.start_command import _minikube_start, cli_flags
 from policy.validators.spec import _STR, MANDATORY, Settings, Spec
+
+
+#: The first fix (表 2: minikube start hangs or reports a GPU error).
+FIX_MINIKUBE_GPU: Final = fixes.cite(
+    f"redo the host's Docker GPU setup: {fixes.docker_gpus()}", fixes.MINIKUBE_START
+)
 
 
 def check_minikube_gpu(rtype: str, props: dict[str, Any], cfg: Settings, ctx: StackContext) -> list[Finding]:

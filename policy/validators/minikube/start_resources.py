@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from gpulab import config as labconfig
+from gpulab import fixes
+from gpulab.names import MIN_CPUS, MIN_MEMORY_MIB
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
-from policy.validators.fixes import FIX_RESOURCES
 from policy.validators.minikube.start_command import _minikube_start, cli_flags, memory_mib
 from policy.validators.spec import MANDATORY, Settings, Spec, _int
 
@@ -19,10 +19,14 @@ def check_minikube_resources(
     if not applies:
         return []
     item = "minikube-start-resources"
-    min_cpus = int(cfg.get("minCpus", labconfig.MIN_CPUS))
-    min_mib = int(cfg.get("minMemoryMiB", labconfig.MIN_MEMORY_MIB))
+    min_cpus = int(cfg.get("minCpus", MIN_CPUS))
+    min_mib = int(cfg.get("minMemoryMiB", MIN_MEMORY_MIB))
     expected = f"--cpus >= {min_cpus} and --memory >= {min_mib} MiB"
-    fix = FIX_RESOURCES.format(cpus=min_cpus, mib=min_mib)
+    fix = fixes.cite(
+        f"give the node {fixes.minimum(min_cpus, min_mib)}: {fixes.set_resources(min_cpus, min_mib)}; "
+        "kubectl describe pod shows who is blocked",
+        fixes.OPERATOR_PENDING,
+    )
     if argv is None:
         return [
             Finding(
@@ -54,5 +58,5 @@ SPEC: Final = Spec(
     MANDATORY,
     "resource",
     check_minikube_resources,
-    {"minCpus": _int(1, labconfig.MIN_CPUS), "minMemoryMiB": _int(1, labconfig.MIN_MEMORY_MIB)},
+    {"minCpus": _int(1, MIN_CPUS), "minMemoryMiB": _int(1, MIN_MEMORY_MIB)},
 )

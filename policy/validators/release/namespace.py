@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from gpulab.names import OPERATOR_NAMESPACE
 from policy.stack_context import StackContext
 from policy.validators.findings import Finding, _finding
 from policy.validators.props import require_known, show
@@ -17,7 +18,7 @@ def check_operator_namespace(
     release = _release_props(rtype, props)
     if release is None:
         return []
-    want = str(cfg.get("namespace") or "gpu-operator")
+    want = str(cfg.get("namespace") or OPERATOR_NAMESPACE)
     ns = require_known(release.get("namespace"), "namespace")
     observed = f"namespace {show(ns)}" + (" (the provider's default namespace)" if ns is None else "")
     return [
@@ -38,5 +39,5 @@ SPEC: Final = Spec(
     MANDATORY,
     "resource",
     check_operator_namespace,
-    {"namespace": {**_STR, "default": "gpu-operator"}},
+    {"namespace": {**_STR, "default": OPERATOR_NAMESPACE}},
 )

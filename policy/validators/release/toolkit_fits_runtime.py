@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 import variants
+from gpulab import fixes
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
-from policy.validators.fixes import FIX_TOOLKIT
 from policy.validators.props import dig, lab_setting, require_known, show
 from policy.validators.release.operator_release import _release_props
 from policy.validators.spec import MANDATORY, Settings, Spec
@@ -17,6 +17,8 @@ K3S_CONTAINERD_CONFIG_DIR: Final = "/var/lib/rancher/k3s/agent/etc/containerd/"
 K3S_CONTAINERD_SOCKET: Final = "/run/k3s/containerd/containerd.sock"
 RKE2_CONTAINERD_CONFIG_DIR: Final = "/var/lib/rancher/rke2/agent/etc/containerd/"
 CONTAINERD_VARS: Final = ("CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "CONTAINERD_RUNTIME_CLASS")
+#: The first fix (表 2: gpu-smoke stays ContainerCreating).
+FIX_TOOLKIT: Final = fixes.cite(fixes.toolkit(then="retry"), fixes.SMOKE_CREATING)
 
 
 def cluster_runtime(cfg: Settings, ctx: StackContext) -> tuple[str | None, str]:

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from gpulab import cuda
+from gpulab import cuda, fixes
 from gpulab import outputs as out
+from gpulab.names import SMOKE_POD
 from policy.stack_context import StackContext
 from policy.validators.findings import FAIL, NOT_EVALUATED, PASS, Finding
-from policy.validators.fixes import FIX_CUDA
 from policy.validators.props import _known, dig
 from policy.validators.spec import _STR, MANDATORY, Settings, Spec
 from policy.validators.stack_view import Res, _of_type, _stack_outputs
@@ -22,6 +22,11 @@ from policy.validators.tokens import (
     T_POD,
     T_SMOKE,
 )
+
+
+def fix_cuda(image: str, needed: str | None, max_cuda: str | None) -> str:
+    """The first fix for a smoke image the driver may not run (表 2, :func:`gpulab.fixes.cuda_image`)."""
+    return fixes.cite(fixes.cuda_image(image, needed, max_cuda), fixes.CUDA_NEWER)
 
 
 def derive_max_cuda(driver: str) -> str | None:
@@ -78,7 +83,7 @@ def host_facts(resources: Sequence[Res], cfg: Settings) -> HostFacts | None:
 def smoke_images(resources: Sequence[Res], cfg: Settings) -> tuple[list[str], str | None]:
     """The smoke Pod's images and the URN to attribute them to: the Pod's spec when known,
     else the SmokeTest component's ``image``, else the ``smokeImage`` export."""
-    pod_name = str(cfg.get("podName") or "gpu-smoke")
+    pod_name = str(cfg.get("podName") or SMOKE_POD)
     for pod in _of_type(resources, T_POD):
         if dig(pod.props, "metadata", "name") != pod_name:
             continue
@@ -107,7 +112,7 @@ def check_cuda_fits(resources: list[Res], cfg: Settings, ctx: StackContext) -> l
                 NOT_EVALUATED,
                 "the smoke image is not known yet",
                 "image CUDA <= host max CUDA",
-                FIX_CUDA,
+                fix_cuda("", None, None),
                 urn,
             )
         ]
@@ -125,7 +130,7 @@ def check_cuda_fits(resources: list[Res], cfg: Settings, ctx: StackContext) -> l
                     NOT_EVALUATED,
                     f"{reason} (image {image})",
                     "image CUDA <= host max CUDA",
-                    FIX_CUDA,
+                    fix_cuda(image, need, None),
                     urn,
                 )
             )
@@ -138,7 +143,7 @@ def check_cuda_fits(resources: list[Res], cfg: Settings, ctx: StackContext) -> l
                     NOT_EVALUATED,
                     f"image {image} carries no CUDA X.Y in its tag (not a tagged nvidia/cuda image)",
                     expected,
-                    FIX_CUDA,
+                    fix_cuda(image, None, facts.max_cuda),
                     urn,
                 )
             )
@@ -152,7 +157,7 @@ def check_cuda_fits(resources: list[Res], cfg: Settings, ctx: StackContext) -> l
         fits = cuda.cuda_fits(need, facts.max_cuda)
         if not fits:
             observed += f"; newest tag that fits: {newest or 'none known'}"
-        fix = FIX_CUDA + (f": pulumi config set smokeImage {newest}" if newest else "")
+        fix = fix_cuda(image, need, facts.max_cuda)
         findings.append(
             Finding(
                 item,
@@ -178,6 +183,6 @@ SPEC: Final = Spec(
             **_STR,
             "description": "the host's driver version; overrides the host probe",
         },
-        "podName": {**_STR, "default": "gpu-smoke"},
+        "podName": {**_STR, "default": SMOKE_POD},
     },
 )

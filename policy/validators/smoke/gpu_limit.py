@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from gpulab.names import SMOKE_POD
 from policy.stack_context import StackContext
 from policy.validators.findings import Finding, _finding
 from policy.validators.props import dig, show
@@ -49,5 +50,5 @@ SPEC: Final = Spec(
     MANDATORY,
     "resource",
     check_smoke_gpu_limit,
-    {"podName": {**_STR, "default": "gpu-smoke"}},
+    {"podName": {**_STR, "default": SMOKE_POD}},
 )

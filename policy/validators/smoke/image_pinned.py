@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from gpulab.names import DEFAULT_PROBE_IMAGE, SMOKE_POD
 from policy.stack_context import StackContext
 from policy.validators.findings import Finding, _finding
 from policy.validators.smoke.pod import _smoke_containers
@@ -40,8 +41,8 @@ def check_smoke_image_pinned(
                 ok,
                 f"container {c.get('name')}: image {image!r}",
                 "image pinned by a tag other than latest, or by @sha256 digest",
-                "pulumi config set smokeImage nvidia/cuda:12.4.1-base-ubuntu22.04 (the chapter's "
-                "image) or <repo>@sha256:<digest>",
+                f"pulumi config set smokeImage {DEFAULT_PROBE_IMAGE} (the chapter's image) or "
+                "<repo>@sha256:<digest>",
             )
         )
     return findings
@@ -53,5 +54,5 @@ SPEC: Final = Spec(
     MANDATORY,
     "resource",
     check_smoke_image_pinned,
-    {"podName": {**_STR, "default": "gpu-smoke"}},
+    {"podName": {**_STR, "default": SMOKE_POD}},
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from gpulab.names import SMOKE_POD
 from policy.stack_context import StackContext
 from policy.validators.findings import Finding, _finding
 from policy.validators.props import dig, require_known, show
@@ -35,5 +36,5 @@ SPEC: Final = Spec(
     MANDATORY,
     "resource",
     check_smoke_restart_never,
-    {"podName": {**_STR, "default": "gpu-smoke"}},
+    {"podName": {**_STR, "default": SMOKE_POD}},
 )

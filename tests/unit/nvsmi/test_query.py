@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -118,8 +119,53 @@ def test_to_json_has_host_gpus_shape() -> None:
         "pciBusId": "00000000:00:07.0",
         "computeCap": "9.0",
         "migMode": None,
+        "migModePending": None,
         "driverVersion": "580.159.04",
     }
+
+
+# --- MIG query ------------------------------------------------------------------------
+
+H200_MIG = Path(__file__).resolve().parents[2] / "data" / "device-h200" / "final" / "query-mig.csv"
+
+
+def test_parse_mig_csv_real_h200_capture() -> None:
+    (mode,) = nvsmi.parse_mig_csv(H200_MIG.read_text())
+    assert mode == nvsmi.MigMode(0, "00000000:00:06.0", "Disabled", "Disabled")
+
+
+def test_parse_mig_csv_enabled_pending_and_not_available() -> None:
+    modes = nvsmi.parse_mig_csv(
+        "0, 00000000:18:00.0, Enabled, Enabled\n"
+        "1, 00000000:2A:00.0, Disabled, Enabled\n"
+        "2, 00000000:3A:00.0, [N/A], [N/A]\n"
+    )
+    assert [(m.index, m.current, m.pending) for m in modes] == [
+        (0, "Enabled", "Enabled"),
+        (1, "Disabled", "Enabled"),
+        (2, None, None),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty"),
+        ('Field "mig.mode.current" is not a valid field to query.\n', "expected 4 columns"),
+        ("x, 00000000:00:06.0, Disabled, Disabled\n", "not an integer"),
+        ("0, 00000000:00:06.0, On, Disabled\n", "not Enabled/Disabled"),
+    ],
+)
+def test_parse_mig_csv_rejects(text: str, message: str) -> None:
+    with pytest.raises(NvidiaSmiParseError, match=message):
+        nvsmi.parse_mig_csv(text)
+
+
+def test_query_csv_with_a_header_reads_mig_pending() -> None:
+    (gpu,) = nvsmi.parse_query_csv(
+        "index, name, mig.mode.current, mig.mode.pending\n0, NVIDIA H200, Disabled, Enabled\n"
+    )
+    assert (gpu.mig_mode, gpu.mig_mode_pending) == ("Disabled", "Enabled")
 
 
 # --- mixed models ---------------------------------------------------------------------

@@ -1,0 +1,70 @@
+"""The one-line summary ``make lab`` and ``make verify`` end with, from the card's own data.
+
+:func:`summary_line` of a card from :func:`gpulab.card.build_card`, e.g.::
+
+    gpu-lab: GPUs 1 allocatable / 1 physical (simulated); smoke Succeeded (simulated);
+    driver 580.159.04 in Pod / 580.159.04 on host (simulated); compute not tested;
+    checklist pass (simulated lab)
+
+(one line). A fact marked ``(simulated)`` was not measured on hardware; ``(earlier run)`` or
+``(time not recorded)`` says it was not measured in the newest run (gpulab.card.timing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gpulab.card import timing
+
+
+def _value(fact: Mapping[str, Any]) -> str:
+    if not fact.get("known", True):
+        return "?"
+    value = fact.get("value")
+    return "none" if value is None else str(value)
+
+
+def _marks(*facts: Mapping[str, Any]) -> str:
+    """``" (simulated, earlier run)"`` from the facts' flags; ``""`` when none applies."""
+    marks = []
+    if any(f.get("simulated") for f in facts):
+        marks.append("simulated")
+    fresh = {f.get("freshness") for f in facts}
+    if timing.EARLIER_RUN in fresh:
+        marks.append("earlier run")
+    elif timing.UNKNOWN in fresh:
+        marks.append("time not recorded")
+    return f" ({', '.join(marks)})" if marks else ""
+
+
+def _compute(tf: Mapping[str, Any]) -> str:
+    if tf.get("status") != "measured":
+        return "compute not tested"
+    rates = []
+    for dtype, r in (tf.get("results") or {}).items():
+        rate = r.get("tflops")
+        if isinstance(rate, (int, float)):
+            frac = r.get("fraction")
+            rates.append(f"{dtype} {rate:g}" + (f" ({frac:.0%} of peak)" if frac else ""))
+    text = "compute " + (", ".join(rates) + " TFLOP/s" if rates else "measured, no rate recorded")
+    return text + _marks(
+        {"simulated": tf.get("simulated"), "freshness": tf.get("freshness", timing.UNKNOWN)}
+    )
+
+
+def summary_line(card: Mapping[str, Any]) -> str:
+    """One line: GPUs allocatable vs physical, smoke phase, driver in the Pod vs the host,
+    compute (or ``compute not tested``), the checklist verdict, ``(simulated lab)``."""
+    cluster, host, smoke = card["cluster"], card["host"], card["smoke"]
+    alloc, count = cluster["allocatableGpus"], host["gpuCount"]
+    pod_driver, host_driver = smoke["driverVersion"], host["driverVersion"]
+    parts = [
+        f"GPUs {_value(alloc)} allocatable / {_value(count)} physical{_marks(alloc, count)}",
+        f"smoke {_value(smoke['phase'])}{_marks(smoke['phase'])}",
+        f"driver {_value(pod_driver)} in Pod / {_value(host_driver)} on host"
+        f"{_marks(pod_driver, host_driver)}",
+        _compute(card.get("measuredTflops") or {}),
+        f"checklist {card['checklist']['result']}" + (" (simulated lab)" if card.get("simulated") else ""),
+    ]
+    return "gpu-lab: " + "; ".join(parts)

@@ -1,0 +1,52 @@
+"""The lab's names and fixed figures, each defined once.
+
+Pure: no import beyond the standard library, so config parsing, the checks, the diagnosis,
+the fixes, the components and the policy pack can all import it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "DEFAULT_PROBE_IMAGE",
+    "DEFAULT_PROFILE",
+    "DEVICE_PLUGIN_DS",
+    "GPU_RESOURCE",
+    "MIN_CPUS",
+    "MIN_MEMORY_MIB",
+    "OPERATOR_CHART",
+    "OPERATOR_NAMESPACE",
+    "OPERATOR_RELEASE",
+    "PROJECT",
+    "SMOKE_NAMESPACE",
+    "SMOKE_POD",
+    "TOOLKIT_DS",
+]
+
+#: The project: the stack config namespace (``gpu-lab:<key>``) and the ``part-of`` label.
+PROJECT: Final = "gpu-lab"
+#: The default cluster name (minikube profile, kind cluster, sim cluster): the project's.
+DEFAULT_PROFILE: Final = PROJECT
+
+#: The extended resource the NVIDIA device plugin registers (allocatable, capacity, limits).
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+
+#: The GPU Operator's namespace, Helm release and chart name.
+OPERATOR_NAMESPACE: Final = "gpu-operator"
+OPERATOR_RELEASE: Final = "gpu-operator"
+OPERATOR_CHART: Final = "gpu-operator"
+#: DaemonSets the operator creates (names from the chart's ClusterPolicy, v26.7.0).
+DEVICE_PLUGIN_DS: Final = "nvidia-device-plugin-daemonset"
+TOOLKIT_DS: Final = "nvidia-container-toolkit-daemonset"
+
+#: The smoke Pod (the chapter's first GPU Pod) and its namespace.
+SMOKE_POD: Final = "gpu-smoke"
+SMOKE_NAMESPACE: Final = "default"
+#: The chapter's CUDA base image: the default smoke image and the Docker GPU self-test's.
+DEFAULT_PROBE_IMAGE: Final = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+#: What the lab's node needs at least: with fewer, the operator, NFD and DCGM pods sit
+#: Pending (minikube's own default is 2 CPUs). Memory in MiB (8 GiB).
+MIN_CPUS: Final = 4
+MIN_MEMORY_MIB: Final = 8192
