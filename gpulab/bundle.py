@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
@@ -78,10 +79,12 @@ PACKAGES: Final = (
 
 @dataclass
 class Bundle:
-    """What was read: archive path -> text, and what could not be read (``"what: why"``)."""
+    """What was read: archive path -> text, what could not be read (``"what: why"``), and
+    whether the stack says the lab is simulated."""
 
     files: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    simulated: bool = False
 
     def add_json(self, name: str, value: Any) -> None:
         self.files[name] = json.dumps(value, indent=2, sort_keys=True, default=str) + "\n"
@@ -142,7 +145,9 @@ def read_stack(stack: Stack, bundle: Bundle, redactor: Redactor) -> tuple[dict[s
     Returns the outputs (secrets as ``[secret]``) and the kubeconfig text (None if unread).
     """
     shown = bundle.attempt("stack outputs", lambda: stack.json("stack", "output", "--json", "--show-secrets"))
-    plain = bundle.attempt("stack outputs", lambda: stack.json("stack", "output", "--json")) if shown else None
+    plain = (
+        bundle.attempt("stack outputs", lambda: stack.json("stack", "output", "--json")) if shown else None
+    )
     outputs: dict[str, Any] = plain if isinstance(plain, dict) else {}
     kubeconfig = shown.get(o.KUBECONFIG) if isinstance(shown, dict) else None
     if isinstance(shown, dict):
@@ -206,51 +211,64 @@ def read_cluster(kubeconfig: str, bundle: Bundle, redactor: Redactor, log_lines:
     from gpulab import kube
 
     api = kube.load_clients(kubeconfig)
-    version = bundle.attempt("cluster", lambda: kube.ping(api, timeout=5))
+    version = bundle.attempt("cluster", partial(kube.ping, api, timeout=5))
     if version is None:
         return
     bundle.add_json("cluster/version.json", version)
     core, apps, custom = client.CoreV1Api(api), client.AppsV1Api(api), client.CustomObjectsApi(api)
-    t = {"_request_timeout": 15}
-    nodes = bundle.attempt("nodes", lambda: _plain(api, core.list_node(**t).items))
+
+    def listed(call: Callable[..., Any], *args: str) -> list[dict[str, Any]]:
+        return _plain(api, call(*args, _request_timeout=15).items)
+
+    nodes = bundle.attempt("nodes", partial(listed, core.list_node))
     if nodes is not None:
         bundle.add_json("cluster/nodes.json", nodes)
     policies = bundle.attempt(
         "ClusterPolicies",
-        lambda: custom.list_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", **t),
+        partial(
+            custom.list_cluster_custom_object, "nvidia.com", "v1", "clusterpolicies", _request_timeout=15
+        ),
     )
     if policies is not None:
         bundle.add_json("cluster/clusterpolicies.json", policies.get("items", []))
     for ns in NAMESPACES:
-        secrets = bundle.attempt(f"{ns} Secrets", lambda ns=ns: _plain(api, core.list_namespaced_secret(ns, **t).items))
-        for s in secrets or []:
-            redactor.learn_secret_data(s.get("data"))
-            redactor.learn_secret_data(s.get("stringData"))
-        releases = [s for s in secrets or [] if s.get("type") == "helm.sh/release.v1"]
-        if releases:
-            bundle.add_json(
-                f"cluster/{ns}/helm-releases.json",
-                [bundle.attempt(f"Helm release {s['metadata']['name']}", lambda s=s: _helm_release(s)) for s in releases],
-            )
+        secrets = bundle.attempt(f"{ns} Secrets", partial(listed, core.list_namespaced_secret, ns))
         if secrets is not None:
-            bundle.add_json(
-                f"cluster/{ns}/secrets.json",
-                [
-                    {"name": s["metadata"]["name"], "type": s.get("type"), "keys": sorted(s.get("data") or {})}
-                    for s in secrets
-                ],
-            )
-        for kind, read in (
-            ("pods", lambda ns=ns: _plain(api, core.list_namespaced_pod(ns, **t).items)),
-            ("events", lambda ns=ns: _plain(api, core.list_namespaced_event(ns, **t).items)),
-            ("daemonsets", lambda ns=ns: _plain(api, apps.list_namespaced_daemon_set(ns, **t).items)),
+            _add_secrets(ns, secrets, bundle, redactor)
+        for kind, call in (
+            ("pods", core.list_namespaced_pod),
+            ("events", core.list_namespaced_event),
+            ("daemonsets", apps.list_namespaced_daemon_set),
         ):
-            found = bundle.attempt(f"{ns} {kind}", read)
+            found = bundle.attempt(f"{ns} {kind}", partial(listed, call, ns))
             if found is None:
                 continue
             bundle.add_json(f"cluster/{ns}/{kind}.json", found)
             if kind == "pods":
                 _read_logs(core, ns, found, bundle, log_lines)
+
+
+def _add_secrets(ns: str, secrets: list[dict[str, Any]], bundle: Bundle, redactor: Redactor) -> None:
+    """Learn every Secret's data; keep names, types and key names, and Helm's release status."""
+    for s in secrets:
+        redactor.learn_secret_data(s.get("data"))
+        redactor.learn_secret_data(s.get("stringData"))
+    releases = [s for s in secrets if s.get("type") == "helm.sh/release.v1"]
+    if releases:
+        bundle.add_json(
+            f"cluster/{ns}/helm-releases.json",
+            [
+                bundle.attempt(f"Helm release {s['metadata']['name']}", partial(_helm_release, s))
+                for s in releases
+            ],
+        )
+    bundle.add_json(
+        f"cluster/{ns}/secrets.json",
+        [
+            {"name": s["metadata"]["name"], "type": s.get("type"), "keys": sorted(s.get("data") or {})}
+            for s in secrets
+        ],
+    )
 
 
 def _read_logs(core: Any, ns: str, pods: list[dict[str, Any]], bundle: Bundle, lines: int) -> None:
@@ -262,12 +280,15 @@ def _read_logs(core: Any, ns: str, pods: list[dict[str, Any]], bundle: Bundle, l
         spec = pod.get("spec") or {}
         for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
             name, where = c["name"], f"{ns}/{meta['name']}/{c['name']}"
-            text = bundle.attempt(
-                f"log {where}",
-                lambda name=name: core.read_namespaced_pod_log(
-                    meta["name"], ns, container=name, tail_lines=lines, _request_timeout=15
-                ),
+            read = partial(
+                core.read_namespaced_pod_log,
+                meta["name"],
+                ns,
+                container=name,
+                tail_lines=lines,
+                _request_timeout=15,
             )
+            text = bundle.attempt(f"log {where}", read)
             if text is not None:
                 bundle.files[f"logs/{where}.log"] = text if text.endswith("\n") or not text else text + "\n"
 
@@ -294,7 +315,7 @@ def read_host(stack: Stack, bundle: Bundle) -> None:
         facts = probe_nvidia_smi() if mode == "nvidia-smi" else facts
         probe["facts"] = facts.to_json() if facts else None
     except PreflightError as exc:
-        probe["failures"] = [vars(f) for f in exc.failures]
+        probe["failures"] = [_finding(f) for f in exc.failures]
     except Exception as exc:  # unparseable output, missing capture: recorded, not fatal
         probe["error"] = _why(exc)
     bundle.add_json("host/probe.json", probe)
@@ -307,10 +328,15 @@ def read_host(stack: Stack, bundle: Bundle) -> None:
             "host/preflight.json",
             {
                 "variant": cfg.cluster,
-                "findings": [vars(f) for f in findings],
-                "note": "the chart repository check is not run here (it needs the network): make preview runs it",
+                "findings": [_finding(f) for f in findings],
+                "note": "the chart repository check is not run here (it needs the network): "
+                "make preview runs it",
             },
         )
+
+
+def _finding(f: Any) -> dict[str, Any]:
+    return {k: getattr(f, k, None) for k in ("check", "ok", "message", "fix")}
 
 
 def read_tools(bundle: Bundle) -> None:
@@ -332,7 +358,12 @@ def read_tools(bundle: Bundle) -> None:
     bundle.add_json("tools.json", {"tools": tools, "packages": packages, "toolchain": toolchain})
 
 
-def _readme(stack: str, bundle: Bundle, redactor: Redactor) -> str:
+def _readme(stack: str, bundle: Bundle, redactor: Redactor, simulated: bool) -> str:
+    note = (
+        ["Simulated lab: kwok runs no containers, so only the smoke Pod has a log (served from a capture)."]
+        if simulated
+        else []
+    )
     lines = [
         f"gpu-lab debug bundle: stack {stack}, made {datetime.now(UTC).isoformat(timespec='seconds')}",
         "",
@@ -345,6 +376,7 @@ def _readme(stack: str, bundle: Bundle, redactor: Redactor) -> str:
         "",
         "Could not read:" if bundle.problems else "Everything was read.",
         *(f"  {p}" for p in bundle.problems),
+        *note,
     ]
     return "\n".join(lines) + "\n"
 
@@ -352,7 +384,8 @@ def _readme(stack: str, bundle: Bundle, redactor: Redactor) -> str:
 def collect(stack_name: str, log_lines: int = 200) -> tuple[Bundle, Redactor]:
     """Read everything (see module docstring); the files are not scrubbed yet."""
     bundle, redactor, stack = Bundle(), Redactor(), Stack(stack_name)
-    _, kubeconfig = read_stack(stack, bundle, redactor)
+    outputs, kubeconfig = read_stack(stack, bundle, redactor)
+    bundle.simulated = outputs.get(o.SIMULATED) is True
     if kubeconfig:
         bundle.attempt("cluster", lambda: read_cluster(kubeconfig, bundle, redactor, log_lines))
     else:
@@ -371,7 +404,7 @@ def write(bundle: Bundle, redactor: Redactor, stack: str, out_dir: Path) -> tupl
     files = {}
     for name, text in bundle.files.items():
         files[name] = redactor.text(text) if not name.endswith(".json") else _scrub_json(redactor, text)
-    files["README.txt"] = redactor.text(_readme(stack, bundle, redactor))
+    files["README.txt"] = redactor.text(_readme(stack, bundle, redactor, bundle.simulated))
     leaks = redactor.leaks("\n".join(files.values()))
     if leaks:
         raise RuntimeError(f"secret values still present after redaction ({', '.join(leaks)}): not written")
@@ -429,8 +462,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  {name:<{width}}  {_size(size)}")
     for problem in bundle.problems:
         print(f"gpu-lab: could not read {problem}", file=sys.stderr)
-    print(f"gpu-lab: secrets removed ({redactor.learned} known secret values, PEM blocks, tokens); "
-          f"look inside with `tar -tzf {shown}`")
+    print(
+        f"gpu-lab: secrets removed ({redactor.learned} known secret values, PEM blocks, tokens); "
+        f"look inside with `tar -tzf {shown}`"
+    )
     return 0
 
 

@@ -349,7 +349,9 @@ def _events(view: _View) -> Item:
             fixes.toolkit(),
             sim,
         )
-    return _item("events-scheduled-and-pulled", title, PASS, f"events: {seen}", expected, fixes.toolkit(), sim)
+    return _item(
+        "events-scheduled-and-pulled", title, PASS, f"events: {seen}", expected, fixes.toolkit(), sim
+    )
 
 
 #: Fields the baseline card must carry (the chapter: GPU count, allocatable, Pod log, plus the

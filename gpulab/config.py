@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import variants
+from gpulab.errors import GpuLabError
 
 NAMESPACE: Final = "gpu-lab"
 #: The cluster variants (variants/__init__.py is their registry).
@@ -54,7 +55,7 @@ MIN_CPUS: Final = 4
 MIN_MEMORY_MIB: Final = 8192
 
 
-class ConfigError(ValueError):
+class ConfigError(GpuLabError, ValueError):
     """Invalid stack configuration; ``problems`` holds one line per bad key."""
 
     def __init__(self, problems: list[str]) -> None:

@@ -176,6 +176,4 @@ class Finding:
         if self.status is Status.NOT_TESTED:
             return f"[{self.id}] not tested: {self.observed}"
         sim = " (simulated values)" if self.simulated else ""
-        return (
-            f"[{self.id}] observed: {self.observed}{sim}; expected: {self.expected}; first fix: {self.fix}"
-        )
+        return f"[{self.id}] observed: {self.observed}{sim}; expected: {self.expected}; first fix: {self.fix}"

@@ -113,8 +113,21 @@ class Waiter:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
 
+    #: Seconds between "still waiting" progress lines.
+    progress_every: float = 10.0
+
     def until(self, what: str, check: Callable[[], Any], diagnose: Callable[[], str]) -> Any:
-        deadline = self.clock() + self.timeout
+        """The first non-None ``check()``; progress lines on stderr (streamed into Pulumi's
+        display by the command layer): when the wait starts, every :attr:`progress_every`
+        seconds, and when it ends.
+
+        Raises:
+            GateError: ``timeout`` seconds passed; the message is ``diagnose()``.
+        """
+        start = self.clock()
+        deadline = start + self.timeout
+        next_note = start + self.progress_every
+        print(f"[gpulab] waiting for {what} (up to {self.timeout:.0f}s)", file=sys.stderr, flush=True)
         while True:
             try:
                 value = check()
@@ -125,9 +138,14 @@ class Waiter:
                     raise
                 print(f"waiting for {what}: API server unavailable ({exc}); retrying", file=sys.stderr)
                 value = None
+            now = self.clock()
             if value is not None:
+                print(f"[gpulab] {what}: yes, after {now - start:.0f}s", file=sys.stderr, flush=True)
                 return value
-            if self.clock() >= deadline:
+            if now >= next_note:
+                print(f"[gpulab] still waiting for {what} ({now - start:.0f}s)", file=sys.stderr, flush=True)
+                next_note = now + self.progress_every
+            if now >= deadline:
                 raise GateError(f"timed out after {self.timeout:.0f}s waiting for {what}:\n{diagnose()}")
             self.sleep(self.interval)
 

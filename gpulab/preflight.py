@@ -42,6 +42,7 @@ __all__ = [
     "check_nvidia_smi",
     "check_resources",
     "raise_on_failures",
+    "report",
 ]
 
 CHECK_NVIDIA_SMI: Final = "nvidia-smi"
@@ -87,6 +88,13 @@ def raise_on_failures(found: Iterable[findings.Finding]) -> None:
     failures = [f for f in found if not f.ok]
     if failures:
         raise PreflightError(failures)
+
+
+def report(found: Sequence[findings.Finding]) -> tuple[str, int]:
+    """What a ``preflight`` subcommand prints and exits with: a JSON list with one object per
+    finding (``check``, ``ok``, ``message``, ``fix``), and 0 when all passed, else 1."""
+    doc = [{"check": f.check, "ok": f.ok, "message": f.message, "fix": f.fix} for f in found]
+    return json.dumps(doc), 0 if all(f.ok for f in found) else 1
 
 
 def _quote(text: str, limit: int = 200) -> str:

@@ -145,6 +145,4 @@ class Redactor:
 
     def leaks(self, text: str) -> list[str]:
         """Learned values (shortened for display) that ``text`` still holds, plain or base64."""
-        return [
-            v[:4] + "..." for v in sorted(self._values) if v in text or _b64(v) in text
-        ]
+        return [v[:4] + "..." for v in sorted(self._values) if v in text or _b64(v) in text]

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
@@ -32,13 +31,15 @@ from pathlib import Path
 from typing import Any
 
 import variants
+from gpulab import run as cmd
 from gpulab.config import NAMESPACE, SCHEMA
+from gpulab.errors import GpuLabError
 
 #: Resource types the prune removes: Kubernetes objects, not the provider itself.
 K8S_PREFIX = "kubernetes:"
 
 
-class TeardownError(RuntimeError):
+class TeardownError(GpuLabError, RuntimeError):
     """The clean-up was refused; the message names the cause and the first fix."""
 
 
@@ -130,10 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(os.environ.get("GPULAB_ROOT") or Path.cwd())
 
     def pulumi(*a: str) -> str:
-        p = subprocess.run([cli, *a, "--stack", args.stack], capture_output=True, text=True, cwd=root)
-        if p.returncode != 0:
-            raise TeardownError(f"`pulumi {' '.join(a)}` failed: {(p.stderr or p.stdout).strip()[-400:]}")
-        return p.stdout
+        return cmd.check([cli, *a, "--stack", args.stack], cwd=root).stdout
 
     try:
         exported = json.loads(pulumi("stack", "export"))
@@ -169,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             pulumi("stack", "import", "--file", f.name)
         finally:
             os.unlink(f.name)
-    except TeardownError as exc:
+    except GpuLabError as exc:  # TeardownError, or a pulumi command that failed
         print(f"gpu-lab: {exc}", file=sys.stderr)
         return 1
     names = ", ".join(u.rsplit("::", 1)[-1] for u in removed)

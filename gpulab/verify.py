@@ -76,10 +76,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.parse_args(argv)
     try:
         exported = json.load(sys.stdin)
+    except ValueError as exc:
+        print(f"gpu-lab: verify: `pulumi stack export` printed no JSON ({exc})", file=sys.stderr)
+        return 2
+    try:
         found = targets(exported.get("deployment") or {} if isinstance(exported, dict) else {})
-    except ValueError as exc:  # NoLab, or JSONDecodeError
+    except NoLab as exc:
         print(f"gpu-lab: {exc}", file=sys.stderr)
         return 2
+    roles = {
+        "gate": "the readiness gate",
+        "smoke": "the smoke test (a fresh smoke Pod)",
+        "compute": "the compute check",
+    }
+    said = [roles[r] for r in found]
+    print(
+        f"gpu-lab: verify: re-running {', '.join(said[:-1])} and {said[-1]} against the running lab; "
+        "nothing else is replaced",
+        file=sys.stderr,
+    )
     for urn in found.values():
         print(urn)
     return 0

@@ -14,30 +14,31 @@ exists. ``cluster`` imports the variant's component lazily.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gpulab import run as cmd
+
 if TYPE_CHECKING:
     import pulumi
 
     from components.cluster import ClusterOutputs
     from gpulab.config import LabConfig, OperatorConfig
-    from gpulab.preflight import Finding
+    from gpulab.findings import Finding
     from gpulab.probe import HostFacts
 
 #: ``get(key)``: a config key's parsed value, or its default.
 Getter = Callable[[str], object]
-#: ``run(argv)``: a finished process (stdout, stderr, returncode), for status checks.
-Runner = Callable[[list[str]], Any]
+#: ``run(argv)``: a finished process (``returncode``, ``stdout``, ``stderr``), for status checks.
+Runner = Callable[[list[str]], cmd.Result]
 
 
-def run_quietly(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    """``argv`` with its output captured; 120 s at most."""
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+def run_quietly(argv: list[str]) -> cmd.Result:
+    """``argv`` with its output captured (:func:`gpulab.run.run`); 120 s at most."""
+    return cmd.run(argv, timeout=120)
 
 
 @dataclass(frozen=True)
@@ -132,10 +133,10 @@ class Variant(ABC):
 
     def missing_tools(self, which: Callable[[str], str | None] = shutil.which) -> list[Finding]:
         """One failed Finding per binary of :attr:`tools` that is not on PATH."""
-        from gpulab.preflight import Finding
+        from gpulab import preflight
 
         return [
-            Finding(
+            preflight.Finding(
                 f"tool-{t.name}", False, f"{t.name} is not on PATH (needed by the {self.name} lab)", t.fix
             )
             for t in self.tools

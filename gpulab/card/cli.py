@@ -87,8 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = card["checklist"]
     written = ", ".join(str(out_dir / f"baseline-card.{ext}") for ext in ("md", "json", "html"))
     print(
-        f"wrote {written}; checklist: {result['result']}"
-        + (" (simulated lab)" if card["simulated"] else ""),
+        f"wrote {written}; checklist: {result['result']}" + (" (simulated lab)" if card["simulated"] else ""),
         flush=True,
     )
     for item in result["items"]:

@@ -128,9 +128,7 @@ def tflops_chart(tf: Mapping[str, Any]) -> dict[str, Any] | None:
                 "text_x": CHART_LABEL + max(rate_w, peak_w or 0) + 8,
             }
         )
-    axis = [
-        {"x": round(CHART_LABEL + span * k / 4, 1), "label": f"{top * k / 4:.0f}"} for k in range(5)
-    ]
+    axis = [{"x": round(CHART_LABEL + span * k / 4, 1), "label": f"{top * k / 4:.0f}"} for k in range(5)]
     return {
         "width": CHART_WIDTH,
         "height": 16 + len(rows) * CHART_ROW + 24,
@@ -173,7 +171,7 @@ def render_html(card: Mapping[str, Any]) -> str:
         ],
         "stale": stale,
         "remeasure": REMEASURE,
-        "tflops": tf,
+        "tflops": {k: tf.get(k) for k in ("gpu", "backend", "size", "simulated", "peakSource", "warning")},
         "tflops_measured": timing.label(tf.get("measuredAt"), fresh_tf),
         "tflops_fresh": fresh_tf,
         "chart": tflops_chart(tf),

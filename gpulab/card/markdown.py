@@ -122,8 +122,9 @@ def _when_measured(card: Mapping[str, Any]) -> list[str]:
     if old:
         out += [
             "",
-            f"> **Not measured in the newest run (or when is not recorded):** {', '.join(old)}. Their values are shown with the time "
-            f"they were measured, not as current; `{REMEASURE}` measures them again.",
+            f"> **Not measured in the newest run (or when is not recorded):** {', '.join(old)}. "
+            "Their values are shown with the time they were measured, not as current; "
+            f"`{REMEASURE}` measures them again.",
         ]
     return out
 

@@ -48,9 +48,7 @@ def _compute(tf: Mapping[str, Any]) -> str:
             frac = r.get("fraction")
             rates.append(f"{dtype} {rate:g}" + (f" ({frac:.0%} of peak)" if frac else ""))
     text = "compute " + (", ".join(rates) + " TFLOP/s" if rates else "measured, no rate recorded")
-    return text + _marks(
-        {"simulated": tf.get("simulated"), "freshness": tf.get("freshness", timing.UNKNOWN)}
-    )
+    return text + _marks({"simulated": tf.get("simulated"), "freshness": tf.get("freshness", timing.UNKNOWN)})
 
 
 def summary_line(card: Mapping[str, Any]) -> str:

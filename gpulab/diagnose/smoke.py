@@ -100,7 +100,9 @@ def _creating_diagnosis(
                     reason="stuck in ContainerCreating: the container toolkit is not ready, so "
                     "the runtime cannot inject the GPU yet",
                     detail=detail,
-                    fix=fixes.toolkit(tk_ns, f"re-create the pod (kubectl -n {ns} delete pod {name}; pulumi up)"),
+                    fix=fixes.toolkit(
+                        tk_ns, f"re-create the pod (kubectl -n {ns} delete pod {name}; pulumi up)"
+                    ),
                     blocking=not non_blocking,
                     variant="toolkit-not-ready",
                 ),

@@ -90,3 +90,21 @@ def test_waiter_rides_out_api_server_restarts_but_not_real_errors() -> None:
 
     with pytest.raises(ApiException):
         w.until("x", forbidden, lambda: "diag")
+
+
+def test_waiter_reports_progress_on_stderr_while_it_waits(capsys: pytest.CaptureFixture[str]) -> None:
+    """The command layer streams stderr into Pulumi's display: a long wait must say so."""
+    from gpulab.kube import Waiter
+
+    now = [0.0]
+    answers = iter([None, None, None, "ready"])
+
+    def sleep(secs: float) -> None:
+        now[0] += secs
+
+    w = Waiter(timeout=60, interval=6, clock=lambda: now[0], sleep=sleep)
+    assert w.until("ClusterPolicy to be ready", lambda: next(answers), lambda: "diag") == "ready"
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "[gpulab] waiting for ClusterPolicy to be ready (up to 60s)"
+    assert "[gpulab] still waiting for ClusterPolicy to be ready (12s)" in err
+    assert err[-1] == "[gpulab] ClusterPolicy to be ready: yes, after 18s"

@@ -9,11 +9,16 @@ from typing import Any
 
 import pytest
 
-from gpulab import tflops
-from gpulab.tflops import Backend, Timing
+from gpulab import tflops, tflops_clocks
+from gpulab.tflops import Backend, Reference, Timing, Window
+from gpulab.tflops_clocks import Sample
 from tests.unit.test_tflops_measure import FakeClock, fake_backend
 
-FIXTURE = Path(__file__).resolve().parents[1] / "data" / "tflops" / "h200-torch.json"
+DATA = Path(__file__).resolve().parents[1] / "data" / "tflops"
+#: v1 document (2026-11-29): one rate per dtype, measured after >= 1 s of warm-up.
+FIXTURE = DATA / "h200-torch.json"
+#: v2 document (2026-12-01, tests/data/device-h200/README.md): burst, sustained, reference.
+FIXTURE_V2 = DATA / "h200-torch-v2.json"
 WHEN = datetime(2026, 11, 29, 23, 35, 7, tzinfo=UTC)
 
 
@@ -70,6 +75,8 @@ def test_assemble_result_computes_median_best_and_fraction() -> None:
     assert doc["notes"]["fp32"] == "TF32 disabled"
     assert doc["measuredAt"] == "2026-11-29T23:35:07+00:00"
     assert doc["schema"] == tflops.SCHEMA
+    assert doc["headline"] == "sustained"
+    assert "burst" not in bf16 and "reference" not in doc  # no phases, no reference given
     assert doc["repeats"] == 3
     assert doc["flopsPerMatmul"] == 2 * 8192**3
     assert "H200" in doc["peakSource"]
@@ -119,6 +126,94 @@ def test_cli_bad_dtype_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unknown dtype" in capsys.readouterr().err
 
 
+def _windows(t: float, ms: float, n: int, k: int, gap: float = 0.0) -> tuple[Window, ...]:
+    out = []
+    for _ in range(n):
+        out.append(Window(t, t + ms * k / 1e3, ms / 1e3, k))
+        t += ms * k / 1e3 + gap
+    return tuple(out)
+
+
+def test_assemble_result_with_burst_sustained_reference_and_clocks() -> None:
+    burst = _windows(2.0, 1.39, 3, 10, gap=2.0)  # three 14 ms runs, 2 s apart
+    sustained = _windows(10.0, 1.66, 30, 20)  # 30 windows of 33 ms, about 1 s
+    timing = Timing(
+        runs=tuple(w.seconds_per_product for w in sustained if w.t0 - 10.0 >= 0.5),
+        burst=burst,
+        sustained=sustained,
+        settle_s=0.5,
+    )
+    ref = Reference(_windows(0.0, 1.38, 3, 10, gap=0.5))
+    samples = [Sample(w.t0 + 0.005, 1980, 120.0, 125.0, 0) for w in burst + ref.runs]
+    samples += [Sample(10.0 + i * 0.01, 1470, 690.0, 695.0, 0x4) for i in range(100)]
+    doc = tflops.assemble_result(
+        gpu="NVIDIA H200",
+        driver="580.159.04",
+        backend="torch 2.11.0+cu130",
+        size=8192,
+        iters=20,
+        warmup=5,
+        timings={"bf16": timing},
+        measured_at=WHEN,
+        warmup_seconds=0.5,
+        reference=ref,
+        samples=samples,
+        sampler="fake",
+        burst_iters=10,
+        rest_seconds=2.0,
+        sustained_seconds=1.0,
+    )
+    r = doc["results"]["bf16"]
+    assert doc["schema"] == "gpulab.dev/tflops/v2" and doc["repeats"] == 3
+    assert r["tflops"] == pytest.approx(662.4, abs=0.1) == r["sustained"]["tflops"]
+    assert r["burst"]["tflops"] == pytest.approx(791.0, abs=0.1)
+    assert r["burst"]["smClockMHz"]["median"] == 1980 and r["burst"]["runs"] == 3
+    assert r["sustained"]["smClockMHz"]["median"] == 1470
+    assert r["sustained"]["powerW"]["median"] == 695.0
+    assert r["sustained"]["clockEventReasons"] == ["sw-power-cap"]
+    assert r["sustained"]["windows"] == len(timing.runs) and r["sustained"]["settleSeconds"] == 0.5
+    assert [p["t"] for p in r["sustained"]["trace"]] == [0]
+    assert r["burst"]["fraction"] == pytest.approx(791.0 / 989.5, abs=1e-3)
+    ref_doc = doc["reference"]
+    assert ref_doc["tflops"] == pytest.approx(796.7, abs=0.1)
+    assert ref_doc["burstOverReference"] == pytest.approx(0.993, abs=1e-3)
+    assert ref_doc["withinTolerance"] is True and "reference" not in doc["notes"]
+    assert set(doc["phases"]) == {"burst", "sustained", "reference"}
+    json.dumps(doc)
+    text = tflops._render_text(doc)
+    assert "791.0 @1980 MHz" in text and "662.4 @1470 MHz 695 W" in text and "burst/reference 0.993" in text
+
+
+def test_a_burst_off_the_reference_gets_a_note() -> None:
+    timing = Timing(runs=(1.66e-3,), burst=_windows(0.0, 1.66, 3, 10))
+    doc = tflops.assemble_result(
+        gpu="NVIDIA H200",
+        driver=None,
+        backend="torch",
+        size=8192,
+        iters=20,
+        warmup=5,
+        timings={"bf16": timing},
+        measured_at=WHEN,
+        reference=Reference(_windows(0.0, 1.38, 3, 10)),
+    )
+    assert doc["reference"]["withinTolerance"] is False
+    assert "-16.9% off the plain reference loop" in doc["notes"]["reference"]
+    skipped = tflops.assemble_result(
+        gpu="NVIDIA H200",
+        driver=None,
+        backend="cupy 14.2.0",
+        size=8192,
+        iters=20,
+        warmup=5,
+        timings={"fp16": Timing(runs=(1.4e-3,))},
+        measured_at=WHEN,
+        reference=Reference(skipped="the reference is a PyTorch loop"),
+    )
+    assert skipped["reference"]["tflops"] is None and "PyTorch" in skipped["reference"]["skipped"]
+    assert "skipped (the reference is a PyTorch loop)" in tflops._render_text(skipped)
+
+
 def test_cli_with_a_fake_backend_prints_json(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -126,8 +221,23 @@ def test_cli_with_a_fake_backend_prints_json(
     backend, _ = fake_backend(0.0014, clock)
     monkeypatch.setattr(tflops, "load_backend", lambda prefer="auto", **_: backend)
     monkeypatch.setattr(tflops, "driver_version", lambda device=0: "580.159.04")
+    monkeypatch.setattr(tflops_clocks, "open_sampler", lambda device=0, **_: tflops_clocks.NullSampler())
     rc = tflops.main(
-        ["--json", "--size", "8192", "--iters", "4", "--warmup-seconds", "0", "--dtypes", "fp16"]
+        [
+            "--json",
+            "--size",
+            "8192",
+            "--iters",
+            "4",
+            "--rest-seconds",
+            "0",
+            "--sustained-seconds",
+            "0.02",
+            "--warmup-seconds",
+            "0",
+            "--dtypes",
+            "fp16",
+        ]
     )
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
@@ -135,11 +245,20 @@ def test_cli_with_a_fake_backend_prints_json(
     assert doc["backend"] == "fake 1.0"
     assert doc["driver"] == "580.159.04"
     assert doc["results"]["fp16"]["tflops"] == pytest.approx(785.4, abs=0.1)
+    assert doc["results"]["fp16"]["burst"]["tflops"] == pytest.approx(785.4, abs=0.1)
+    assert doc["results"]["fp16"]["burst"]["smClockMHz"] is None  # no sampler
+    assert doc["reference"]["tflops"] is None  # the fake backend has no plain loop
+    assert doc["sampler"] is None and doc["restSeconds"] == 0.0
+
+
+def test_cli_rejects_a_settle_longer_than_the_phase(capsys: pytest.CaptureFixture[str]) -> None:
+    assert tflops.main(["--sustained-seconds", "2", "--warmup-seconds", "3"]) == 2
+    assert "--warmup-seconds" in capsys.readouterr().err
 
 
 def test_h200_fixture_is_a_measurement_in_this_shape() -> None:
     doc = json.loads(FIXTURE.read_text())
-    assert doc["schema"] == tflops.SCHEMA
+    assert doc["schema"] == "gpulab.dev/tflops/v1"
     assert doc["gpu"] == "NVIDIA H200"
     assert doc["backend"].startswith("torch ")
     for dtype in ("bf16", "fp16", "fp32"):
@@ -147,3 +266,51 @@ def test_h200_fixture_is_a_measurement_in_this_shape() -> None:
         assert 0.3 < r["fraction"] <= 1.0, dtype  # a dense measurement never beats the peak
         assert r["fraction"] == pytest.approx(r["tflops"] / r["peak"], abs=1e-3)
     assert "TF32 disabled" in doc["notes"]["fp32"]
+
+
+def test_h200_v2_fixture_burst_meets_the_reference_and_sustained_is_power_capped() -> None:
+    """The 2026-12-01 H200 run: bf16 burst 790.9 at 1980 MHz, plain reference 797.8
+    (burst/reference 0.991, inside 3%), sustained 667.9 at 1470 MHz and ~690 W (SW power cap)."""
+    doc = json.loads(FIXTURE_V2.read_text())
+    assert doc["schema"] == tflops.SCHEMA and doc["headline"] == "sustained"
+    ref = doc["reference"]
+    assert ref["dtype"] == "bf16" and ref["products"] == 10 and ref["withinTolerance"] is True
+    assert abs(ref["burstOverReference"] - 1) <= tflops.REFERENCE_TOLERANCE
+    for dtype in ("bf16", "fp16", "fp32", "tf32"):
+        r = doc["results"][dtype]
+        burst, sustained = r["burst"], r["sustained"]
+        assert r["tflops"] == sustained["tflops"]
+        assert 0.3 < sustained["fraction"] <= burst["fraction"] + 0.01 <= 1.01, dtype
+        assert burst["smClockMHz"]["median"] == 1980, dtype
+        assert sustained["smClockMHz"]["median"] <= 1980 and sustained["powerW"]["median"] > 600, dtype
+        assert sustained["windows"] > 0 and sustained["trace"], dtype
+    bf16 = doc["results"]["bf16"]
+    assert bf16["burst"]["tflops"] > 1.1 * bf16["sustained"]["tflops"]  # the power cap
+    assert "sw-power-cap" in bf16["sustained"]["clockEventReasons"]
+    assert bf16["sustained"]["smClockMHz"]["median"] < 1600
+    assert doc["results"]["fp32"]["sustained"]["smClockMHz"]["median"] == 1980  # not capped
+    assert "TF32 disabled" in doc["notes"]["fp32"]
+
+
+def test_the_benchmark_pod_modules_are_closed_and_stdlib_only() -> None:
+    """What components/benchmark.py must ship: gpulab.tflops and every gpulab module it imports,
+    each importing only the standard library at module level (torch, cupy and pynvml are
+    imported inside functions)."""
+    import ast
+    import sys
+
+    gpulab_dir = Path(tflops.__file__).resolve().parent
+    shipped = {"tflops", "tflops_measure", "tflops_clocks", "peaks"}
+    for name in shipped:
+        tree = ast.parse((gpulab_dir / f"{name}.py").read_text())
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module == "gpulab":
+                    assert {a.name for a in node.names} <= shipped, name
+                elif node.module.startswith("gpulab."):
+                    assert node.module.split(".")[1] in shipped, name
+                else:
+                    assert node.module.split(".")[0] in sys.stdlib_module_names | {"__future__"}, name
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert alias.name.split(".")[0] in sys.stdlib_module_names, (name, alias.name)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from components.cluster import ClusterOutputs
     from gpulab.config import LabConfig, OperatorConfig
-    from gpulab.preflight import Finding
+    from gpulab.findings import Finding
 
 #: Oldest chart whose ClusterPolicy takes ``cdi.nriPluginEnabled`` as the way to inject GPUs
 #: (RKE2's GPU Operator docs recommend it from v26.3.x; it needs containerd >= 2.1).

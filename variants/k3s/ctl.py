@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,8 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from gpulab import preflight
+from gpulab import run as cmd
+from gpulab.errors import GpuLabError
+from gpulab.names import PROJECT
 from gpulab.preflight import Finding, PreflightError
-from gpulab.probe import Runner, run_command
 
 INSTALL_SCRIPT_URL: Final = "https://get.k3s.io"
 K3S_BIN: Final = Path("/usr/local/bin/k3s")
@@ -147,7 +149,8 @@ def ready_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
-def installed_version(run: Runner = run_command) -> str | None:
+def installed_version(run: cmd.Probe = cmd.probe) -> str | None:
+    """The k3s release installed at :data:`K3S_BIN` (``v1.34.1+k3s1``); None when none is."""
     if not K3S_BIN.exists():
         return None
     rc, out, err = run(version_argv())
@@ -156,7 +159,7 @@ def installed_version(run: Runner = run_command) -> str | None:
 
 def host_findings(
     wanted: str,
-    run: Runner = run_command,
+    run: cmd.Probe = cmd.probe,
     euid: Callable[[], int] = os.geteuid,
     marker: Path = MARKER,
 ) -> list[Finding]:
@@ -171,8 +174,9 @@ def host_findings(
 # --------------------------------------------------------------------------- commands
 
 
-class K3sError(RuntimeError):
-    """A step failed; the message names the command and its output."""
+class K3sError(GpuLabError, RuntimeError):
+    """A step failed; the message names what and the first fix. (A failed command raises
+    :class:`gpulab.run.CommandError`, naming the command, its exit code and stderr.)"""
 
 
 def _log(msg: str) -> None:
@@ -180,15 +184,17 @@ def _log(msg: str) -> None:
 
 
 def _run(argv: Sequence[str], env: dict[str, str] | None = None, timeout: float | None = None) -> str:
-    full = {**os.environ, **(env or {})}
-    try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, env=full, timeout=timeout)
-    except FileNotFoundError as exc:
-        raise K3sError(f"{argv[0]}: not found") from exc
-    sys.stderr.write(proc.stderr[-4000:])
-    if proc.returncode != 0:
-        raise K3sError(f"`{' '.join(argv)}` failed (exit {proc.returncode}):\n{proc.stderr.strip()[-2000:]}")
-    return proc.stdout
+    """Run ``argv`` with ``env`` added to this environment; pass its stderr's tail on to ours
+    (the installer's progress); return its stdout.
+
+    Raises:
+        gpulab.run.CommandError: it failed, or is not there.
+    """
+    result = cmd.run(argv, env={**os.environ, **(env or {})}, timeout=timeout)
+    sys.stderr.write(result.stderr[-4000:])
+    if not result.ok:
+        raise cmd.CommandError(argv, result.returncode, result.stderr, result.stdout)
+    return result.stdout
 
 
 def _download(url: str, dest: Path) -> None:
@@ -248,7 +254,7 @@ def up(spec: UpSpec) -> dict[str, Any]:
             argv, env = install_command(str(script), spec.version)
             _log(f"$ INSTALL_K3S_VERSION={spec.version} {' '.join(argv)}  ({action})")
             _run(argv, env=env, timeout=spec.timeout)
-        MARKER.write_text(json.dumps({"version": spec.version, "installedBy": "gpu-lab"}) + "\n")
+        MARKER.write_text(json.dumps({"version": spec.version, "installedBy": PROJECT}) + "\n")
     kubeconfig, server = _wait_ready(spec.timeout)
     return {
         "kubeconfig": kubeconfig,
@@ -287,10 +293,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.cmd == "down":
             result = down()
         else:
-            findings = host_findings(args.version)
-            print(json.dumps([f.__dict__ for f in findings]))
-            return 0 if all(f.ok for f in findings) else 1
-    except (K3sError, PreflightError) as exc:
+            text, code = preflight.report(host_findings(args.version))
+            print(text)
+            return code
+    except GpuLabError as exc:
         print(f"k3s_ctl: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(result))

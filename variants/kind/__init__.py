@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from components.cluster import ClusterOutputs
     from gpulab.config import LabConfig, OperatorConfig
-    from gpulab.preflight import Finding
+    from gpulab.findings import Finding
 
 
 class Kind(Variant):

@@ -32,8 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
-import subprocess
 import sys
 import tomllib
 from collections.abc import Sequence
@@ -43,8 +41,10 @@ from typing import Any, Final
 
 import yaml
 
+from gpulab import fixes, preflight
+from gpulab.errors import GpuLabError
 from gpulab.preflight import Finding, PreflightError, check_docker_info
-from gpulab.probe import Runner, run_command
+from gpulab import run as cmd
 
 #: The mount the host's NVIDIA runtime reads as a request for every GPU (nvkind).
 DEVICES_ALL: Final = "/var/run/nvidia-container-devices/all"
@@ -58,13 +58,6 @@ KUBECONFIG_FILE: Final = "kubeconfig.yaml"
 #: kind names nodes ``<cluster>-control-plane``, ``<cluster>-worker``, ``<cluster>-worker2``...
 _NODE_RE: Final = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,100}[a-z0-9])?$")
 
-_CTK_VOLUME_MOUNTS_FIX: Final = (
-    "sudo nvidia-ctk config --set accept-nvidia-visible-devices-as-volume-mounts=true --in-place "
-    "&& sudo systemctl restart docker"
-)
-_CTK_DEFAULT_FIX: Final = (
-    "sudo nvidia-ctk runtime configure --runtime=docker --set-as-default && sudo systemctl restart docker"
-)
 
 # In-node set-up (run with `docker exec <node> bash -euc`). The node image is Debian-based;
 # NVIDIA's apt repository and key are those of the container toolkit's install guide.
@@ -203,12 +196,12 @@ def check_volume_mounts_setting(config_text: str | None) -> Finding:
             check,
             False,
             f"{RUNTIME_CONFIG} is missing: the NVIDIA container toolkit is not installed on the host",
-            "install nvidia-container-toolkit, then " + _CTK_VOLUME_MOUNTS_FIX,
+            "install nvidia-container-toolkit, then " + fixes.docker_volume_mounts(),
         )
     try:
         doc = tomllib.loads(config_text)
     except tomllib.TOMLDecodeError as exc:
-        return Finding(check, False, f"{RUNTIME_CONFIG} is not valid TOML ({exc})", _CTK_VOLUME_MOUNTS_FIX)
+        return Finding(check, False, f"{RUNTIME_CONFIG} is not valid TOML ({exc})", fixes.docker_volume_mounts())
     value = doc.get(VOLUME_MOUNTS_KEY)
     if value is True:
         return Finding(check, True, f"{VOLUME_MOUNTS_KEY} = true in {RUNTIME_CONFIG}")
@@ -218,7 +211,7 @@ def check_volume_mounts_setting(config_text: str | None) -> Finding:
         False,
         f"{VOLUME_MOUNTS_KEY} is {shown} in {RUNTIME_CONFIG}: the kind worker's /dev/null mount at "
         f"{DEVICES_ALL} would be ignored and the node would get no GPU",
-        _CTK_VOLUME_MOUNTS_FIX,
+        fixes.docker_volume_mounts(),
     )
 
 
@@ -246,12 +239,12 @@ def check_docker_default_runtime(returncode: int | None, info_json: str) -> Find
         False,
         f"Docker's default runtime is {default!r}, not nvidia: kind's node containers would start "
         "without the NVIDIA runtime and get no GPU",
-        _CTK_DEFAULT_FIX,
+        fixes.docker_default_runtime(),
     )
 
 
 def host_findings(
-    run: Runner = run_command,
+    run: cmd.Probe = cmd.probe,
     runtime_config: Path = RUNTIME_CONFIG,
     daemon_json: Path = Path("/etc/docker/daemon.json"),
 ) -> list[Finding]:
@@ -270,20 +263,9 @@ def host_findings(
 # --------------------------------------------------------------------------- commands
 
 
-class KindError(RuntimeError):
-    """A step failed; the message names the command and its output."""
-
-
-def _run(
-    argv: Sequence[str], check: bool = True, timeout: float | None = None
-) -> subprocess.CompletedProcess[str]:
-    if shutil.which(argv[0]) is None:
-        raise KindError(f"{argv[0]} not found on PATH: install it (kind >= 0.30, Docker) and retry")
-    proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        msg = (proc.stderr.strip() or proc.stdout.strip())[-2000:]
-        raise KindError(f"`{' '.join(argv[:5])} ...` failed (exit {proc.returncode}):\n{msg}")
-    return proc
+class KindError(GpuLabError, RuntimeError):
+    """A step failed; the message names what and the first fix. (A failed command raises
+    :class:`gpulab.run.CommandError`, naming the command, its exit code and stderr.)"""
 
 
 def _log(msg: str) -> None:
@@ -317,25 +299,25 @@ def up(spec: UpSpec) -> dict[str, Any]:
         raise PreflightError(failed)
     spec.workdir.mkdir(parents=True, exist_ok=True)
     kubeconfig_file = spec.workdir / KUBECONFIG_FILE
-    if cluster_listed(_run(get_clusters_argv()).stdout, spec.name):
+    if cluster_listed(cmd.check(get_clusters_argv()).stdout, spec.name):
         _log(f"kind cluster {spec.name} exists; not creating it")
     else:
         config_file = spec.workdir / CONFIG_FILE
         config_file.write_text(render_kind_config(spec.name, spec.workers), encoding="utf-8")
         argv = create_argv(spec.name, str(config_file), spec.image, str(kubeconfig_file), spec.timeout)
         _log("$ " + " ".join(argv))
-        _run(argv, timeout=spec.timeout + 120)
-    workers = gpu_workers(_run(get_nodes_argv(spec.name)).stdout, spec.name)
+        cmd.check(argv, timeout=spec.timeout + 120)
+    workers = gpu_workers(cmd.check(get_nodes_argv(spec.name)).stdout, spec.name)
     if not workers:
         raise KindError(f"kind cluster {spec.name} has no worker node; delete it and run again")
     for node in workers:
-        if _run(node_exec_argv(node, NODE_HAS_NVIDIA_RUNTIME), check=False).returncode == 0:
+        if cmd.run(node_exec_argv(node, NODE_HAS_NVIDIA_RUNTIME)).ok:
             _log(f"{node}: containerd already has the nvidia runtime")
             continue
         _log(f"{node}: installing the NVIDIA container toolkit and the containerd nvidia handler")
         for argv in node_setup_argvs(node):
-            _run(argv, timeout=spec.timeout)
-    kubeconfig = _run(get_kubeconfig_argv(spec.name)).stdout
+            cmd.check(argv, timeout=spec.timeout)
+    kubeconfig = cmd.check(get_kubeconfig_argv(spec.name)).stdout
     return {
         "kubeconfig": kubeconfig,
         "kubernetesVersion": _server_version(kubeconfig),
@@ -347,8 +329,8 @@ def up(spec: UpSpec) -> dict[str, Any]:
 def down(name: str, workdir: Path) -> dict[str, Any]:
     """Delete the cluster; one that is already gone is success. Removes the work files."""
     kubeconfig_file = workdir / KUBECONFIG_FILE
-    if cluster_listed(_run(get_clusters_argv()).stdout, name):
-        _run(delete_argv(name, str(kubeconfig_file)))
+    if cluster_listed(cmd.check(get_clusters_argv()).stdout, name):
+        cmd.check(delete_argv(name, str(kubeconfig_file)))
         existed = True
     else:
         _log(f"kind cluster {name} is already gone")
@@ -381,10 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.cmd == "down":
             result = down(args.name, args.workdir)
         else:
-            findings = host_findings()
-            print(json.dumps([f.__dict__ for f in findings]))
-            return 0 if all(f.ok for f in findings) else 1
-    except (KindError, PreflightError, ValueError) as exc:
+            text, code = preflight.report(host_findings())
+            print(text)
+            return code
+    except (GpuLabError, ValueError) as exc:
         print(f"kind_ctl: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(result))

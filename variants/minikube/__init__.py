@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from components.cluster import ClusterOutputs
     from gpulab.config import LabConfig
-    from gpulab.preflight import Finding
+    from gpulab.findings import Finding
 
 
 class Minikube(Variant):

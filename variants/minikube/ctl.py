@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
+
+from gpulab import run as cmd
+from gpulab.errors import GpuLabError
 
 ADDON = "nvidia-device-plugin"
 
@@ -89,40 +90,45 @@ def is_running(status_json: str) -> bool:
     )
 
 
-def _run(argv: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+class StartError(GpuLabError, RuntimeError):
+    """``minikube start`` failed; the message is its output and the diagnosis (cause, fix)."""
+
+
+def _start(spec: StartSpec) -> None:
+    """``minikube start`` for ``spec``; a failure is diagnosed (``minikube-start-failed``).
+
+    Raises:
+        StartError: it failed (the message carries minikube's output and the diagnosis).
+    """
     try:
-        p = subprocess.run(list(argv), capture_output=True, text=True)
-    except FileNotFoundError:
-        sys.exit(f"{argv[0]} not found on PATH: install it (minikube >= 1.32, kubectl) and retry")
-    if check and p.returncode != 0:
+        cmd.check(start_argv(spec))
+    except cmd.ProgramNotFoundError:
+        raise
+    except cmd.CommandError as exc:
         from gpulab import diagnose
         from variants.minikube.diagnose import diagnose_minikube_start
 
-        msg = p.stderr.strip() or p.stdout.strip()
-        if argv[:2] == ["minikube", "start"]:
-            d = diagnose_minikube_start(msg)
-            sys.exit(f"{' '.join(argv)} failed (exit {p.returncode}):\n{msg}\n\n{diagnose.render([d])}")
-        sys.exit(f"{' '.join(argv)} failed (exit {p.returncode}):\n{msg}")
-    return p
+        found = diagnose_minikube_start(exc.output, profile=spec.profile)
+        raise StartError(f"{exc}\n\n{diagnose.render([found])}") from exc
 
 
 def up(spec: StartSpec) -> dict[str, str]:
     """Start the profile if needed; return kubeconfig and server version (see module doc)."""
-    st = _run(status_argv(spec.profile), check=False)
+    st = cmd.run(status_argv(spec.profile))
     if is_running(st.stdout):
         print(f"minikube profile {spec.profile} already running; not starting", file=sys.stderr)
     else:
         print("$ " + " ".join(start_argv(spec)), file=sys.stderr)
-        _run(start_argv(spec))
-    kubeconfig = _run(kubeconfig_argv(spec.profile)).stdout
-    ver = _run(["kubectl", "--context", spec.profile, "version", "-o", "json"]).stdout
+        _start(spec)
+    kubeconfig = cmd.check(kubeconfig_argv(spec.profile)).stdout
+    ver = cmd.check(["kubectl", "--context", spec.profile, "version", "-o", "json"]).stdout
     server = json.loads(ver).get("serverVersion", {}).get("gitVersion", "")
     return {"kubeconfig": kubeconfig, "kubernetesVersion": server, "profile": spec.profile}
 
 
 def down(profile: str) -> None:
     """Delete the profile; a profile that no longer exists is success."""
-    listing = _run(["minikube", "profile", "list", "-o", "json"], check=False)
+    listing = cmd.run(["minikube", "profile", "list", "-o", "json"])
     try:
         valid = json.loads(listing.stdout).get("valid") or []
         invalid = json.loads(listing.stdout).get("invalid") or []
@@ -132,10 +138,11 @@ def down(profile: str) -> None:
     if profile not in names:
         print(f"minikube profile {profile} is already gone", file=sys.stderr)
         return
-    _run(delete_argv(profile))
+    cmd.check(delete_argv(profile))
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; prints one JSON object; exit 0 ok, 1 failure (cause and fix), 2 usage."""
     ap = argparse.ArgumentParser(prog="python3 -m variants.minikube.ctl")
     sub = ap.add_subparsers(dest="cmd", required=True)
     u = sub.add_parser("up")
@@ -150,14 +157,21 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--profile", required=True)
     a.add_argument("--state", choices=("enabled", "disabled"), required=True)
     args = ap.parse_args(argv)
-    if args.cmd == "up":
-        spec = StartSpec(args.profile, args.cpus, args.memory_mib, args.kubernetes_version, args.gpus)
-        print(json.dumps(up(spec)))
-    elif args.cmd == "down":
-        down(args.profile)
-    else:
-        _run(addon_argv(args.profile, args.state == "enabled"))
-        print(json.dumps({"addon": ADDON, "state": args.state}))
+    try:
+        if args.cmd == "up":
+            spec = StartSpec(args.profile, args.cpus, args.memory_mib, args.kubernetes_version, args.gpus)
+            print(json.dumps(up(spec)))
+        elif args.cmd == "down":
+            down(args.profile)
+        else:
+            cmd.check(addon_argv(args.profile, args.state == "enabled"))
+            print(json.dumps({"addon": ADDON, "state": args.state}))
+    except cmd.ProgramNotFoundError as exc:
+        print(f"{exc}: install it (minikube >= 1.32, kubectl) and retry", file=sys.stderr)
+        return 1
+    except GpuLabError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
     return 0
 
 

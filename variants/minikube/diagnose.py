@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from gpulab import fixes
 from gpulab.diagnose.fields import _one_line
 from gpulab.diagnose.record import DEFAULT_PROBE_IMAGE, DEFAULT_PROFILE, Diagnosis
 
@@ -46,44 +47,41 @@ def diagnose_minikube_start(
         return next((line for line in lines if pattern.search(line)), None)
 
     obj = f"minikube profile {profile}"
-    prove = f"docker run --rm --gpus all {image} nvidia-smi"
-    redo = (
-        "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker; "
-        f"prove it: {prove}; then minikube delete -p {profile} and pulumi up"
+    redo = f"{fixes.docker_gpus(image)}; then minikube delete -p {profile} and pulumi up"
+    causes = (
+        (
+            _MINIKUBE_GPU_RE,
+            "docker-gpu-runtime",
+            "Docker cannot hand a GPU to a container: its nvidia runtime is not configured, or "
+            "Docker was not restarted after configuring it",
+            redo,
+        ),
+        (
+            _MINIKUBE_DOCKER_DOWN_RE,
+            "docker-not-running",
+            "the Docker daemon is not running or not reachable by this user",
+            f"{fixes.start_docker()}; docker info; {fixes.docker_group()}; then "
+            f"{fixes.prove_docker_gpus(image)}",
+        ),
+        (
+            _MINIKUBE_RESOURCES_RE,
+            "insufficient-resources",
+            "the machine (or Docker's limits) has fewer CPUs or less memory than asked",
+            f"the lab needs {fixes.minimum()}: {fixes.set_resources()}, on a machine that has them "
+            "(nproc; free -g)",
+        ),
     )
-    hit = line_for(_MINIKUBE_GPU_RE)
-    if hit is not None:
-        return Diagnosis(
-            row="minikube-start-failed",
-            object=obj,
-            reason="Docker cannot hand a GPU to a container: its nvidia runtime is not "
-            "configured, or Docker was not restarted after configuring it",
-            detail=_one_line(hit),
-            fix=redo,
-            variant="docker-gpu-runtime",
-        )
-    hit = line_for(_MINIKUBE_DOCKER_DOWN_RE)
-    if hit is not None:
-        return Diagnosis(
-            row="minikube-start-failed",
-            object=obj,
-            reason="the Docker daemon is not running or not reachable by this user",
-            detail=_one_line(hit),
-            fix="sudo systemctl start docker; docker info; add the user to the docker group "
-            f"(sudo usermod -aG docker $USER, log in again); then {prove}",
-            variant="docker-not-running",
-        )
-    hit = line_for(_MINIKUBE_RESOURCES_RE)
-    if hit is not None:
-        return Diagnosis(
-            row="minikube-start-failed",
-            object=obj,
-            reason="the machine (or Docker's limits) has fewer CPUs or less memory than asked",
-            detail=_one_line(hit),
-            fix="the lab needs >= 4 CPUs / 8 GiB: pulumi config set cpus 4 && pulumi config set "
-            "memoryMiB 8192, on a machine that has them (nproc; free -g)",
-            variant="insufficient-resources",
-        )
+    for pattern, variant, reason, fix in causes:
+        hit = line_for(pattern)
+        if hit is not None:
+            return Diagnosis(
+                row="minikube-start-failed",
+                object=obj,
+                reason=reason,
+                detail=_one_line(hit),
+                fix=fix,
+                variant=variant,
+            )
     return Diagnosis(
         row="minikube-start-failed",
         object=obj,

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpulab import preflight
-from gpulab.probe import Runner, run_command
+from gpulab import run as cmd
+from gpulab.findings import Finding
 
 if TYPE_CHECKING:
     from gpulab.config import LabConfig
@@ -28,9 +29,9 @@ def host_memory_mib(meminfo: str) -> int:
     return 0
 
 
-def minikube_host_findings(cfg: LabConfig, run: Runner = run_command) -> list[preflight.Finding]:
+def minikube_host_findings(cfg: LabConfig, run: cmd.Probe = cmd.probe) -> list[Finding]:
     """Every host check for the minikube lab (passing ones included), in order."""
-    findings: list[preflight.Finding] = []
+    findings: list[Finding] = []
     rc, out, err = run(["docker", "info", "--format", "{{json .}}"])
     ctx_rc, ctx_out, _ = run(["docker", "context", "show"])
     context = ctx_out.strip() if ctx_rc == 0 and ctx_out.strip() else "default"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from variants.sim.ctl.cluster import UpOptions, down, status, up
-from variants.sim.ctl.process import SimClusterError
+from gpulab.errors import GpuLabError
 from variants.sim.ctl.render import (
     CAPTURES,
     DEFAULT_LOG_NAMESPACES,
@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"simcluster: {e}", file=sys.stderr)
         return 2
-    except SimClusterError as e:
+    except GpuLabError as e:  # SimClusterError, or a command that could not run
         print(f"simcluster: error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(result))

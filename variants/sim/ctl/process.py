@@ -13,12 +13,14 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
+
+from gpulab import run as cmd
+from gpulab.errors import GpuLabError
 
 #: Binaries kwokctl runs; all must sit in the bin dir.
 REQUIRED_BINARIES: Final = (
@@ -35,7 +37,7 @@ BUILD_FIX: Final = "run `make toolchain` (or toolchain/sim/build.sh)"
 MARKER: Final = ".gpulab-simcluster"
 
 
-class SimClusterError(RuntimeError):
+class SimClusterError(GpuLabError, RuntimeError):
     """A step failed; ``str()`` names the cause and the first thing to try."""
 
     def __init__(self, cause: str, fix: str) -> None:
@@ -153,26 +155,16 @@ def _run(
     timeout: float,
     input_text: str | None = None,
     capture: bool = True,
-) -> subprocess.CompletedProcess[str]:
-    """Run ``argv``; its output is captured, or with ``capture=False`` passed to our stderr.
+) -> cmd.Result:
+    """Run ``argv`` in ``env`` (:func:`gpulab.run.run`); with ``capture=False`` its output is
+    then written to our stderr.
 
     Our stdout carries only the final JSON, so a child never writes to it.
     """
-    passthrough = not capture and _has_fileno(sys.stderr)
-    proc = subprocess.run(
-        list(argv),
-        env=dict(env),
-        input=input_text,
-        stdin=None if input_text is not None else subprocess.DEVNULL,
-        stdout=sys.stderr if passthrough else subprocess.PIPE,
-        stderr=sys.stderr if passthrough else subprocess.PIPE,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if not capture and not passthrough:
-        sys.stderr.write(proc.stdout + proc.stderr)
-    return proc
+    result = cmd.run(argv, env=env, timeout=timeout, input=input_text)
+    if not capture:
+        sys.stderr.write(result.stdout + result.stderr)
+    return result
 
 
 def _has_fileno(stream: Any) -> bool:
@@ -190,7 +182,7 @@ def _kubectl(
     *,
     timeout: float = 30,
     input_text: str | None = None,
-) -> subprocess.CompletedProcess[str]:
+) -> cmd.Result:
     argv = [
         tools.path("kubectl"),
         "--kubeconfig",
