@@ -88,14 +88,17 @@ def toolchain_table(env: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def event_profile(log: Path) -> list[tuple[str, float]]:
-    """``(what, seconds)`` of one `up` from its ``--event-log``: program start, then each
-    resource step, longest first."""
+    """``(what, seconds)`` of one `up` from its ``--json`` event stream: program start, then
+    each resource step, longest first."""
     start: float | None = None
     first: float | None = None
     pre: dict[str, float] = {}
     spans: dict[str, float] = {}
     for line in log.read_text().splitlines():
-        e = json.loads(line)
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
         t = float(e.get("timestamp", 0))
         if start is None:
             start = t
@@ -141,7 +144,9 @@ def main() -> int:
             rows["plain down"].append(timed([script, "down", f"bench-plain-{i}", wd], proj.dir, proj.env))
             proj.init("sim", chartPath=chart, profile=f"bench-{i}")
             events = base / "events.jsonl"
-            up = proj.timed("up", "--yes", "--skip-preview", "--stack", "sim", "--event-log", str(events))[0]
+            # --json streams the engine's events (one JSON object a line, with timestamps).
+            up, done = proj.timed("up", "--yes", "--skip-preview", "--stack", "sim", "--json")
+            events.write_text(done.stdout)
             rows["up"].append(up)
             profile = event_profile(events)
             rows["no-op up"].append(proj.timed("up", "--yes", "--skip-preview", "--stack", "sim")[0])

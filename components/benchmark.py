@@ -17,13 +17,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.command import kube_command, parse_json_stdout, pod_uid
+from gpulab import names
 
 POD_NAME = "gpu-benchmark"
-POD_NAMESPACE = "default"
+POD_NAMESPACE = names.WORKLOAD_NAMESPACE
 GPULAB_DIR = Path(__file__).resolve().parents[1] / "gpulab"
-#: The modules the Pod needs (tflops imports tflops_measure and peaks); nothing else of gpulab
-#: is shipped.
-MODULES = ("tflops.py", "tflops_measure.py", "peaks.py")
+#: The modules the Pod needs (tflops imports tflops_measure, tflops_clocks and peaks; each uses
+#: only the standard library at import, tests/unit/test_tflops*.py check it); nothing else of
+#: gpulab is shipped.
+MODULES = ("tflops.py", "tflops_measure.py", "tflops_clocks.py", "peaks.py")
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ def pod_spec(image: str, size: int, config_map: pulumi.Input[str]) -> dict[str, 
                 "image": image,
                 "command": ["python", "-m", "gpulab.tflops", "--json", "--size", str(size)],
                 "env": [{"name": "PYTHONPATH", "value": "/opt/gpulab"}],
-                "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                "resources": {"limits": {names.GPU_RESOURCE: "1"}},
                 "volumeMounts": [{"name": "gpulab", "mountPath": "/opt/gpulab/gpulab", "readOnly": True}],
             }
         ],
@@ -84,7 +86,7 @@ class TflopsBenchmark(pulumi.ComponentResource):
             metadata={
                 "name": f"{POD_NAME}-modules",
                 "namespace": POD_NAMESPACE,
-                "labels": {"app.kubernetes.io/part-of": "gpu-lab"},
+                "labels": {"app.kubernetes.io/part-of": names.PROJECT},
             },
             data=module_files(),
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(delete_before_replace=True)),
@@ -94,7 +96,7 @@ class TflopsBenchmark(pulumi.ComponentResource):
             metadata={
                 "name": POD_NAME,
                 "namespace": POD_NAMESPACE,
-                "labels": {"app.kubernetes.io/part-of": "gpu-lab", "app.kubernetes.io/name": POD_NAME},
+                "labels": {"app.kubernetes.io/part-of": names.PROJECT, "app.kubernetes.io/name": POD_NAME},
                 # Run to completion: never "Ready"; the reader waits for Succeeded.
                 "annotations": {"pulumi.com/waitFor": f"jsonpath={{.metadata.namespace}}={POD_NAMESPACE}"},
             },

@@ -49,6 +49,7 @@ class CommandCluster(pulumi.ComponentResource, ClusterOutputs):
         type_token: the component's ``gpulab:<variant>:<Type>``.
         name: the component's name; the command is ``f"{name}-cluster"``.
         ctl: the variant's helper module (``"variants.kind.ctl"``).
+        where: arguments of both ``up`` and ``down`` (e.g. ``--name N --workdir W``), first.
         up: arguments after ``up``; down: arguments after ``down``.
         triggers: values whose change rebuilds the cluster (delete first: same name).
         timeout: seconds for up and for down.
@@ -64,17 +65,18 @@ class CommandCluster(pulumi.ComponentResource, ClusterOutputs):
         *,
         ctl: str,
         up: Sequence[pulumi.Input[str]],
-        down: Sequence[pulumi.Input[str]],
+        down: Sequence[pulumi.Input[str]] = (),
         triggers: Sequence[Any],
         timeout: int,
+        where: Sequence[pulumi.Input[str]] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(type_token, name, None, opts)
         argv = [PYTHON, "-m", ctl]
         self.cluster = lab_command(
             f"{name}-cluster",
-            [*argv, "up", *up],
-            delete=[*argv, "down", *down],
+            [*argv, "up", *where, *up],
+            delete=[*argv, "down", *where, *down],
             triggers=triggers,
             timeout=timeout,
             delete_before_replace=True,

@@ -12,8 +12,10 @@ from typing import Any
 
 from pulumi.runtime.config import CONFIG
 
+from gpulab import preflight
 from gpulab.config import LabConfig, parse_config
-from gpulab.preflight import Finding, PreflightError
+from gpulab.findings import Finding
+from gpulab.preflight import PreflightError
 from gpulab.probe import HostFacts
 
 
@@ -53,7 +55,7 @@ def chart_findings(repo: str, chart_version: str, resolve: Any = None, fetch: An
         fetch(repo.rstrip("/") + "/index.yaml")
     except OSError as exc:
         return [
-            Finding(
+            preflight.Finding(
                 "chart-repository",
                 False,
                 f"the chart repository {repo} cannot be reached ({exc})",
@@ -81,7 +83,7 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None) -> None:
     if cfg.host_probe == "off":
         return
     variant = cfg.variant
-    failed = variant.missing_tools()
+    failed: list[Finding] = variant.missing_tools()
     if cfg.operator.chart_path is None:
         failed += chart_findings(cfg.operator.chart_repo, cfg.operator.chart_version)
     failed += [f for f in variant.host_findings(cfg) if not f.ok]
@@ -99,14 +101,15 @@ def probe_and_preflight(cfg: LabConfig) -> HostFacts | None:
             failed check (tools, Docker, resources), each with its first fix.
         gpulab.nvsmi.NvidiaSmiParseError: nvidia-smi printed something unparseable.
     """
-    from gpulab.probe import probe_capture, probe_nvidia_smi
+    from gpulab.probe import probe_capture, probe_host
 
     failed: list[Finding] = []
     facts: HostFacts | None = None
     mode = cfg.effective_host_probe
     try:
         if mode == "nvidia-smi":
-            facts = probe_nvidia_smi()
+            # This host: NVML where it loads and answers, nvidia-smi as the fallback.
+            facts = probe_host()
         elif mode == "capture":
             facts = probe_capture(cfg.effective_capture)
     except PreflightError as exc:

@@ -29,12 +29,13 @@ import pulumi_kubernetes as k8s
 
 import variants
 from components.command import kube_command, parse_json_stdout
+from gpulab import names
 from gpulab.config import OperatorConfig
 
-NAMESPACE = "gpu-operator"
-RELEASE = "gpu-operator"
-DEVICE_PLUGIN_DS = "nvidia-device-plugin-daemonset"
-SIMULATED_ANNOTATION = "gpulab.dev/simulated"
+NAMESPACE = names.OPERATOR_NAMESPACE
+RELEASE = names.OPERATOR_RELEASE
+DEVICE_PLUGIN_DS = names.DEVICE_PLUGIN_DS
+SIMULATED_ANNOTATION = names.SIMULATED_ANNOTATION
 #: The device plugin image the chart v26.7.0 values name (devicePlugin.repository/image/version).
 DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 
@@ -68,7 +69,7 @@ def helm_values(op: OperatorConfig) -> dict[str, Any]:
             "data": {
                 "any": (
                     "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
-                    f"    - name: nvidia.com/gpu\n      replicas: {op.time_slicing_replicas}\n"
+                    f"    - name: {names.GPU_RESOURCE}\n      replicas: {op.time_slicing_replicas}\n"
                 )
             },
         }
@@ -102,7 +103,7 @@ class GpuOperatorArgs:
     device_plugin_owner: str = "operator"
     simulate_operands: bool = False
     expected_gpus: int | None = None
-    profile: str = "gpu-lab"
+    profile: str = names.DEFAULT_PROFILE
     release_after: Sequence[pulumi.Resource] = ()
 
 
@@ -132,7 +133,7 @@ class GpuOperator(pulumi.ComponentResource):
                 "labels": {
                     # Operands mount host paths and run privileged containers.
                     "pod-security.kubernetes.io/enforce": "privileged",
-                    "app.kubernetes.io/managed-by": "gpu-lab",
+                    "app.kubernetes.io/managed-by": names.PROJECT,
                 },
             },
             opts=k8s_opts,
@@ -140,13 +141,17 @@ class GpuOperator(pulumi.ComponentResource):
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=RELEASE,
-            chart=op.chart_path or "gpu-operator",
+            chart=op.chart_path or names.OPERATOR_CHART,
             version=None if op.chart_path else op.chart_version,
             repository_opts=None if op.chart_path else k8s.helm.v3.RepositoryOptsArgs(repo=op.chart_repo),
             namespace=self.namespace.metadata["name"],
             values=helm_values(op),
             timeout=op.timeout_seconds,
             cleanup_on_fail=True,
+            # Readiness is the gate's job, not Helm's: a Helm wait covers only the chart's own
+            # objects, while the operands appear later; the gate waits for ClusterPolicy ready
+            # and the device plugin, and diagnoses what blocks them (helm would only time out).
+            skip_await=True,
             # Side-effect order only: the census must see the cluster before the chart's CRDs
             # exist, and the CRD clean-up must run after the release is uninstalled.
             opts=pulumi.ResourceOptions.merge(
@@ -232,7 +237,7 @@ class GpuOperator(pulumi.ComponentResource):
                     "spec": {
                         "nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"},
                         "tolerations": [
-                            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+                            {"key": names.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
                         ],
                         "priorityClassName": "system-node-critical",
                         "containers": [{"name": "nvidia-device-plugin", "image": DEVICE_PLUGIN_IMAGE}],

@@ -18,9 +18,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.command import kube_command, parse_json_stdout, pod_uid
+from gpulab import names
 
-POD_NAME = "gpu-smoke"
-POD_NAMESPACE = "default"
+POD_NAME = names.SMOKE_POD
+POD_NAMESPACE = names.WORKLOAD_NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class SmokeArgs:
     timeout_seconds: int = 300
     simulated: bool = False
     host_max_cuda: str | None = None
-    profile: str = "gpu-lab"
+    profile: str = names.DEFAULT_PROFILE
     runtime_class: str | None = None
 
 
@@ -51,7 +52,7 @@ def pod_spec(image: str, gpus: int, runtime_class: str | None = None) -> dict[st
                 "name": "cuda",
                 "image": image,
                 "command": ["nvidia-smi"],
-                "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+                "resources": {"limits": {names.GPU_RESOURCE: str(gpus)}},
             }
         ],
     }
@@ -87,7 +88,7 @@ class SmokeTest(pulumi.ComponentResource):
             metadata={
                 "name": POD_NAME,
                 "namespace": POD_NAMESPACE,
-                "labels": {"app.kubernetes.io/part-of": "gpu-lab", "app.kubernetes.io/name": "gpu-smoke"},
+                "labels": {"app.kubernetes.io/part-of": names.PROJECT, "app.kubernetes.io/name": POD_NAME},
                 "annotations": annotations,
             },
             spec=pod_spec(args.image, args.gpus, args.runtime_class),

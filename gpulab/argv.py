@@ -22,6 +22,8 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
+from gpulab.errors import GpuLabError
+
 #: ``interpreter`` of every lab command: relative to the program directory, where the
 #: engine starts the command provider (Pulumi.yaml pins the virtualenv to ``.venv``).
 INTERPRETER: Final = [".venv/bin/python", "-m", "gpulab.argv"]
@@ -43,7 +45,7 @@ DIRECT_STEPS: Final[dict[tuple[str, str], str]] = {
 }
 
 
-class ArgvError(ValueError):
+class ArgvError(GpuLabError, ValueError):
     """The command string is not a JSON list of strings."""
 
 

@@ -299,7 +299,10 @@ def read_host(stack: Stack, bundle: Bundle) -> None:
     from gpulab.preflight import PreflightError
     from gpulab.probe import probe_capture, probe_nvidia_smi
 
-    config = bundle.attempt("host: stack config", lambda: stack.json("config", "--json"))
+    config = bundle.attempt(
+        f"host: stack config (the probe and preflight read stacks/{stack.name}.yaml instead)",
+        lambda: stack.json("config", "--json"),
+    )
     if isinstance(config, dict):
         raw = {k: str(v["value"]) for k, v in config.items() if isinstance(v, dict) and "value" in v}
     else:  # no stack yet: the tracked template
@@ -460,8 +463,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     width = max(len(n) for n in sizes)
     for name, size in sizes.items():
         print(f"  {name:<{width}}  {_size(size)}")
+    sys.stdout.flush()
     for problem in bundle.problems:
         print(f"gpu-lab: could not read {problem}", file=sys.stderr)
+    sys.stderr.flush()
     print(
         f"gpu-lab: secrets removed ({redactor.learned} known secret values, PEM blocks, tokens); "
         f"look inside with `tar -tzf {shown}`"

@@ -20,8 +20,10 @@ from typing import Final
 
 import variants
 from gpulab.errors import GpuLabError
+from gpulab.names import DEFAULT_PROBE_IMAGE, DEFAULT_PROFILE, MIN_CPUS, MIN_MEMORY_MIB, PROJECT
 
-NAMESPACE: Final = "gpu-lab"
+#: The stack config namespace: keys are ``gpu-lab:<key>``.
+NAMESPACE: Final = PROJECT
 #: The cluster variants (variants/__init__.py is their registry).
 CLUSTER_KINDS: Final = variants.NAMES
 DEVICE_PLUGIN_OWNERS: Final = ("operator", "minikube-addon")
@@ -51,8 +53,6 @@ IMAGE: Final = re.compile(
 #: Environment variable that points the chart at a local directory (offline CI and tests).
 CHART_PATH_ENV: Final = "GPULAB_CHART_PATH"
 DEFAULT_CHART_REPO: Final = "https://helm.ngc.nvidia.com/nvidia"
-MIN_CPUS: Final = 4
-MIN_MEMORY_MIB: Final = 8192
 
 
 class ConfigError(GpuLabError, ValueError):
@@ -105,15 +105,16 @@ class LabConfig:
     """
 
     cluster: str = "minikube"
-    profile: str = "gpu-lab"
-    cpus: int = 4
-    memory_mib: int = 8192
+    profile: str = DEFAULT_PROFILE
+    #: The default ask is the lab's minimum (gpulab.names).
+    cpus: int = MIN_CPUS
+    memory_mib: int = MIN_MEMORY_MIB
     kubernetes_version: str = "v1.34.0"
     device_plugin_owner: str = "operator"
     host_probe: str = "auto"
     capture: str = "h200-1gpu"
     sim_gpus: int = 1
-    smoke_image: str = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    smoke_image: str = DEFAULT_PROBE_IMAGE
     smoke_gpus: int = 1
     smoke_timeout_seconds: int = 300
     cluster_timeout_seconds: int = 600
@@ -288,7 +289,7 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
     elif not (m.group("tag") or m.group("digest")) or m.group("tag") == "latest":
         problems.append(
             f"{NAMESPACE}:smokeImage={image!r} is not pinned; use repo:tag (not latest) or "
-            "repo@sha256:<digest>, e.g. nvidia/cuda:12.4.1-base-ubuntu22.04"
+            f"repo@sha256:<digest>, e.g. {DEFAULT_PROBE_IMAGE}"
         )
     chart_version = str(get("chartVersion"))
     if not CHART_VERSION.match(chart_version):

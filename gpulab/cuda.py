@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from gpulab.errors import GpuLabError
+
 __all__ = [
     "MIN_LINUX_DRIVER",
     "NVIDIA_CUDA_RELEASES",
@@ -82,7 +84,7 @@ _CUDA_TAG_RE: Final = re.compile(r"^(?P<version>(?P<xy>\d+\.\d+)(?:\.\d+)?)(?P<f
 _CUDA_REPOSITORY: Final = "nvidia/cuda"
 
 
-class UnknownCudaVersionError(KeyError):
+class UnknownCudaVersionError(GpuLabError, KeyError):
     """A CUDA version missing from :data:`MIN_LINUX_DRIVER`; the message lists known ones."""
 
     def __str__(self) -> str:

@@ -32,11 +32,23 @@ from typing import Any
 
 import yaml
 
-GPU_RESOURCE = "nvidia.com/gpu"
+from gpulab.errors import GpuLabError
+from gpulab.kube_diagnose import Context
+from gpulab.kube_diagnose import diagnosis as _diagnose
+from gpulab.names import (
+    DEFAULT_PROFILE,
+    DEVICE_PLUGIN_DS,
+    GPU_RESOURCE,
+    OPERATOR_NAMESPACE,
+    SIMULATED_ANNOTATION,
+    SMOKE_POD,
+    WORKLOAD_NAMESPACE,
+)
+
 KUBECONFIG_ENV = "GPULAB_KUBECONFIG"
 
 
-class GateError(RuntimeError):
+class GateError(GpuLabError, RuntimeError):
     """A wait failed or timed out; the message is the diagnosis (first failing object, fix)."""
 
 
@@ -109,9 +121,13 @@ class Waiter:
     """Polls ``check`` until it returns a value, or raises GateError with ``diagnose()``."""
 
     timeout: float
+    #: The longest pause between two checks, in seconds; the first pause is
+    #: :attr:`first_interval` and each next one doubles up to this (a state that is already
+    #: there, or is reached in a second, is seen at once; a long wait polls gently).
     interval: float = 2.0
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
+    first_interval: float = 0.2
 
     #: Seconds between "still waiting" progress lines.
     progress_every: float = 10.0
@@ -127,6 +143,7 @@ class Waiter:
         start = self.clock()
         deadline = start + self.timeout
         next_note = start + self.progress_every
+        pause = min(self.first_interval, self.interval)
         print(f"[gpulab] waiting for {what} (up to {self.timeout:.0f}s)", file=sys.stderr, flush=True)
         while True:
             try:
@@ -147,64 +164,8 @@ class Waiter:
                 next_note = now + self.progress_every
             if now >= deadline:
                 raise GateError(f"timed out after {self.timeout:.0f}s waiting for {what}:\n{diagnose()}")
-            self.sleep(self.interval)
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the diagnosis knows beyond the cluster: the host's facts and the lab's profile."""
-
-    expected_gpus: int | None = None
-    host_max_cuda: str | None = None
-    profile: str = "gpu-lab"
-
-
-def _unhealthy_containers(pod: dict[str, Any]) -> list[str]:
-    names = []
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        waiting = (cs.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason") in ("CrashLoopBackOff", "Error") or cs.get("restartCount", 0) > 0:
-            names.append(cs["name"])
-    for cs in (pod.get("status") or {}).get("initContainerStatuses") or []:
-        if not cs.get("ready") and ((cs.get("state") or {}).get("running") or cs.get("restartCount", 0)):
-            names.append(cs["name"])
-    return names
-
-
-def _diagnose(api: Any, ctx: Context) -> str:
-    """The diagnosis of the whole cluster (every namespace), as text for an error message."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
-
-    from gpulab import diagnose
-
-    core = client.CoreV1Api(api)
-    apps = client.AppsV1Api(api)
-    pods = [sanitize(p, api) for p in core.list_pod_for_all_namespaces().items]
-    events = [sanitize(e, api) for e in core.list_event_for_all_namespaces().items]
-    dsets = [sanitize(d, api) for d in apps.list_daemon_set_for_all_namespaces().items]
-    nodes = [sanitize(n, api) for n in core.list_node().items]
-    logs: dict[str, str] = {}
-    for pod in pods:
-        meta = pod["metadata"]
-        for c in _unhealthy_containers(pod)[:3]:
-            try:
-                logs[f"{meta['namespace']}/{meta['name']}/{c}"] = core.read_namespaced_pod_log(
-                    meta["name"], meta["namespace"], container=c, tail_lines=50
-                )
-            except ApiException:
-                continue
-    found = diagnose.diagnose_cluster(
-        pods=pods,
-        events=events,
-        daemonsets=dsets,
-        nodes=nodes,
-        logs=logs,
-        expected_gpus=ctx.expected_gpus,
-        host_max_cuda=ctx.host_max_cuda,
-        profile=ctx.profile,
-    )
-    return diagnose.render(found)
+            self.sleep(pause)
+            pause = min(pause * 2, self.interval)
 
 
 def gate(
@@ -268,7 +229,7 @@ def gate(
         sanitize(p, api)
         for p in core.list_namespaced_pod(device_plugin_namespace, label_selector=selector).items
     ]
-    ds_simulated = (ds["metadata"].get("annotations") or {}).get("gpulab.dev/simulated") == "true"
+    ds_simulated = (ds["metadata"].get("annotations") or {}).get(SIMULATED_ANNOTATION) == "true"
     plugin_pods = []
     for p in pods:
         statuses = (p.get("status") or {}).get("containerStatuses") or []
@@ -279,7 +240,7 @@ def gate(
                 "ready": bool(statuses) and all(cs.get("ready") for cs in statuses),
                 "restarts": sum(int(cs.get("restartCount") or 0) for cs in statuses),
                 "simulated": ds_simulated
-                or (p["metadata"].get("annotations") or {}).get("gpulab.dev/simulated") == "true",
+                or (p["metadata"].get("annotations") or {}).get(SIMULATED_ANNOTATION) == "true",
             }
         )
 
@@ -451,7 +412,7 @@ def simulate_clusterpolicy(api: Any, state: str, timeout: float = 120) -> dict[s
     status = {
         "status": {
             "state": state,
-            "namespace": "gpu-operator",
+            "namespace": OPERATOR_NAMESPACE,
             "conditions": [
                 {
                     "type": "Ready",
@@ -472,19 +433,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m gpulab.kube")
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("gate", help="wait for the GPU Operator and read allocatable")
-    g.add_argument("--namespace", default="gpu-operator")
-    g.add_argument("--device-plugin-namespace", default="gpu-operator")
-    g.add_argument("--device-plugin-daemonset", default="nvidia-device-plugin-daemonset")
+    g.add_argument("--namespace", default=OPERATOR_NAMESPACE)
+    g.add_argument("--device-plugin-namespace", default=OPERATOR_NAMESPACE)
+    g.add_argument("--device-plugin-daemonset", default=DEVICE_PLUGIN_DS)
     g.add_argument("--no-cluster-policy", action="store_true", help="skip the ClusterPolicy wait")
     g.add_argument("--timeout", type=float, default=600)
     s = sub.add_parser("smoke", help="wait for the smoke Pod and read its log and events")
-    s.add_argument("--namespace", default="default")
-    s.add_argument("--pod", default="gpu-smoke")
+    s.add_argument("--namespace", default=WORKLOAD_NAMESPACE)
+    s.add_argument("--pod", default=SMOKE_POD)
     s.add_argument("--timeout", type=float, default=300)
     for sp in (g, s):
         sp.add_argument("--expected-gpus", type=int, help="host GPUs x time-slicing replicas")
         sp.add_argument("--host-max-cuda", help="newest CUDA the host driver supports")
-        sp.add_argument("--profile", default="gpu-lab", help="minikube profile named in fixes")
+        sp.add_argument("--profile", default=DEFAULT_PROFILE, help="minikube profile named in fixes")
     b = sub.add_parser("benchmark", help="wait for the TFLOPS benchmark Pod and read its result")
     b.add_argument("--namespace", default="default")
     b.add_argument("--pod", default="gpu-benchmark")

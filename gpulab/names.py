@@ -19,9 +19,10 @@ __all__ = [
     "OPERATOR_NAMESPACE",
     "OPERATOR_RELEASE",
     "PROJECT",
-    "SMOKE_NAMESPACE",
+    "SIMULATED_ANNOTATION",
     "SMOKE_POD",
     "TOOLKIT_DS",
+    "WORKLOAD_NAMESPACE",
 ]
 
 #: The project: the stack config namespace (``gpu-lab:<key>``) and the ``part-of`` label.
@@ -40,9 +41,13 @@ OPERATOR_CHART: Final = "gpu-operator"
 DEVICE_PLUGIN_DS: Final = "nvidia-device-plugin-daemonset"
 TOOLKIT_DS: Final = "nvidia-container-toolkit-daemonset"
 
-#: The smoke Pod (the chapter's first GPU Pod) and its namespace.
+#: Annotation (value ``"true"``) on every object the lab fakes where no operator process runs.
+SIMULATED_ANNOTATION: Final = "gpulab.dev/simulated"
+
+#: The smoke Pod (the chapter's first GPU Pod).
 SMOKE_POD: Final = "gpu-smoke"
-SMOKE_NAMESPACE: Final = "default"
+#: Where the lab's own Pods run (the smoke Pod, the benchmark Pod).
+WORKLOAD_NAMESPACE: Final = "default"
 #: The chapter's CUDA base image: the default smoke image and the Docker GPU self-test's.
 DEFAULT_PROBE_IMAGE: Final = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 

@@ -90,11 +90,13 @@ def raise_on_failures(found: Iterable[findings.Finding]) -> None:
         raise PreflightError(failures)
 
 
-def report(found: Sequence[findings.Finding]) -> tuple[str, int]:
+def report(found: Sequence[findings.Finding]) -> tuple[list[dict[str, object]], int]:
     """What a ``preflight`` subcommand prints and exits with: a JSON list with one object per
     finding (``check``, ``ok``, ``message``, ``fix``), and 0 when all passed, else 1."""
-    doc = [{"check": f.check, "ok": f.ok, "message": f.message, "fix": f.fix} for f in found]
-    return json.dumps(doc), 0 if all(f.ok for f in found) else 1
+    doc: list[dict[str, object]] = [
+        {"check": f.check, "ok": f.ok, "message": f.message, "fix": f.fix} for f in found
+    ]
+    return doc, 0 if all(f.ok for f in found) else 1
 
 
 def _quote(text: str, limit: int = 200) -> str:

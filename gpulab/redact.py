@@ -6,8 +6,8 @@ Two layers, both applied by :meth:`Redactor.text` and :meth:`Redactor.json`:
   the stack's secret outputs and config (``pulumi stack output``/``config --show-secrets``,
   where the plain listing prints ``[secret]``), every field of the kubeconfig (and the PEM
   inside its base64 fields), the data of the Kubernetes Secrets in the lab's namespaces.
-  Each learned value is replaced wherever it appears, also base64-encoded (a value copied
-  into a Pod's env, an annotation, a log line).
+  Each learned value is replaced wherever it appears, also base64-encoded or escaped inside a
+  JSON string (a value copied into a Pod's env, an annotation, a log line).
 * **Shapes.** PEM blocks, base64-encoded PEM (``LS0tLS1CRUdJTi...``), JWTs (service-account
   tokens), ``Bearer`` tokens, kubeconfig credential lines (``client-key-data: ...``,
   ``token: ...``), and in JSON any string under a key that names a credential (``token``,
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -49,6 +50,12 @@ _SECRET_KEY: Final = re.compile(
 
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
+
+
+def _forms(value: str) -> tuple[str, ...]:
+    """How a value can appear in text: as is, base64-encoded, escaped inside a JSON string."""
+    escaped = json.dumps(value)[1:-1]
+    return (value, _b64(value)) + ((escaped,) if escaped != value else ())
 
 
 def _unb64(text: str) -> str | None:
@@ -115,11 +122,9 @@ class Redactor:
     def text(self, text: str) -> str:
         """``text`` with every learned value and every secret shape replaced."""
         for value in sorted(self._values, key=len, reverse=True):
-            if value in text:
-                text = text.replace(value, REDACTED)
-            encoded = _b64(value)
-            if encoded in text:
-                text = text.replace(encoded, REDACTED)
+            for form in _forms(value):
+                if form in text:
+                    text = text.replace(form, REDACTED)
         text = _PEM.sub(REDACTED, text)
         text = _PEM_B64.sub(REDACTED, text)
         text = _JWT.sub(REDACTED, text)

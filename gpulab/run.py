@@ -54,9 +54,12 @@ class Result(NamedTuple):
         return self.returncode == 0
 
 
-def _shown(argv: Sequence[str], words: int = 6) -> str:
-    """The command for a message: its first ``words`` words (long scripts are cut)."""
+def _shown(argv: Sequence[str], words: int = 6, limit: int = 200) -> str:
+    """The command for a message: its first ``words`` words, at most ``limit`` characters (an
+    inline script is cut)."""
     head = " ".join(argv[:words])
+    if len(head) > limit:
+        return head[: limit - 4] + " ..."
     return head + " ..." if len(argv) > words else head
 
 

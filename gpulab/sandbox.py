@@ -26,6 +26,10 @@ COPY = (
     "stacks",
     "policy",
     "requirements.txt",
+    # What `scripts/lab` (make lab / verify / debug-bundle / destroy) runs in the copy.
+    "scripts",
+    "toolchain/decide.py",
+    "toolchain/versions.env",
 )
 
 
@@ -94,6 +98,18 @@ class Project:
         for k, v in config.items():
             self.pulumi("config", "set", "--stack", stack, f"gpu-lab:{k}", str(v))
 
+    def lab(self, action: str, stack: str = "sim", timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        """``scripts/lab <action>`` in the copy (what ``make lab``/``verify``/``debug-bundle``/
+        ``destroy`` run), for ``stack``; not checked: the caller reads the exit code."""
+        return subprocess.run(
+            ["bash", str(self.dir / "scripts" / "lab"), action],
+            cwd=self.dir,
+            env={**self.env, "GPULAB_STACK": stack, "GPULAB_CHOICE_QUIET": "1"},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
     def outputs(self, stack: str) -> dict[str, Any]:
         """``pulumi stack output --json`` (secrets print as ``"[secret]"``)."""
         return json.loads(self.pulumi("stack", "output", "--json", "--stack", stack).stdout)  # type: ignore[no-any-return]
@@ -115,6 +131,7 @@ def make_project(base: Path, env: dict[str, str] | None = None) -> Project:
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif src.exists():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
     (dest / ".venv").symlink_to(ROOT / ".venv")
     # The checkout's own stack files (its salt, its config) are not the copy's.

@@ -143,7 +143,10 @@ def decide(
         reason = f"offline build of pulumi {pinned} (GPULAB_OFFLINE={env['GPULAB_OFFLINE']})"
     elif user_cli and parsed and parsed[0] == 3 and parsed >= floor_v:
         mode, cli, version = "user", user_cli, found or ""
-        reason = f"your pulumi {found} at {user_cli} (>= the floor {floor}), with its own plugins"
+        reason = (
+            f"your pulumi {found} at {user_cli} (>= the floor {floor}); the engine fetches the "
+            "plugins the SDKs pin (kubernetes, and the real pulumi-command provider) as usual"
+        )
     elif user_cli and found:
         why = "not a v3 CLI" if not parsed or parsed[0] != 3 else f"older than the floor {floor}"
         reason = f"offline build of pulumi {pinned}: the pulumi {found} at {user_cli} is {why}"

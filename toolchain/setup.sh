@@ -19,6 +19,8 @@ done
 decision=$(python3 "$here/decide.py" --stack "$stack" --for "$purpose" --shell) || exit 1
 eval "$decision"
 echo "gpu-lab: toolchain: $GPULAB_TOOLCHAIN_REASON" >&2
+[[ $GPULAB_TOOLCHAIN_MODE == offline ]] &&
+  echo "gpu-lab: toolchain: offline stand-ins (toolchain/): the Python language host and the command provider" >&2
 for part in $GPULAB_TOOLCHAIN_BUILD; do
   case $part in
     pulumi) "$here/build-pulumi.sh" ;;

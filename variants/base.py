@@ -8,19 +8,25 @@ lives in ``variants/<name>/``; the registry (``variants/__init__.py``) is the on
 that knows the names.
 
 This module imports no Pulumi: config parsing and preflight use it before any resource
-exists. ``cluster`` imports the variant's component lazily.
+exists. ``cluster`` imports the variant's component lazily. It also holds what the variants'
+helpers share: :func:`ctl_main` (a subcommand's JSON and exit code) and the output keys
+whose values are simulated where no operator runs (:data:`OPERATOR_FIELDS`).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
+import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from gpulab import outputs as out
 from gpulab import run as cmd
+from gpulab.errors import GpuLabError
 
 if TYPE_CHECKING:
     import pulumi
@@ -39,6 +45,53 @@ Runner = Callable[[list[str]], cmd.Result]
 def run_quietly(argv: list[str]) -> cmd.Result:
     """``argv`` with its output captured (:func:`gpulab.run.run`); 120 s at most."""
     return cmd.run(argv, timeout=120)
+
+
+#: ``() -> (the JSON document to print, the exit code)``: one subcommand of a variant's helper.
+Action = Callable[[], tuple[Any, int]]
+
+
+def ctl_main(
+    tag: str,
+    action: Action,
+    errors: tuple[type[BaseException], ...] = (GpuLabError,),
+    *,
+    sort_keys: bool = False,
+) -> int:
+    """Run one subcommand of a variant's helper (``python -m variants.<name>.ctl``).
+
+    Prints the JSON document ``action`` returns on stdout and returns its exit code; an error
+    of ``errors`` is printed on stderr as ``<tag>: <message>`` (the message names the cause
+    and the fix) and gives exit code 1.
+    """
+    try:
+        doc, code = action()
+    except errors as exc:
+        print(f"{tag}: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(doc, sort_keys=sort_keys))
+    return code
+
+
+#: Output keys an operator process produces; simulated where none runs (the sim lab, an
+#: existing cluster with ``simulatedOperands``).
+OPERATOR_FIELDS: Final[tuple[str, ...]] = (
+    out.ALLOCATABLE_GPUS,
+    out.CAPACITY_GPUS,
+    out.CLUSTER_POLICY_STATE,
+    out.DEVICE_PLUGIN_PODS,
+    out.SMOKE_PHASE,
+    out.SMOKE_DRIVER_VERSION,
+    out.SMOKE_CUDA_VERSION,
+)
+#: Output keys of the host probe; simulated when read from a capture (the sim lab).
+HOST_FIELDS: Final[tuple[str, ...]] = (
+    out.HOST_GPU_COUNT,
+    out.HOST_GPU_MODELS,
+    out.HOST_GPUS,
+    out.HOST_DRIVER_VERSION,
+    out.HOST_MAX_CUDA,
+)
 
 
 @dataclass(frozen=True)
@@ -96,6 +149,20 @@ class Variant(ABC):
         """The variant's helper module, run as ``python -m variants.<name>.ctl``."""
         return f"variants.{self.name}.ctl"
 
+    def workdir(self, profile: str) -> str:
+        """Where the helper keeps the files of cluster ``profile``: ``.state/<variant>/<profile>``,
+        relative to the project directory."""
+        return f".state/{self.name}/{profile}"
+
+    def named_cluster(self, cfg: LabConfig) -> dict[str, Any]:
+        """The arguments of a cluster the helper makes in a work dir (kind, sim): ``name`` (the
+        profile), ``workdir`` (:meth:`workdir`) and ``timeout_seconds``."""
+        return {
+            "name": cfg.profile,
+            "workdir": self.workdir(cfg.profile),
+            "timeout_seconds": cfg.cluster_timeout_seconds,
+        }
+
     # --- config (pure) -------------------------------------------------------------
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:  # noqa: B027 (optional hook)
@@ -143,7 +210,7 @@ class Variant(ABC):
             if which(t.name) is None
         ]
 
-    def host_findings(self, cfg: LabConfig) -> list[Finding]:
+    def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
         """Every host check this variant needs, passing ones included (after its tools)."""
         return []
 

@@ -16,8 +16,9 @@ from gpulab.card import timing
 SCHEMA: Final = "gpulab.dev/baseline-card/v1"
 REDACTED: Final = "[redacted]"
 HOW_TO_MEASURE: Final = (
-    "on the host: python -m gpulab.tflops --json > tflops.json (needs PyTorch or CuPy), then "
-    "python -m gpulab.card --outputs outputs.json --tflops tflops.json"
+    "on the GPU host: .venv/bin/python -m gpulab.tflops --json > .state/tflops.json (needs PyTorch "
+    "or CuPy), then make card (it reads .state/tflops.json); make lab and make verify do both "
+    "where PyTorch is installed"
 )
 
 #: The chapter's table 3 (表 3, what you have and still lack): capability, status, where next.

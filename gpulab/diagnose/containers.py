@@ -104,7 +104,7 @@ def _crash_diagnosis(
     )
 
 
-def _pull_diagnosis(pod: Json, role: str, cs: Json, rank: int) -> tuple[Diagnosis, int]:
+def _pull_diagnosis(ctx: _Ctx, pod: Json, role: str, cs: Json, rank: int) -> tuple[Diagnosis, int]:
     cname = str(cs.get("name") or "?")
     image = cs.get("image") or _container_image(pod, cname) or "?"
     message = _get(cs, "state", "waiting", "message") or ""
@@ -116,8 +116,8 @@ def _pull_diagnosis(pod: Json, role: str, cs: Json, rank: int) -> tuple[Diagnosi
             reason=f"image {image} cannot be pulled ({_get(cs, 'state', 'waiting', 'reason')})",
             detail=_one_line(str(message) or "no message"),
             fix=f"check the tag exists and the registry is reachable from the node "
-            f"(minikube ssh -- docker pull {image}); offline: load it into the node with "
-            f"minikube image load {image}",
+            f"(minikube -p {ctx.profile} ssh -- docker pull {image}); offline: load it into the node "
+            f"with minikube image load {image} -p {ctx.profile}",
             blocking=not non_blocking,
         ),
         rank + (_NON_BLOCKING_RANK if non_blocking else 0),

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from gpulab import fixes
 from gpulab.diagnose.context import _Ctx
-from gpulab.names import OPERATOR_NAMESPACE
 from gpulab.diagnose.fields import _ds_ready, _get, _name, _ns, _one_line, _pod_obj, _quantity
 from gpulab.diagnose.gpus import gpu_holders, gpu_request
 from gpulab.diagnose.record import GPU_RESOURCE, Diagnosis, Json
 from gpulab.diagnose.roles import _ROLE_RANK
+from gpulab.names import OPERATOR_NAMESPACE
 
 
 def _node_ready(node: Json) -> tuple[bool, str]:

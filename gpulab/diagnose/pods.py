@@ -98,7 +98,7 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
         elif waiting_reason in _CRASH_REASONS or (term is not None and term.get("exitCode")):
             out.append(_crash_diagnosis(ctx, pod, role, cs, waiting_reason or "Error", events))
         elif waiting_reason in _PULL_REASONS:
-            out.append(_pull_diagnosis(pod, role, cs, rank))
+            out.append(_pull_diagnosis(ctx, pod, role, cs, rank))
         else:
             out.append(_init_blocked(ctx, pod, role, cs))
         return out
@@ -113,7 +113,7 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
             out.append(cuda_hit)
             continue
         if wreason in _PULL_REASONS:
-            out.append(_pull_diagnosis(pod, role, cs, rank))
+            out.append(_pull_diagnosis(ctx, pod, role, cs, rank))
         elif wreason in _CRASH_REASONS:
             out.append(_crash_diagnosis(ctx, pod, role, cs, str(wreason), events))
         elif term is not None and term.get("exitCode") not in (0, None):

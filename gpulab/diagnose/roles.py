@@ -7,12 +7,13 @@ from typing import Final
 
 from gpulab.diagnose.fields import _get, _name
 from gpulab.diagnose.record import Json
+from gpulab.names import DEVICE_PLUGIN_DS, TOOLKIT_DS
 
 # (role, prefix) in match order: longer, more specific prefixes first.
 _ROLE_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
     ("validator", "nvidia-operator-validator"),
-    ("device-plugin", "nvidia-device-plugin-daemonset"),
-    ("toolkit", "nvidia-container-toolkit-daemonset"),
+    ("device-plugin", DEVICE_PLUGIN_DS),
+    ("toolkit", TOOLKIT_DS),
     ("dcgm-exporter", "nvidia-dcgm-exporter"),
     ("dcgm-exporter", "nvidia-dcgm"),
     ("operator", "gpu-operator-node-feature-discovery"),

@@ -53,6 +53,7 @@ class Ledger:
         self._latest: dict[tuple[str, str], tuple[Finding, ...]] = {}
 
     def put(self, policy: str, urn: str, findings: Sequence[Finding]) -> None:
+        """Record the findings of ``policy`` on ``urn`` (replacing the previous ones)."""
         with self._lock:
             self._latest[(policy, urn)] = tuple(findings)
 
@@ -64,6 +65,7 @@ class Ledger:
         return [f for _, fs in entries for f in fs if f.status in UNVERIFIED]
 
     def clear(self) -> None:
+        """Forget every finding (a new run, or a test)."""
         with self._lock:
             self._latest.clear()
 

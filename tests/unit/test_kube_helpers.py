@@ -102,9 +102,25 @@ def test_waiter_reports_progress_on_stderr_while_it_waits(capsys: pytest.Capture
     def sleep(secs: float) -> None:
         now[0] += secs
 
-    w = Waiter(timeout=60, interval=6, clock=lambda: now[0], sleep=sleep)
+    w = Waiter(timeout=60, interval=6, clock=lambda: now[0], sleep=sleep, first_interval=6)
     assert w.until("ClusterPolicy to be ready", lambda: next(answers), lambda: "diag") == "ready"
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "[gpulab] waiting for ClusterPolicy to be ready (up to 60s)"
     assert "[gpulab] still waiting for ClusterPolicy to be ready (12s)" in err
     assert err[-1] == "[gpulab] ClusterPolicy to be ready: yes, after 18s"
+
+
+def test_waiter_looks_again_soon_then_backs_off_to_its_interval() -> None:
+    """A state reached within a second is seen within a fraction of one; long waits poll gently."""
+    from gpulab.kube import Waiter
+
+    now = [0.0]
+    pauses: list[float] = []
+
+    def sleep(secs: float) -> None:
+        pauses.append(secs)
+        now[0] += secs
+
+    answers = iter([None] * 6 + ["done"])
+    Waiter(timeout=60, interval=2, clock=lambda: now[0], sleep=sleep).until("x", lambda: next(answers), str)
+    assert pauses == [0.2, 0.4, 0.8, 1.6, 2, 2]

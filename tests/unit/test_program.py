@@ -309,7 +309,7 @@ def test_benchmark_pod_measures_after_the_smoke_test_and_exports_tflops() -> Non
     assert pod["spec"]["restartPolicy"] == "Never"
     cm = run.by_name("benchmark-modules").inputs["data"]
     assert (
-        set(cm) == {"__init__.py", "tflops.py", "tflops_measure.py", "peaks.py"}
+        set(cm) == {"__init__.py", "tflops.py", "tflops_measure.py", "tflops_clocks.py", "peaks.py"}
         and "def main" in cm["tflops.py"]
     )
     assert run.urn_of("smoke-check") in run.by_name("benchmark").dependencies
@@ -335,12 +335,12 @@ def test_preflight_reports_the_missing_driver_and_every_missing_tool_together(
 ) -> None:
     import gpulab.probe
 
-    def no_driver() -> None:
+    def no_driver(*_args: object) -> None:
         raise PreflightError(
             [Finding("nvidia-smi", False, "nvidia-smi not found on PATH", "install the driver")]
         )
 
-    monkeypatch.setattr(gpulab.probe, "probe_nvidia_smi", no_driver)
+    monkeypatch.setattr(gpulab.probe, "probe_host", no_driver)
     monkeypatch.setattr(
         variants.base.Variant,
         "missing_tools",

@@ -251,8 +251,8 @@ def test_existing_cluster_has_no_lifecycle_only_operator_smoke_and_checks(
 ) -> None:
     run = run_program(existing(kubeconfig, chart))
     assert run.error is None, run.error
-    dynamic = {r.name: r.step for r in run.registrations if r.typ == COMMAND}
-    assert dynamic == {
+    commands = {r.name: r.step for r in run.registrations if r.typ == COMMAND}
+    assert commands == {
         "existing-census": "existing-census",
         "gpu-operator-gate": "operator-gate",
         "smoke-check": "smoke-check",

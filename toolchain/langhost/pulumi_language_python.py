@@ -5,8 +5,9 @@ Why this exists: the upstream host is a Go module
 proxy reachable from this project's machines does not serve (every version answers 403),
 while the CLI and the providers are served. This host implements the same gRPC contract
 (``pulumirpc.LanguageRuntime`` from the Pulumi Python SDK's generated stubs) for what the
-lab needs: ``pulumi preview``/``up``/``destroy``/``refresh`` of a Python program, Python
-policy packs (``--policy-pack``) and Python dynamic providers.
+lab needs: ``pulumi preview``/``up``/``destroy``/``refresh`` of a Python program and Python
+policy packs (``--policy-pack``). (The lab uses no dynamic providers; the offline toolchain
+does not install their ``pulumi-resource-pulumi-python`` shim.)
 
 Process contract (set by the engine, ``sdk/go/common/resource/plugin/langruntime_plugin.go``):
 the engine starts ``pulumi-language-python [flags] <engine-address>``; the host prints its
@@ -14,7 +15,7 @@ gRPC port on the first stdout line and serves until the engine kills it.
 
 Program execution is delegated to ``pulumi-language-python-exec``, the upstream runner
 script shipped in the ``github.com/pulumi/pulumi/sdk/v3`` module zip, which
-``toolchain/build.sh`` copies beside this file at build time (it is not committed here).
+``toolchain/build-pulumi.sh`` copies beside this file at build time (it is not committed here).
 
 Errors: a program failure is returned as ``RunResponse.error`` (exit code 32 means the
 program already printed an actionable message: ``bail``); a missing interpreter or runner

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from variants.base import Getter, GpuExpectation, Variant
+from variants.base import OPERATOR_FIELDS, Getter, GpuExpectation, Variant
 
 if TYPE_CHECKING:
     import pulumi
@@ -56,19 +56,7 @@ class Existing(Variant):
     def simulated_fields(self, cfg: LabConfig) -> list[str]:
         """The host facts are not simulated (there are none, or they are this host's), but
         everything an operator process would have produced is."""
-        if not cfg.simulated:
-            return []
-        from gpulab import outputs as out
-
-        return [
-            out.ALLOCATABLE_GPUS,
-            out.CAPACITY_GPUS,
-            out.CLUSTER_POLICY_STATE,
-            out.DEVICE_PLUGIN_PODS,
-            out.SMOKE_PHASE,
-            out.SMOKE_DRIVER_VERSION,
-            out.SMOKE_CUDA_VERSION,
-        ]
+        return list(OPERATOR_FIELDS) if cfg.simulated else []
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.existing import ctl

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -43,7 +42,10 @@ from typing import Any, Final
 
 import yaml
 
-GPU_RESOURCE: Final = "nvidia.com/gpu"
+from gpulab.errors import GpuLabError
+from gpulab.names import GPU_RESOURCE
+from variants.base import Action, ctl_main
+
 #: CRDs the gpu-operator chart v26.7.0 installs from ``crds/`` (checked against the chart
 #: by tests/unit/test_existing_ctl.py), used when the chart comes from a repository.
 OPERATOR_CRDS: Final = (
@@ -68,7 +70,7 @@ _FILE_FIELDS: Final = (
 )
 
 
-class KubeconfigError(ValueError):
+class KubeconfigError(GpuLabError, ValueError):
     """The kubeconfig cannot serve the requested context; the message says why.
 
     ``about`` is ``"file"`` (unreadable, not a kubeconfig, a certificate file missing) or
@@ -255,7 +257,7 @@ def gpu_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- cluster I/O
 
 
-class ClusterError(RuntimeError):
+class ClusterError(GpuLabError, RuntimeError):
     """The cluster could not be read or changed; ``str()`` names the cause and the fix."""
 
 
@@ -390,18 +392,15 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; prints one JSON object; exit 0 ok, 1 failure, 2 usage."""
     args = _parser().parse_args(argv)
-    try:
-        if args.cmd == "census":
-            result = census(args.kubeconfig_path, args.context, args.crd)
-        elif args.cmd == "crd-plan":
-            result = removal_plan(args.crd, args.keep)
-        else:
-            result = remove_crds(args.kubeconfig_path, args.context, args.crd, args.keep, args.timeout)
-    except ClusterError as exc:
-        print(f"existing_ctl: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(result, sort_keys=True))
-    return 0
+    actions: dict[str, Action] = {
+        "census": lambda: (census(args.kubeconfig_path, args.context, args.crd), 0),
+        "crd-plan": lambda: (removal_plan(args.crd, args.keep), 0),
+        "remove-crds": lambda: (
+            remove_crds(args.kubeconfig_path, args.context, args.crd, args.keep, args.timeout),
+            0,
+        ),
+    }
+    return ctl_main("existing_ctl", actions[args.cmd], (ClusterError,), sort_keys=True)
 
 
 if __name__ == "__main__":

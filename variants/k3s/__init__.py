@@ -6,7 +6,7 @@ with a pinned version, check-then-act, root and init-system checks).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -74,7 +74,7 @@ class K3s(Variant):
 
         return None if cfg.operator.nri_plugin else ctl.RUNTIME_CLASS
 
-    def host_findings(self, cfg: LabConfig) -> list[Finding]:
+    def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
         from variants.k3s import ctl
 
         # Root, an init system, and no foreign k3s of another version (the installer

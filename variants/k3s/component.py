@@ -45,7 +45,6 @@ class K3sCluster(CommandCluster):
             name,
             ctl="variants.k3s.ctl",
             up=["--version", args.version, "--timeout", str(args.timeout_seconds)],
-            down=[],
             # k3s holds one installation per host: a new version uninstalls first.
             triggers=[args.version],
             timeout=args.timeout_seconds * 2 + 60,  # the install, then the wait for the node

@@ -42,6 +42,7 @@ from gpulab import run as cmd
 from gpulab.errors import GpuLabError
 from gpulab.names import PROJECT
 from gpulab.preflight import Finding, PreflightError
+from variants.base import Action, ctl_main
 
 INSTALL_SCRIPT_URL: Final = "https://get.k3s.io"
 K3S_BIN: Final = Path("/usr/local/bin/k3s")
@@ -50,7 +51,8 @@ KUBECONFIG: Final = Path("/etc/rancher/k3s/k3s.yaml")
 #: Written when the lab installs k3s; k3s-uninstall.sh removes /etc/rancher/k3s with it.
 MARKER: Final = Path("/etc/rancher/k3s/gpulab-installed.json")
 #: k3s renders its containerd config here on every start (docs.k3s.io "Configuring containerd").
-CONTAINERD_CONFIG: Final = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
+CONTAINERD_DIR: Final = "/var/lib/rancher/k3s/agent/etc/containerd/"
+CONTAINERD_CONFIG: Final = CONTAINERD_DIR + "config.toml"
 CONTAINERD_SOCKET: Final = "/run/k3s/containerd/containerd.sock"
 RUNTIME_CLASS: Final = "nvidia"
 CHECK_ROOT: Final = "k3s-root"
@@ -73,10 +75,12 @@ def install_command(script: str, version: str) -> tuple[list[str], dict[str, str
 
 
 def uninstall_argv() -> list[str]:
+    """The uninstall script the k3s installer wrote."""
     return [str(UNINSTALL_SCRIPT)]
 
 
 def version_argv() -> list[str]:
+    """``k3s --version`` of the installed binary."""
     return [str(K3S_BIN), "--version"]
 
 
@@ -98,6 +102,7 @@ def plan(installed: str | None, ours: bool, wanted: str) -> str:
 
 
 def check_root(euid: int) -> Finding:
+    """Check the helper runs as root (effective uid ``euid``)."""
     if euid == 0:
         return Finding(CHECK_ROOT, True, "running as root")
     return Finding(
@@ -110,6 +115,7 @@ def check_root(euid: int) -> Finding:
 
 
 def check_init(systemd: bool, openrc: bool) -> Finding:
+    """Check an init system (systemd or openrc) runs, for the k3s service."""
     if systemd or openrc:
         return Finding(CHECK_INIT, True, "systemd" if systemd else "openrc")
     return Finding(
@@ -121,6 +127,7 @@ def check_init(systemd: bool, openrc: bool) -> Finding:
 
 
 def check_installed(installed: str | None, ours: bool, wanted: str) -> Finding:
+    """Check the k3s there (``installed``, gpu-lab's when ``ours``) may become ``wanted``."""
     action = plan(installed, ours, wanted)
     if action != "refuse":
         what = {"install": "not installed; will install", "reuse": "installed at that version"}
@@ -287,20 +294,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("preflight", help="the host checks, as JSON; exit 1 when one fails")
     p.add_argument("--version", required=True)
     args = ap.parse_args(argv)
-    try:
-        if args.cmd == "up":
-            result = up(UpSpec(args.version, args.timeout))
-        elif args.cmd == "down":
-            result = down()
-        else:
-            text, code = preflight.report(host_findings(args.version))
-            print(text)
-            return code
-    except GpuLabError as exc:
-        print(f"k3s_ctl: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(result))
-    return 0
+    actions: dict[str, Action] = {
+        "up": lambda: (up(UpSpec(args.version, args.timeout)), 0),
+        "down": lambda: (down(), 0),
+        "preflight": lambda: preflight.report(host_findings(args.version)),
+    }
+    return ctl_main("k3s_ctl", actions[args.cmd])
 
 
 if __name__ == "__main__":

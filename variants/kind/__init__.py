@@ -7,7 +7,7 @@ the in-node toolkit, and the host's NVIDIA runtime checks).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -63,7 +63,7 @@ class Kind(Variant):
         # kind_ctl gives the node's containerd an nvidia handler; runc stays the default.
         return "nvidia"
 
-    def host_findings(self, cfg: LabConfig) -> list[Finding]:
+    def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
         from variants.kind import ctl
 
         # Without docker or nvidia-ctk the runtime checks would only repeat that.
@@ -72,16 +72,7 @@ class Kind(Variant):
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.kind.component import KindArgs, KindCluster
 
-        return KindCluster(
-            "kind",
-            KindArgs(
-                name=cfg.profile,
-                node_image=cfg.kind_node_image,
-                workdir=f".state/kind/{cfg.profile}",
-                timeout_seconds=cfg.cluster_timeout_seconds,
-            ),
-            opts,
-        )
+        return KindCluster("kind", KindArgs(node_image=cfg.kind_node_image, **self.named_cluster(cfg)), opts)
 
     def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None:
         # The host's NVIDIA container toolkit injects the GPUs into the kind node (nvkind), and

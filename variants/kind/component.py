@@ -43,13 +43,12 @@ class KindCluster(CommandCluster):
     kind = "kind"
 
     def __init__(self, name: str, args: KindArgs, opts: pulumi.ResourceOptions | None = None):
-        where = ["--name", args.name, "--workdir", args.workdir]
         super().__init__(
             "gpulab:kind:KindCluster",
             name,
             ctl="variants.kind.ctl",
+            where=["--name", args.name, "--workdir", args.workdir],
             up=[
-                *where,
                 "--image",
                 args.node_image,
                 "--workers",
@@ -57,7 +56,6 @@ class KindCluster(CommandCluster):
                 "--timeout",
                 str(args.timeout_seconds),
             ],
-            down=where,
             # A new node image, name or worker count rebuilds the cluster (same name: delete first).
             triggers=[args.name, args.node_image, args.workers, args.workdir],
             timeout=args.timeout_seconds + 900,  # kind's wait, then the in-node apt install

@@ -42,9 +42,10 @@ from typing import Any, Final
 import yaml
 
 from gpulab import fixes, preflight
+from gpulab import run as cmd
 from gpulab.errors import GpuLabError
 from gpulab.preflight import Finding, PreflightError, check_docker_info
-from gpulab import run as cmd
+from variants.base import Action, ctl_main
 
 #: The mount the host's NVIDIA runtime reads as a request for every GPU (nvkind).
 DEVICES_ALL: Final = "/var/run/nvidia-container-devices/all"
@@ -137,14 +138,17 @@ def create_argv(name: str, config_file: str, image: str, kubeconfig: str, wait_s
 
 
 def delete_argv(name: str, kubeconfig: str) -> list[str]:
+    """``kind delete cluster`` of cluster ``name`` (its kubeconfig entry in the work dir)."""
     return ["kind", "delete", "cluster", "--name", name, "--kubeconfig", kubeconfig]
 
 
 def get_clusters_argv() -> list[str]:
+    """``kind get clusters``: one cluster name a line."""
     return ["kind", "get", "clusters"]
 
 
 def get_nodes_argv(name: str) -> list[str]:
+    """``kind get nodes`` of cluster ``name``: one node container a line."""
     return ["kind", "get", "nodes", "--name", name]
 
 
@@ -201,7 +205,9 @@ def check_volume_mounts_setting(config_text: str | None) -> Finding:
     try:
         doc = tomllib.loads(config_text)
     except tomllib.TOMLDecodeError as exc:
-        return Finding(check, False, f"{RUNTIME_CONFIG} is not valid TOML ({exc})", fixes.docker_volume_mounts())
+        return Finding(
+            check, False, f"{RUNTIME_CONFIG} is not valid TOML ({exc})", fixes.docker_volume_mounts()
+        )
     value = doc.get(VOLUME_MOUNTS_KEY)
     if value is True:
         return Finding(check, True, f"{VOLUME_MOUNTS_KEY} = true in {RUNTIME_CONFIG}")
@@ -357,20 +363,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--workdir", required=True, type=Path)
     sub.add_parser("preflight", help="the host checks, as JSON; exit 1 when one fails")
     args = ap.parse_args(argv)
-    try:
-        if args.cmd == "up":
-            result = up(UpSpec(args.name, args.image, args.workdir, args.workers, args.timeout))
-        elif args.cmd == "down":
-            result = down(args.name, args.workdir)
-        else:
-            text, code = preflight.report(host_findings())
-            print(text)
-            return code
-    except (GpuLabError, ValueError) as exc:
-        print(f"kind_ctl: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(result))
-    return 0
+    actions: dict[str, Action] = {
+        "up": lambda: (up(UpSpec(args.name, args.image, args.workdir, args.workers, args.timeout)), 0),
+        "down": lambda: (down(args.name, args.workdir), 0),
+        "preflight": lambda: preflight.report(host_findings()),
+    }
+    return ctl_main("kind_ctl", actions[args.cmd], (GpuLabError, ValueError))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -31,7 +32,7 @@ class Minikube(Variant):
     steps: ClassVar = {"up": "minikube-start", "addon": "minikube-addon"}
     exclusive_settings = (("devicePluginOwner", "minikube-addon"),)
 
-    def host_findings(self, cfg: LabConfig) -> list[Finding]:
+    def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
         from variants.minikube.host import minikube_host_findings
 
         return minikube_host_findings(cfg)

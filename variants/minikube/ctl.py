@@ -7,9 +7,10 @@ Every command names ``-p <profile>``; nothing here touches the user's default pr
 ``up`` starts the profile only when it is not already running (a re-run is safe), then
 prints one JSON object: ``{"kubeconfig": <flattened, self-contained kubeconfig>,
 "kubernetesVersion": "v1.x.y", "profile": ...}``. ``down`` deletes the profile and
-succeeds when it is already gone. ``addon`` enables or disables minikube's own
-``nvidia-device-plugin`` addon, which ``--gpus=all`` turns on: with the GPU Operator
-owning the device plugin, two plugins would both register ``nvidia.com/gpu``.
+succeeds when it is already gone (printing ``{"profile", "deleted"}``). ``addon`` enables
+or disables minikube's own ``nvidia-device-plugin`` addon, which ``--gpus=all`` turns on:
+with the GPU Operator owning the device plugin, two plugins would both register
+``nvidia.com/gpu``.
 
 Facts from kubernetes/minikube (FIELD-NOTES.md): GPUs need the docker driver and docker
 runtime, minikube >= 1.32; ``--gpus`` accepts all, nvidia, nvidia.com, amd.
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 from gpulab import run as cmd
 from gpulab.errors import GpuLabError
+from variants.base import Action, ctl_main
 
 ADDON = "nvidia-device-plugin"
 
@@ -56,14 +58,17 @@ def start_argv(spec: StartSpec) -> list[str]:
 
 
 def status_argv(profile: str) -> list[str]:
+    """``minikube status`` of the profile, as JSON."""
     return ["minikube", "status", "-p", profile, "-o", "json"]
 
 
 def delete_argv(profile: str) -> list[str]:
+    """``minikube delete`` of the profile (never another one)."""
     return ["minikube", "delete", "-p", profile]
 
 
 def addon_argv(profile: str, enabled: bool) -> list[str]:
+    """Enable or disable minikube's device-plugin addon in the profile."""
     return ["minikube", "addons", "enable" if enabled else "disable", ADDON, "-p", profile]
 
 
@@ -126,8 +131,15 @@ def up(spec: StartSpec) -> dict[str, str]:
     return {"kubeconfig": kubeconfig, "kubernetesVersion": server, "profile": spec.profile}
 
 
-def down(profile: str) -> None:
-    """Delete the profile; a profile that no longer exists is success."""
+def addon(profile: str, state: str) -> dict[str, str]:
+    """Set minikube's device-plugin addon of ``profile`` to ``state`` (``enabled``/``disabled``)."""
+    cmd.check(addon_argv(profile, state == "enabled"))
+    return {"addon": ADDON, "state": state}
+
+
+def down(profile: str) -> dict[str, object]:
+    """Delete the profile; a profile that no longer exists is success. Returns
+    ``{"profile", "deleted"}`` (``deleted`` False when it was already gone)."""
     listing = cmd.run(["minikube", "profile", "list", "-o", "json"])
     try:
         valid = json.loads(listing.stdout).get("valid") or []
@@ -137,8 +149,9 @@ def down(profile: str) -> None:
         names = {profile}  # cannot tell: let minikube decide
     if profile not in names:
         print(f"minikube profile {profile} is already gone", file=sys.stderr)
-        return
+        return {"profile": profile, "deleted": False}
     cmd.check(delete_argv(profile))
+    return {"profile": profile, "deleted": True}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,22 +170,15 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--profile", required=True)
     a.add_argument("--state", choices=("enabled", "disabled"), required=True)
     args = ap.parse_args(argv)
-    try:
-        if args.cmd == "up":
-            spec = StartSpec(args.profile, args.cpus, args.memory_mib, args.kubernetes_version, args.gpus)
-            print(json.dumps(up(spec)))
-        elif args.cmd == "down":
-            down(args.profile)
-        else:
-            cmd.check(addon_argv(args.profile, args.state == "enabled"))
-            print(json.dumps({"addon": ADDON, "state": args.state}))
-    except cmd.ProgramNotFoundError as exc:
-        print(f"{exc}: install it (minikube >= 1.32, kubectl) and retry", file=sys.stderr)
-        return 1
-    except GpuLabError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    return 0
+    actions: dict[str, Action] = {
+        "up": lambda: (
+            up(StartSpec(args.profile, args.cpus, args.memory_mib, args.kubernetes_version, args.gpus)),
+            0,
+        ),
+        "down": lambda: (down(args.profile), 0),
+        "addon": lambda: (addon(args.profile, args.state), 0),
+    }
+    return ctl_main("minikube_ctl", actions[args.cmd])
 
 
 if __name__ == "__main__":

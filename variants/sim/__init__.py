@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from variants.base import Getter, Runner, Tool, Variant, run_quietly
+from variants.base import HOST_FIELDS, OPERATOR_FIELDS, Getter, Runner, Tool, Variant, run_quietly
 
 if TYPE_CHECKING:
     import pulumi
@@ -58,46 +58,23 @@ class Sim(Variant):
         return "capture"  # a real H200 capture shipped in gpulab/captures, labelled simulated
 
     def simulated_fields(self, cfg: LabConfig) -> list[str]:
-        from gpulab import outputs as out
-
-        return [
-            out.HOST_GPU_COUNT,
-            out.HOST_GPU_MODELS,
-            out.HOST_GPUS,
-            out.HOST_DRIVER_VERSION,
-            out.HOST_MAX_CUDA,
-            out.ALLOCATABLE_GPUS,
-            out.CAPACITY_GPUS,
-            out.CLUSTER_POLICY_STATE,
-            out.DEVICE_PLUGIN_PODS,
-            out.SMOKE_PHASE,
-            out.SMOKE_DRIVER_VERSION,
-            out.SMOKE_CUDA_VERSION,
-        ]
+        # The host facts come from a capture, and no operator process runs.
+        return [*HOST_FIELDS, *OPERATOR_FIELDS]
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.sim.component import SimArgs, SimCluster
 
-        return SimCluster(
-            "sim",
-            SimArgs(
-                name=cfg.profile,
-                gpus=cfg.sim_gpus,
-                workdir=f".state/sim/{cfg.profile}",
-                timeout_seconds=cfg.cluster_timeout_seconds,
-            ),
-            opts,
-        )
+        return SimCluster("sim", SimArgs(gpus=cfg.sim_gpus, **self.named_cluster(cfg)), opts)
 
     def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
-        workdir = root / ".state" / "sim" / profile
+        workdir = root / self.workdir(profile)
         there = workdir.exists()
         return not there, f"the sim cluster directory {workdir} {'exists' if there else 'is gone'}"
 
     def start_or_delete_hint(self, profile: str) -> str:
         return (
             f"start it (`make lab`) or remove it (`python -m variants.sim.ctl down --name {profile} "
-            f"--workdir .state/sim/{profile}`)"
+            f"--workdir {self.workdir(profile)}`)"
         )
 
 

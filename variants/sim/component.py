@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.cluster import CommandCluster
+from gpulab import names
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,8 @@ class SimArgs:
     gpus: int
     workdir: str
     timeout_seconds: int = 600
-    log_namespace: str = "default"
-    log_pod: str = "gpu-smoke"
+    log_namespace: str = names.WORKLOAD_NAMESPACE
+    log_pod: str = names.SMOKE_POD
 
 
 class SimCluster(CommandCluster):
@@ -40,21 +41,12 @@ class SimCluster(CommandCluster):
     kind = "sim"
 
     def __init__(self, name: str, args: SimArgs, opts: pulumi.ResourceOptions | None = None):
-        where = ["--name", args.name, "--workdir", args.workdir]
         super().__init__(
             "gpulab:sim:SimCluster",
             name,
             ctl="variants.sim.ctl",
-            up=[
-                *where,
-                "--gpus",
-                str(args.gpus),
-                "--log-namespace",
-                args.log_namespace,
-                "--log-pod",
-                args.log_pod,
-            ],
-            down=where,
+            where=["--name", args.name, "--workdir", args.workdir],
+            up=["--gpus", str(args.gpus), "--log-namespace", args.log_namespace, "--log-pod", args.log_pod],
             # Another name, directory or GPU count is another cluster (same name: delete first).
             triggers=[args.name, args.workdir, args.gpus],
             timeout=args.timeout_seconds,

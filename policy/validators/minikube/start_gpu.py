@@ -10,7 +10,6 @@ from policy.validators.findings import NOT_EVALUATED, Finding, _finding
 from policy.validators.minikube.start_command import _minikube_start, cli_flags
 from policy.validators.spec import _STR, MANDATORY, Settings, Spec
 
-
 #: The first fix (表 2: minikube start hangs or reports a GPU error).
 FIX_MINIKUBE_GPU: Final = fixes.cite(
     f"redo the host's Docker GPU setup: {fixes.docker_gpus()}", fixes.MINIKUBE_START

@@ -54,7 +54,7 @@ def check_minikube_resources(
 
 SPEC: Final = Spec(
     "minikube-start-resources",
-    "Give the minikube node at least 4 CPUs and 8 GiB of memory.",
+    f"Give the minikube node at least {MIN_CPUS} CPUs and {MIN_MEMORY_MIB // 1024} GiB of memory.",
     MANDATORY,
     "resource",
     check_minikube_resources,

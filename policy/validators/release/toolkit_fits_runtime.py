@@ -11,10 +11,12 @@ from policy.validators.findings import NOT_EVALUATED, Finding, _finding
 from policy.validators.props import dig, lab_setting, require_known, show
 from policy.validators.release.operator_release import _release_props
 from policy.validators.spec import MANDATORY, Settings, Spec
+from variants.k3s import ctl as k3s_ctl
 
 RUNTIMES: Final = ("docker", "containerd", "cri-o", "k3s", "rke2", "none")
-K3S_CONTAINERD_CONFIG_DIR: Final = "/var/lib/rancher/k3s/agent/etc/containerd/"
-K3S_CONTAINERD_SOCKET: Final = "/run/k3s/containerd/containerd.sock"
+# k3s's own containerd (the lab's k3s variant points the operator's toolkit at them).
+K3S_CONTAINERD_CONFIG_DIR: Final = k3s_ctl.CONTAINERD_DIR
+K3S_CONTAINERD_SOCKET: Final = k3s_ctl.CONTAINERD_SOCKET
 RKE2_CONTAINERD_CONFIG_DIR: Final = "/var/lib/rancher/rke2/agent/etc/containerd/"
 CONTAINERD_VARS: Final = ("CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "CONTAINERD_RUNTIME_CLASS")
 #: The first fix (表 2: gpu-smoke stays ContainerCreating).

@@ -43,6 +43,8 @@ def derive_max_cuda(driver: str) -> str | None:
 
 @dataclass(frozen=True)
 class HostFacts:
+    """The host driver and max CUDA the policy compares with, and where they came from."""
+
     driver: str | None
     max_cuda: str | None
     origin: str
@@ -100,6 +102,7 @@ def smoke_images(resources: Sequence[Res], cfg: Settings) -> tuple[list[str], st
 
 
 def check_cuda_fits(resources: list[Res], cfg: Settings, ctx: StackContext) -> list[Finding]:
+    """``smoke-image-cuda-fits-host``: one finding per smoke image."""
     item = "smoke-image-cuda-fits-host"
     images, urn = smoke_images(resources, cfg)
     facts = host_facts(resources, cfg)

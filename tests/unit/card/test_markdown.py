@@ -13,8 +13,14 @@ def test_simulated_markdown_has_banner_and_marks(sim: dict[str, Any]) -> None:
     lines = md.splitlines()
     assert lines[0] == "# GPU lab baseline card"
     assert lines[2].startswith("> **SIMULATED.**")
-    assert "| Driver version | 580.159.04 *(simulated)* | `hostDriverVersion` |" in md
-    assert "| Allocatable nvidia.com/gpu | 1 *(simulated)* | `allocatableGpus` |" in md
+    assert (
+        "| Driver version | 580.159.04 *(simulated)* | 2026-11-30 07:58:00 UTC (this run) "
+        "| `hostDriverVersion` |" in md
+    )
+    assert (
+        "| Allocatable nvidia.com/gpu | 1 *(simulated)* | 2026-11-30 07:58:12 UTC (this run) "
+        "| `allocatableGpus` |" in md
+    )
     assert "not-observable-in-simulation *(simulated)*" in md
     assert "on simulated values" in md
 

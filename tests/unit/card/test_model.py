@@ -69,6 +69,8 @@ def test_simulated_card_labels_every_simulated_value(sim: dict[str, Any]) -> Non
         "source": "hostDriverVersion",
         "simulated": True,
         "known": True,
+        "measuredAt": sim[o.RUN_AT],
+        "freshness": "current",
     }
     assert facts["cluster.allocatableGpus"]["simulated"] is True
     assert facts["operator.chartVersion"]["simulated"] is False
@@ -222,6 +224,8 @@ def test_unknown_values_are_not_evaluated(real: dict[str, Any]) -> None:
         "source": "allocatableGpus",
         "simulated": False,
         "known": False,
+        "measuredAt": real[o.GATE_MEASURED_AT],
+        "freshness": "current",
     }
     assert "(not in the outputs)" in card.render_markdown(c)
 

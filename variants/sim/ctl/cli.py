@@ -12,8 +12,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from variants.sim.ctl.cluster import UpOptions, down, status, up
 from gpulab.errors import GpuLabError
+from variants.sim.ctl.cluster import UpOptions, down, status, up
 from variants.sim.ctl.render import (
     CAPTURES,
     DEFAULT_LOG_NAMESPACES,

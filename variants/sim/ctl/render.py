@@ -16,15 +16,17 @@ from typing import Any, Final
 
 import yaml
 
+from gpulab import names
+
 #: Extended resource the NVIDIA device plugin advertises.
-GPU_RESOURCE: Final = "nvidia.com/gpu"
+GPU_RESOURCE: Final = names.GPU_RESOURCE
 #: Annotation on every object this package fakes.
-SIMULATED_ANNOTATION: Final = "gpulab.dev/simulated"
+SIMULATED_ANNOTATION: Final = names.SIMULATED_ANNOTATION
 DEFAULT_NODE_NAME: Final = "gpu-sim-node"
 #: Most simulated GPU nodes one cluster gets (``--nodes``).
 MAX_NODES: Final = 8
-DEFAULT_LOG_NAMESPACES: Final = ("default",)
-DEFAULT_LOG_PODS: Final = ("gpu-smoke",)
+DEFAULT_LOG_NAMESPACES: Final = (names.WORKLOAD_NAMESPACE,)
+DEFAULT_LOG_PODS: Final = (names.SMOKE_POD,)
 #: First line of every simulated log, so no reader mistakes it for a container's output.
 LOG_BANNER: Final = "# gpu-lab simulated: kwok serves this capture; no container ran"
 #: nvidia-smi capture (package data under ``gpulab/captures/``) per simulated GPU count.

@@ -1,0 +1,87 @@
+"""gpulab.card.summary and the CLI's last line: the one-line summary, and the exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpulab import card
+from gpulab import outputs as o
+from gpulab.card.summary import summary_line
+from tests.unit.card.samples import DATA, NOW, tflops_fixture
+
+
+def test_simulated_lab_summary(sim: dict[str, Any]) -> None:
+    assert summary_line(card.build_card(sim, now=NOW)) == (
+        "gpu-lab: GPUs 1 allocatable / 1 physical (simulated); smoke Succeeded (simulated); "
+        "driver 580.159.04 in Pod / 580.159.04 on host (simulated); compute not tested; "
+        "checklist pass (simulated lab)"
+    )
+
+
+def test_gpu_lab_summary_with_compute(real: dict[str, Any]) -> None:
+    line = summary_line(card.build_card(real, tflops=tflops_fixture(), now=NOW))
+    assert line == (
+        "gpu-lab: GPUs 1 allocatable / 1 physical; smoke Succeeded; "
+        "driver 580.159.04 in Pod / 580.159.04 on host; "
+        "compute bf16 578.7 (58% of peak), fp16 562.8 (57% of peak), fp32 51.3 (76% of peak), "
+        "tf32 355.6 (72% of peak) TFLOP/s; "
+        "checklist pass"
+    )
+    assert "\n" not in line
+
+
+def test_summary_flags_earlier_run_and_failures(real: dict[str, Any]) -> None:
+    real[o.RUN_AT] = "2026-11-30T06:00:00+00:00"  # a later no-op run
+    real[o.SMOKE_DRIVER_VERSION] = "570.195.03"
+    real[o.ALLOCATABLE_GPUS] = None
+    line = summary_line(card.build_card(real, now=NOW))
+    assert "GPUs none allocatable / 1 physical (earlier run)" in line
+    assert "smoke Succeeded (earlier run)" in line
+    assert "driver 570.195.03 in Pod / 580.159.04 on host (earlier run)" in line
+    assert line.endswith("checklist fail")
+
+
+def test_summary_unknown_values(real: dict[str, Any]) -> None:
+    for key in (o.ALLOCATABLE_GPUS, o.SMOKE_PHASE, o.SMOKE_MEASURED_AT):
+        del real[key]
+    line = summary_line(card.build_card(real, now=NOW))
+    assert "GPUs ? allocatable / 1 physical;" in line
+    assert "smoke ? (time not recorded)" in line
+    assert "checklist not-evaluated" in line
+
+
+def write(tmp_path: Path, data: Any) -> str:
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("change", "rc", "verdict"),
+    [({}, 0, "checklist pass"), ({o.SMOKE_DRIVER_VERSION: "570.195.03"}, 1, "checklist fail")],
+)
+def test_cli_ends_with_the_summary_and_the_verdicts_exit_code(
+    real: dict[str, Any],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: dict[str, Any],
+    rc: int,
+    verdict: str,
+) -> None:
+    real.update(change)
+    assert card.main(["--outputs", write(tmp_path, real), "--out-dir", str(tmp_path)]) == rc
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("gpu-lab: GPUs 1 allocatable / 1 physical;") and last.endswith(verdict)
+    for ext in ("md", "json", "html"):
+        assert (tmp_path / f"baseline-card.{ext}").is_file()
+
+
+def test_cli_usage_error_exits_2_without_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert card.main(["--out-dir", "x"]) == 2  # --outputs is required
+    assert card.main(["--outputs", str(DATA / "nope.json")]) == 2
+    out = capsys.readouterr().out
+    assert "gpu-lab: GPUs" not in out
