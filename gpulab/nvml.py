@@ -34,6 +34,7 @@ from contextlib import contextmanager, suppress
 from typing import Any, Final
 
 from gpulab import nvsmi
+from gpulab.errors import GpuLabError
 from gpulab.preflight import Finding
 from gpulab.probe import HostFacts
 
@@ -86,7 +87,7 @@ _CAUSES: Final[dict[int, tuple[str, str]]] = {
 }
 
 
-class NvmlUnavailable(RuntimeError):
+class NvmlUnavailable(GpuLabError, RuntimeError):
     """NVML could not give the facts; ``finding`` holds the cause and the first fix."""
 
     def __init__(self, finding: Finding) -> None:

@@ -21,31 +21,21 @@ and the NVML loader are injectable so the probe is tested without a GPU.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from gpulab import nvsmi
 from gpulab.preflight import Finding, PreflightError, check_nvidia_smi
+from gpulab.run import Probe, probe
 
 CAPTURES_DIR = Path(__file__).resolve().parent / "captures"
 
-#: (argv) -> (returncode or None when the program is missing, stdout, stderr)
-Runner = Callable[[Sequence[str]], tuple[int | None, str, str]]
-
-
-def run_command(argv: Sequence[str], timeout: int = 60) -> tuple[int | None, str, str]:
-    """Run argv; ``(None, "", reason)`` when the program is not on PATH."""
-    if shutil.which(argv[0]) is None:
-        return None, "", f"{argv[0]}: not found on PATH"
-    try:
-        p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return 124, "", f"{argv[0]} timed out after {timeout}s"
-    return p.returncode, p.stdout, p.stderr
+#: (argv) -> (returncode or None when the program is missing, stdout, stderr): the host
+#: checks' convention of the one runner (gpulab.run).
+Runner = Probe
+run_command = probe
 
 
 @dataclass(frozen=True)

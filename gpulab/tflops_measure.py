@@ -30,6 +30,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+
 BACKEND_MISSING_MESSAGE: Final = (
     "gpulab.tflops needs PyTorch or CuPy with CUDA to multiply matrices on the GPU, and "
     "neither imports here. Install one into this Python, e.g. "
@@ -43,6 +44,8 @@ _TF32_NOTE: Final = "FP32 inputs with TF32 tensor cores allowed"
 _HALF_NOTE: Final = "tensor cores, FP32 accumulate (reduced-precision reductions off)"
 
 
+# Not a gpulab.errors.GpuLabError: this module also runs alone in the benchmark Pod, which
+# ships only the tflops modules (components/benchmark.py), so it imports no other gpulab module.
 class BackendMissingError(RuntimeError):
     """Neither PyTorch nor CuPy (or not the one asked for) can be imported."""
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from gpulab import nvml
+from gpulab.errors import GpuLabError
 
 KINDS: Final[tuple[str, ...]] = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS")
 _LEGACY: Final = {"SOC": "SYS"}
@@ -51,7 +52,7 @@ _NIC_LEGEND_RE: Final = re.compile(r"^\s*(NIC\d+):\s*(\S+)\s*$")
 NVML_LEVELS: Final = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 
 
-class TopologyError(ValueError):
+class TopologyError(GpuLabError, ValueError):
     """The topology could not be read: an unknown link code, or output of an unknown shape."""
 
 

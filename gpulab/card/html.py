@@ -13,6 +13,7 @@ measured in the newest run flagged with its time (gpulab.card.timing).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -86,6 +87,15 @@ def _fact_rows(section: Mapping[str, Any], labels: tuple[tuple[str, str], ...]) 
     return rows
 
 
+def _scale(largest: float) -> tuple[float, float]:
+    """(axis end, tick step): a round step (1, 2, 2.5 or 5 x 10^n) giving 4 to 8 ticks."""
+    if largest <= 0:
+        return 1.0, 0.25
+    magnitude = 10 ** math.floor(math.log10(largest / 4))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if largest / (m * magnitude) <= 8)
+    return math.ceil(largest / step) * step, step
+
+
 def tflops_chart(tf: Mapping[str, Any]) -> dict[str, Any] | None:
     """Bars for the chart: one row per dtype with a measured rate, the datasheet peak behind it.
 
@@ -103,7 +113,7 @@ def tflops_chart(tf: Mapping[str, Any]) -> dict[str, Any] | None:
     ]
     if not measured:
         return None
-    top = max(max(rate, float(peak or 0)) for _, rate, peak, _ in measured) or 1.0
+    top, step = _scale(max(max(rate, float(peak or 0)) for _, rate, peak, _ in measured))
     span = CHART_WIDTH - CHART_LABEL - CHART_TEXT
     rows = []
     for i, (dtype, rate, peak, fraction) in enumerate(measured):

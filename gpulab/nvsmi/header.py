@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from gpulab.errors import GpuLabError
+
 _DRIVER_LABELS: Final = frozenset({"Driver", "KMD"})
 _CUDA_LABELS: Final = frozenset({"CUDA", "CUDA UMD"})
 
@@ -23,7 +25,7 @@ _DRIVER_VERSION_RE: Final = re.compile(r"^\d+(?:\.\d+)+$")
 _CUDA_VERSION_RE: Final = re.compile(r"^\d+\.\d+$")
 
 
-class NvidiaSmiParseError(ValueError):
+class NvidiaSmiParseError(GpuLabError, ValueError):
     """``nvidia-smi`` output could not be read; the message quotes the offending line."""
 
 
