@@ -30,7 +30,6 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-
 BACKEND_MISSING_MESSAGE: Final = (
     "gpulab.tflops needs PyTorch or CuPy with CUDA to multiply matrices on the GPU, and "
     "neither imports here. Install one into this Python, e.g. "
