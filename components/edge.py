@@ -13,7 +13,7 @@ from typing import Any
 from pulumi.runtime.config import CONFIG
 
 from gpulab import preflight
-from gpulab.config import LabConfig, parse_config
+from gpulab.config import ConfigError, LabConfig, parse_config
 from gpulab.findings import Finding
 from gpulab.preflight import PreflightError
 from gpulab.probe import HostFacts
@@ -21,8 +21,24 @@ from gpulab.probe import HostFacts
 
 def load_config() -> LabConfig:
     """The stack's ``gpu-lab:*`` config, validated (raises gpulab.config.ConfigError)."""
+    import pulumi
+
     raw: dict[str, Any] = dict(CONFIG.get())
-    return parse_config({k: str(v) for k, v in raw.items()})
+    try:
+        return parse_config({k: str(v) for k, v in raw.items()})
+    except ConfigError as exc:
+        # The same problems, with the fix naming the stack that failed.
+        raise ConfigError(exc.problems, stack=pulumi.get_stack()) from None
+
+
+def _stack() -> str:
+    """The stack being deployed, for fixes printed to run as they are (``<stack>`` outside one)."""
+    import pulumi
+
+    try:
+        return pulumi.get_stack() or "<stack>"
+    except Exception:  # not inside a Pulumi program (unit tests call the checks directly)
+        return "<stack>"
 
 
 def chart_findings(repo: str, chart_version: str, resolve: Any = None, fetch: Any = None) -> list[Finding]:
@@ -60,7 +76,8 @@ def chart_findings(repo: str, chart_version: str, resolve: Any = None, fetch: An
                 False,
                 f"the chart repository {repo} cannot be reached ({exc})",
                 "offline? point the lab at an unpacked chart: GPULAB_CHART_PATH=/path/to/gpu-operator "
-                "make lab (or `scripts/pulumi config set gpu-lab:chartPath /path/to/gpu-operator`); get "
+                f"make lab (or `scripts/pulumi config set --stack {_stack()} gpu-lab:chartPath "
+                "/path/to/gpu-operator`); get "
                 f"it on a connected machine with `helm pull gpu-operator --repo {repo} --version "
                 f"{chart_version} --untar`",
             )

@@ -58,14 +58,18 @@ DEFAULT_CHART_REPO: Final = "https://helm.ngc.nvidia.com/nvidia"
 class ConfigError(GpuLabError, ValueError):
     """Invalid stack configuration; ``problems`` holds one line per bad key."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], stack: str | None = None) -> None:
         self.problems = problems
+        self.stack = stack
         lines = "\n".join(f"  - {p}" for p in problems)
+        # The fix as it runs: through the project's wrapper (its toolchain and backend), with
+        # the stack named (`--stack`) so it lands in the stack that failed.
+        where = f" --stack {stack}" if stack else ""
         super().__init__(
             f"invalid gpu-lab configuration ({len(problems)} problem(s)); nothing was created:\n"
-            f"{lines}\nFix with `scripts/pulumi config set gpu-lab:<key> <value>` or remove an unknown key "
-            "with "
-            "`scripts/pulumi config rm gpu-lab:<key>` (keys and defaults: Pulumi.yaml)."
+            f"{lines}\nFix with `scripts/pulumi config set{where} gpu-lab:<key> <value>` or remove an "
+            f"unknown key with `scripts/pulumi config rm{where} gpu-lab:<key>` (keys and defaults: "
+            "Pulumi.yaml)."
         )
 
 

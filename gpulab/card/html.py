@@ -138,7 +138,10 @@ def tflops_chart(tf: Mapping[str, Any]) -> dict[str, Any] | None:
                 "text_x": CHART_LABEL + max(rate_w, peak_w or 0) + 8,
             }
         )
-    axis = [{"x": round(CHART_LABEL + span * k / 4, 1), "label": f"{top * k / 4:.0f}"} for k in range(5)]
+    axis = [
+        {"x": round(CHART_LABEL + span * k * step / top, 1), "label": f"{k * step:g}"}
+        for k in range(round(top / step) + 1)
+    ]
     return {
         "width": CHART_WIDTH,
         "height": 16 + len(rows) * CHART_ROW + 24,

@@ -36,7 +36,9 @@ pytestmark = pytest.mark.sim
 SENTINEL = "gpulab-e2e-sentinel-0c5b7d21e9"
 CONFIG_SENTINEL = "gpulab-e2e-config-sentinel-44f0a3"
 REPLACED = {"gpu-operator-gate", "smoke-pod", "smoke-check"}
-SUMMARY = re.compile(r"^gpu-lab: GPUs 1 allocatable / 1 physical \(simulated\); smoke Succeeded \(simulated\); ")
+SUMMARY = re.compile(
+    r"^gpu-lab: GPUs 1 allocatable / 1 physical \(simulated\); smoke Succeeded \(simulated\); "
+)
 
 
 def _resources(project: Project) -> dict[str, dict[str, Any]]:
@@ -105,7 +107,10 @@ def _lab_verify_bundle(project: Project) -> None:
     for name in (n for n in set(after) - REPLACED if after[n].get("custom")):  # components mirror them
         assert _plain(after[name].get("outputs")) == _plain(before[name].get("outputs")), f"{name} changed"
         assert after[name].get("modified") == before[name].get("modified"), f"{name} was updated"
-    uid = {n: r["outputs"]["metadata"]["uid"] for n, r in ((n, d["smoke-pod"]) for n, d in (("b", before), ("a", after)))}
+    uid = {
+        n: r["outputs"]["metadata"]["uid"]
+        for n, r in ((n, d["smoke-pod"]) for n, d in (("b", before), ("a", after)))
+    }
     assert uid["a"] != uid["b"], "the smoke Pod must be a fresh one"
 
     card = json.loads((project.dir / "baseline-card.json").read_text())
@@ -117,9 +122,9 @@ def _lab_verify_bundle(project: Project) -> None:
     assert o[out.SMOKE_MEASURED_AT] == card["smoke"]["phase"]["measuredAt"]
     assert o[out.GATE_MEASURED_AT] >= o[out.RUN_AT]
 
-    kubeconfig = json.loads(project.pulumi("stack", "output", "--json", "--show-secrets", "--stack", "sim").stdout)[
-        out.KUBECONFIG
-    ]
+    kubeconfig = json.loads(
+        project.pulumi("stack", "output", "--json", "--show-secrets", "--stack", "sim").stdout
+    )[out.KUBECONFIG]
     _plant_secrets(kubeconfig)
     t0 = time.monotonic()
     p = project.lab("debug-bundle")
@@ -149,7 +154,16 @@ def _lab_verify_bundle(project: Project) -> None:
 
     # The cluster gone by hand: the bundle still comes, and says what it could not read.
     subprocess.run(
-        ["python3", "-m", "variants.sim.ctl", "down", "--name", "e2e-verify", "--workdir", ".state/sim/e2e-verify"],
+        [
+            "python3",
+            "-m",
+            "variants.sim.ctl",
+            "down",
+            "--name",
+            "e2e-verify",
+            "--workdir",
+            ".state/sim/e2e-verify",
+        ],
         cwd=project.dir,
         env=project.env,
         check=True,

@@ -15,7 +15,7 @@ HOSTILE = [
     "semi;colon",
     "$(touch /tmp/gpulab-argv-pwned)",
     "`id`",
-    "it's \"quoted\"",
+    'it\'s "quoted"',
     "new\nline",
     "glob*?[x]",
     "--flag=value with space",

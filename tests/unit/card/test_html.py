@@ -115,3 +115,13 @@ def test_chromium_renders_every_item_and_the_chart(pages: dict[str, Path], tmp_p
     assert real_dom.count('class="measured"') == 4 and 'id="tflops-chart"' in real_dom
     sim_dom = chromium.dump_dom(pages["sim"])
     assert 'id="tflops-not-measured"' in sim_dom and "<svg" not in sim_dom
+
+
+@pytest.mark.parametrize(
+    ("largest", "axis_end", "step"),
+    [(989.5, 1000, 200), (51.3, 60, 10), (1979.0, 2000, 250), (3.2, 3.5, 0.5), (0.0, 1.0, 0.25)],
+)
+def test_chart_axis_has_round_ticks(largest: float, axis_end: float, step: float) -> None:
+    from gpulab.card.html import _scale
+
+    assert _scale(largest) == (pytest.approx(axis_end), pytest.approx(step))

@@ -172,7 +172,7 @@ def test_no_tflops_says_how_to_measure(real: dict[str, Any]) -> None:
     c = card.build_card(real, now=NOW)
     assert c["measuredTflops"]["status"] == "not measured"
     md = card.render_markdown(c)
-    assert "Not measured. To measure: on the host: python -m gpulab.tflops --json" in md
+    assert "Not measured. To measure: on the GPU host: .venv/bin/python -m gpulab.tflops --json" in md
     items = {i["id"]: i for i in c["checklist"]["items"]}
     assert items["baseline-card-complete"]["status"] == "pass"
 
