@@ -48,7 +48,8 @@ def helm_values(op: OperatorConfig) -> dict[str, Any]:
     the operator's toolkit off; k3s points the toolkit at k3s's containerd, or enables the
     NRI plugin). With
     ``time_slicing_replicas > 1`` the device plugin gets a time-slicing config, so
-    allocatable becomes physical GPUs x replicas.
+    allocatable becomes physical GPUs x replicas. An operand image pinned in config
+    (``op.operand_images``) sets ``<operand>.repository/image/version``.
     """
     values: dict[str, Any] = {
         # The host provides the NVIDIA driver; the operator must not install one.
@@ -61,6 +62,8 @@ def helm_values(op: OperatorConfig) -> dict[str, Any]:
     }
     # The node runtime's needs (kind: toolkit off; k3s: its containerd, or the NRI plugin).
     variants.get(op.cluster).helm_values(values, op)
+    for pinned in op.operand_images:
+        values.setdefault(pinned.operand, {}).update(pinned.helm_values())
     if op.time_slicing_replicas > 1:
         values["devicePlugin"]["config"] = {
             "name": "time-slicing-config",
@@ -161,7 +164,10 @@ class GpuOperator(pulumi.ComponentResource):
         gate_after: list[pulumi.Resource] = [self.release]
         owner_is_addon = args.device_plugin_owner == "minikube-addon"
         if args.simulate_operands:
-            gate_after += self._simulated_operands(name, k8s_opts, args.kubeconfig)
+            plugin_image = next(
+                (i.ref for i in op.operand_images if i.operand == "devicePlugin"), DEVICE_PLUGIN_IMAGE
+            )
+            gate_after += self._simulated_operands(name, k8s_opts, args.kubeconfig, plugin_image)
         self.gate = kube_command(
             f"{name}-gate",
             [
@@ -217,7 +223,11 @@ class GpuOperator(pulumi.ComponentResource):
         )
 
     def _simulated_operands(
-        self, name: str, k8s_opts: pulumi.ResourceOptions, kubeconfig: pulumi.Input[str]
+        self,
+        name: str,
+        k8s_opts: pulumi.ResourceOptions,
+        kubeconfig: pulumi.Input[str],
+        plugin_image: str = DEVICE_PLUGIN_IMAGE,
     ) -> list[pulumi.Resource]:
         """Stand-ins for the operator's own work; no operator process runs in the sim lab."""
         labels = {"app": DEVICE_PLUGIN_DS}
@@ -240,7 +250,7 @@ class GpuOperator(pulumi.ComponentResource):
                             {"key": names.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
                         ],
                         "priorityClassName": "system-node-critical",
-                        "containers": [{"name": "nvidia-device-plugin", "image": DEVICE_PLUGIN_IMAGE}],
+                        "containers": [{"name": "nvidia-device-plugin", "image": plugin_image}],
                     },
                 },
             },

@@ -1,11 +1,13 @@
 """The Lab component: the whole lab, read top down.
 
 host probe -> the variant's cluster -> a Kubernetes provider built from its kubeconfig ->
-the GPU Operator and its readiness gate -> the smoke test -> the optional TFLOPS benchmark
-Pod. Data flows through outputs (the provider from the cluster's kubeconfig, the gate's
-expected count from the probe); ``depends_on`` only orders side effects (the smoke Pod
-after the gate, the benchmark after the smoke Pod). The variant (variants/<name>/) is the
-only thing that differs between a minikube, kind, k3s, existing or simulated lab.
+the GPU Operator and its readiness gate -> the smoke test -> the compute check (a CUDA
+kernel, ``computeCheck``) -> the optional TFLOPS benchmark Pod. Data flows through outputs
+(the provider from the cluster's kubeconfig, the gate's expected count from the probe);
+``depends_on`` only orders side effects (the smoke Pod after the gate, one GPU Pod at a
+time after it: the compute Pod after the smoke check, the benchmark after the last). The
+variant (variants/<name>/) is the only thing that differs between a minikube, kind, k3s,
+existing or simulated lab.
 
 ``outputs`` holds every stack output (keys: gpulab/outputs.py); ``__main__.py`` exports it.
 """
@@ -20,10 +22,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.benchmark import BenchmarkArgs, TflopsBenchmark
+from components.compute import ComputeArgs, ComputeCheck
 from components.edge import simulated_fields
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
 from components.smoke import SmokeArgs, SmokeTest
+from gpulab import names, operand_images
 from gpulab import outputs as out
 from gpulab.config import LabConfig
 from gpulab.probe import HostFacts
@@ -41,10 +45,10 @@ class LabArgs:
 class Lab(pulumi.ComponentResource):
     """One GPU lab (see module docstring). Type token ``gpulab:lab:Lab``.
 
-    Attributes: ``probe``, ``cluster``, ``provider``, ``operator``, ``smoke`` and
-    ``benchmark`` (None unless ``benchmarkPod``): the children; ``run_at``: when this run
-    built the component (UTC ISO 8601); ``outputs``: output key -> value, every key of
-    gpulab.outputs this variant has.
+    Attributes: ``probe``, ``cluster``, ``provider``, ``operator``, ``smoke``, ``compute``
+    (None unless ``computeCheck``) and ``benchmark`` (None unless ``benchmarkPod``): the
+    children; ``run_at``: when this run built the component (UTC ISO 8601); ``outputs``:
+    output key -> value, every key of gpulab.outputs this variant has.
     """
 
     def __init__(self, name: str, args: LabArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -99,14 +103,35 @@ class Lab(pulumi.ComponentResource):
             # The Pod must be scheduled only after the device plugin has registered the GPUs.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.operator.gate]),
         )
+        self.compute: ComputeCheck | None = None
+        if cfg.compute_check:
+            self.compute = ComputeCheck(
+                "compute",
+                ComputeArgs(
+                    image=cfg.compute_image,
+                    kubeconfig=self.cluster.kubeconfig,
+                    # The resource the smoke Pod asks for (components/smoke.py pod_spec).
+                    resource=names.GPU_RESOURCE,
+                    timeout_seconds=cfg.smoke_timeout_seconds,
+                    simulated=cfg.simulated,
+                    runtime_class=cfg.smoke_runtime_class,
+                    host_max_cuda=facts.max_cuda if facts else None,
+                    profile=cfg.profile,
+                ),
+                provider=self.provider,
+                # One GPU at a time on a one-GPU lab: after the smoke Pod is done with it.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),
+            )
         self.benchmark: TflopsBenchmark | None = None
         if cfg.benchmark_pod:
             self.benchmark = TflopsBenchmark(
                 "benchmark",
                 BenchmarkArgs(image=cfg.benchmark_image, kubeconfig=self.cluster.kubeconfig),
                 provider=self.provider,
-                # One GPU at a time on a one-GPU lab: measure after the smoke Pod is done with it.
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),
+                # One GPU at a time on a one-GPU lab: measure after the last GPU Pod is done.
+                opts=pulumi.ResourceOptions(
+                    parent=self, depends_on=[self.compute.check if self.compute else self.smoke.check]
+                ),
             )
         self.outputs = self._outputs(cfg, expect.physical if expect.from_config else None, expect.source)
         self.register_outputs(self.outputs)
@@ -121,7 +146,9 @@ class Lab(pulumi.ComponentResource):
             out.OPERATOR_COMPONENTS: operator.components,
             out.DEVICE_PLUGIN_OWNER: cfg.device_plugin_owner,
             out.SIMULATED: cfg.simulated,
-            out.SIMULATED_FIELDS: simulated_fields(cfg),
+            out.SIMULATED_FIELDS: [
+                f for f in simulated_fields(cfg) if cfg.compute_check or f not in _COMPUTE_KEYS
+            ],
             out.KUBECONFIG: self.cluster.kubeconfig,
             out.HOST_GPU_COUNT: config_gpus if config_gpus is not None else probe.gpu_count,
             out.HOST_GPU_MODELS: probe.gpu_models,
@@ -139,10 +166,12 @@ class Lab(pulumi.ComponentResource):
             out.SMOKE_EVENTS: smoke.events,
             out.SMOKE_IMAGE: smoke.image,
             out.SMOKE_NODE: smoke.node,
+            out.OPERAND_IMAGES: operand_images.exported(cfg.operator.operand_images),
             out.RUN_AT: self.run_at,
             out.GATE_MEASURED_AT: operator.measured_at,
             out.SMOKE_MEASURED_AT: smoke.measured_at,
             **self.cluster.extra_outputs,
+            **self._compute_outputs(),
         }
         if self.benchmark is not None:
             outputs[out.MEASURED_TFLOPS] = self.benchmark.result.apply(
@@ -150,3 +179,19 @@ class Lab(pulumi.ComponentResource):
             )
             outputs[out.TFLOPS_MEASURED_AT] = self.benchmark.result.apply(lambda r: r.get("measuredAt"))
         return outputs
+
+    def _compute_outputs(self) -> dict[str, Any]:
+        """The compute keys; with ``computeCheck`` off: result ``not-tested``, the others None."""
+        c = self.compute
+        if c is None:
+            return {out.COMPUTE_RESULT: "not-tested", **dict.fromkeys(_COMPUTE_KEYS[1:])}
+        return {
+            out.COMPUTE_RESULT: c.result,
+            out.COMPUTE_PHASE: c.phase,
+            out.COMPUTE_IMAGE: c.image,
+            out.COMPUTE_MEASURED_AT: c.measured_at,
+        }
+
+
+#: The outputs of the compute check (computeResult first).
+_COMPUTE_KEYS = (out.COMPUTE_RESULT, out.COMPUTE_PHASE, out.COMPUTE_IMAGE, out.COMPUTE_MEASURED_AT)

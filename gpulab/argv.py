@@ -33,6 +33,7 @@ INTERPRETER: Final = [".venv/bin/python", "-m", "gpulab.argv"]
 STEPS: Final[dict[tuple[str, str], str]] = {
     ("gpulab.kube", "gate"): "operator-gate",
     ("gpulab.kube", "smoke"): "smoke-check",
+    ("gpulab.kube", "compute"): "compute-check",
     ("gpulab.kube", "benchmark"): "benchmark-result",
     ("gpulab.kube", "simulate-clusterpolicy"): "sim-clusterpolicy-status",
 }

@@ -11,7 +11,8 @@ its path, size and contents. Inside, under one folder:
   (``gpu-operator``, ``default``, ``kube-system``) pods, events, DaemonSets and the names and
   key names of its Secrets (never their values);
 * ``logs/<namespace>/<pod>/<container>.log``: the last lines of every operand container
-  (every pod of ``gpu-operator``, the lab's own Pods in ``default``);
+  (every pod of ``gpu-operator``, minikube's ``nvidia-*`` addon pods in ``kube-system``, the
+  lab's own Pods in ``default``);
 * ``host/``: the host probe and the preflight findings, as the lab would see them now;
 * ``tools.json``: tool and package versions, the toolchain decision;
 * ``README.txt``: this list, and what could not be read and why.
@@ -275,8 +276,10 @@ def _read_logs(core: Any, ns: str, pods: list[dict[str, Any]], bundle: Bundle, l
     for pod in pods:
         meta = pod.get("metadata") or {}
         labels = meta.get("labels") or {}
-        if ns == "kube-system" or (ns == "default" and labels.get("app.kubernetes.io/part-of") != "gpu-lab"):
-            continue  # operands are in gpu-operator; in default only the lab's own Pods
+        if ns == "default" and labels.get("app.kubernetes.io/part-of") != "gpu-lab":
+            continue  # in default only the lab's own Pods (smoke, benchmark)
+        if ns == "kube-system" and "nvidia" not in meta["name"]:
+            continue  # there only minikube's device-plugin addon (devicePluginOwner minikube-addon)
         spec = pod.get("spec") or {}
         for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
             name, where = c["name"], f"{ns}/{meta['name']}/{c['name']}"

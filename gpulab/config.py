@@ -19,8 +19,16 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import variants
+from gpulab import gpu_config, operand_images
 from gpulab.errors import GpuLabError
-from gpulab.names import DEFAULT_PROBE_IMAGE, DEFAULT_PROFILE, MIN_CPUS, MIN_MEMORY_MIB, PROJECT
+from gpulab.names import (
+    DEFAULT_COMPUTE_IMAGE,
+    DEFAULT_PROBE_IMAGE,
+    DEFAULT_PROFILE,
+    MIN_CPUS,
+    MIN_MEMORY_MIB,
+    PROJECT,
+)
 
 #: The stack config namespace: keys are ``gpu-lab:<key>``.
 NAMESPACE: Final = PROJECT
@@ -81,12 +89,17 @@ class OperatorConfig:
     otherwise from ``chart_repo`` at ``chart_version``. The booleans map to the chart's
     ``toolkit.enabled``, ``devicePlugin.enabled``, ``dcgmExporter.enabled``, ``nfd.enabled``
     and ``cdi.enabled``; ``driver.enabled`` is always false (the host provides the driver).
+    ``toolkit`` is the variant's decision on ``gpu-lab:toolkit`` (``auto``: off where the
+    node's runtime already injects GPUs, minikube and kind; see ``Variant.operator_toolkit``).
+    ``operand_images``: the operand images pinned in config (gpulab.operand_images), each
+    mapped to the chart's ``<operand>.repository/image/version``.
     """
 
     chart_version: str = "v26.7.0"
     chart_repo: str = DEFAULT_CHART_REPO
     chart_path: str | None = None
-    toolkit: bool = True
+    #: Off for the default cluster, minikube: its node's runtime already injects the GPUs.
+    toolkit: bool = False
     device_plugin: bool = True
     dcgm_exporter: bool = True
     nfd: bool = True
@@ -99,6 +112,9 @@ class OperatorConfig:
     #: ``cdi.nriPluginEnabled`` (k3s only, chart >= v26.3.0): inject GPUs through the NRI
     #: plugin instead of a containerd runtime handler.
     nri_plugin: bool = False
+    operand_images: tuple[operand_images.OperandImage, ...] = ()
+    #: ``mig.strategy``: ``none``, ``single`` or ``mixed`` (gpulab.mig).
+    mig_strategy: str = "none"
 
 
 @dataclass(frozen=True)
@@ -121,6 +137,9 @@ class LabConfig:
     smoke_image: str = DEFAULT_PROBE_IMAGE
     smoke_gpus: int = 1
     smoke_timeout_seconds: int = 300
+    #: Run the compute check (a CUDA vectorAdd Pod after the smoke Pod) in ``compute_image``.
+    compute_check: bool = True
+    compute_image: str = DEFAULT_COMPUTE_IMAGE
     cluster_timeout_seconds: int = 600
     docker_selftest: bool = False
     #: Run the TFLOPS benchmark Pod (GPU labs only) in ``benchmark_image``.
@@ -140,6 +159,8 @@ class LabConfig:
     #: with ``simulatedOperands``): decided by the variant (``Variant.simulated``).
     simulated: bool = False
     operator: OperatorConfig = field(default_factory=OperatorConfig)
+    #: The gate's grace, MIG and the smoke Pod's resource (gpulab.gpu_config).
+    gpu: gpu_config.GpuSettings = field(default_factory=gpu_config.GpuSettings)
 
     @property
     def variant(self) -> variants.Variant:
@@ -178,6 +199,8 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "smokeImage": ("str", LabConfig.smoke_image),
     "smokeGpus": ("int", LabConfig.smoke_gpus),
     "smokeTimeoutSeconds": ("int", LabConfig.smoke_timeout_seconds),
+    "computeCheck": ("bool", LabConfig.compute_check),
+    "computeImage": ("str", LabConfig.compute_image),
     "clusterTimeoutSeconds": ("int", LabConfig.cluster_timeout_seconds),
     "dockerSelfTest": ("bool", LabConfig.docker_selftest),
     "benchmarkPod": ("bool", LabConfig.benchmark_pod),
@@ -185,11 +208,17 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "chartVersion": ("str", OperatorConfig.chart_version),
     "chartRepo": ("str", OperatorConfig.chart_repo),
     "chartPath": ("str", ""),
-    "toolkit": ("bool", OperatorConfig.toolkit),
+    # "auto" (the variant decides), "true" or "false": a string, so that unset differs from true.
+    "toolkit": ("str", "auto"),
     "devicePlugin": ("bool", OperatorConfig.device_plugin),
     "dcgmExporter": ("bool", OperatorConfig.dcgm_exporter),
     "nfd": ("bool", OperatorConfig.nfd),
     "cdi": ("bool", OperatorConfig.cdi),
+    # Operand images (gpulab.operand_images.OPERANDS); empty: the chart's default.
+    "devicePluginImage": ("str", ""),
+    "toolkitImage": ("str", ""),
+    "dcgmExporterImage": ("str", ""),
+    "validatorImage": ("str", ""),
     "timeSlicingReplicas": ("int", OperatorConfig.time_slicing_replicas),
     "operatorTimeoutSeconds": ("int", OperatorConfig.timeout_seconds),
     "kindNodeImage": ("str", LabConfig.kind_node_image),
@@ -200,6 +229,7 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "expectedGpus": ("int", LabConfig.expected_gpus),
     "removeCrds": ("bool", LabConfig.remove_crds),
     "simulatedOperands": ("bool", LabConfig.simulated_operands),
+    **gpu_config.SCHEMA,  # gpuGraceSeconds, migStrategy, expectedMigDevices, smokeResource, simMigDevices
 }
 
 
@@ -239,6 +269,8 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
         except ValueError:
             problems.append(f"{NAMESPACE}:{key}={text!r} is not a valid {kind}")
 
+    _toolkit_choice(values, problems)
+
     def get(key: str) -> object:
         return values.get(key, SCHEMA[key][1])
 
@@ -277,24 +309,15 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
     probe = str(get("hostProbe"))
     if probe not in HOST_PROBES:
         problems.append(f"{NAMESPACE}:hostProbe={probe!r} is unknown; allowed: {', '.join(HOST_PROBES)}")
-    sim_gpus = pos_int("simGpus")
-    if sim_gpus > 8:
-        problems.append(f"{NAMESPACE}:simGpus={sim_gpus} is above 8 (one simulated node)")
+    sim_gpus = int(get("simGpus"))  # type: ignore[call-overload]
+    if not 0 <= sim_gpus <= 8:
+        # 0: a node without nvidia.com/gpu (the device plugin never registered), for the gate.
+        problems.append(f"{NAMESPACE}:simGpus={sim_gpus} must be 0..8 (one simulated node)")
     capture = str(get("capture")) or ("h200-2gpu" if sim_gpus >= 2 else "h200-1gpu")
     if capture not in CAPTURES:
         problems.append(f"{NAMESPACE}:capture={capture!r} is unknown; allowed: {', '.join(CAPTURES)}")
     image = str(get("smokeImage"))
-    m = IMAGE.match(image)
-    if not m:
-        problems.append(
-            f"{NAMESPACE}:smokeImage={image!r} is not a valid image reference "
-            "(registry/repository:tag or @sha256:<digest>, no spaces or shell characters)"
-        )
-    elif not (m.group("tag") or m.group("digest")) or m.group("tag") == "latest":
-        problems.append(
-            f"{NAMESPACE}:smokeImage={image!r} is not pinned; use repo:tag (not latest) or "
-            f"repo@sha256:<digest>, e.g. {DEFAULT_PROBE_IMAGE}"
-        )
+    _check_pinned("smokeImage", image, DEFAULT_PROBE_IMAGE, problems)
     chart_version = str(get("chartVersion"))
     if not CHART_VERSION.match(chart_version):
         problems.append(
@@ -326,6 +349,10 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
     timeouts = {
         k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")
     }
+    compute_image = str(get("computeImage"))
+    _check_pinned("computeImage", compute_image, DEFAULT_COMPUTE_IMAGE, problems)
+    pinned_operands = operand_images.parse(get, problems, NAMESPACE)
+    gpu = gpu_config.parse(get, cluster, problems, NAMESPACE)
     bench_image = str(get("benchmarkImage"))
     bm = IMAGE.match(bench_image)
     if not bm or not (bm.group("tag") or bm.group("digest")) or bm.group("tag") == "latest":
@@ -354,6 +381,8 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
         smoke_image=image,
         smoke_gpus=smoke_gpus,
         smoke_timeout_seconds=timeouts["smokeTimeoutSeconds"],
+        compute_check=bool(get("computeCheck")),
+        compute_image=compute_image,
         cluster_timeout_seconds=timeouts["clusterTimeoutSeconds"],
         docker_selftest=bool(get("dockerSelfTest")),
         benchmark_pod=bool(get("benchmarkPod")),
@@ -372,15 +401,56 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
             chart_path=os.path.abspath(chart_path) if chart_path else None,
             cluster=cluster,
             nri_plugin=bool(get("k3sNriPlugin")),
-            toolkit=chosen.operator_toolkit(bool(get("toolkit"))) if chosen else bool(get("toolkit")),
+            toolkit=_operator_toolkit(chosen, values),
             device_plugin=device_plugin,
             dcgm_exporter=bool(get("dcgmExporter")),
             nfd=bool(get("nfd")),
             cdi=bool(get("cdi")),
             time_slicing_replicas=replicas,
             timeout_seconds=timeouts["operatorTimeoutSeconds"],
+            operand_images=pinned_operands,
+            mig_strategy=gpu.mig_strategy,
         ),
+        gpu=gpu,
     )
+
+
+def _toolkit_choice(values: dict[str, object], problems: list[str]) -> None:
+    """``toolkit``: an explicit ``true``/``false`` becomes a bool in ``values``; ``auto`` is
+    removed, so ``values`` holds the key only when it was set (the variants tell the two apart)."""
+    if "toolkit" not in values:
+        return
+    choice = str(values.pop("toolkit")).strip().lower()
+    if choice == "auto":
+        return
+    try:
+        values["toolkit"] = _coerce("bool", choice)
+    except ValueError:
+        problems.append(f"{NAMESPACE}:toolkit={choice!r} is not one of auto, true, false")
+
+
+def _operator_toolkit(chosen: variants.Variant | None, values: Mapping[str, object]) -> bool:
+    """The operator's toolkit on or off: the variant decides from ``toolkit`` (None: unset)."""
+    requested = values.get("toolkit")
+    explicit = requested if isinstance(requested, bool) else None
+    if chosen is None:
+        return explicit is not False
+    return chosen.operator_toolkit(explicit)
+
+
+def _check_pinned(key: str, image: str, example: str, problems: list[str]) -> None:
+    """A line in ``problems`` unless ``image`` is a reference pinned by a tag (not latest) or a digest."""
+    m = IMAGE.match(image)
+    if not m:
+        problems.append(
+            f"{NAMESPACE}:{key}={image!r} is not a valid image reference "
+            "(registry/repository:tag or @sha256:<digest>, no spaces or shell characters)"
+        )
+    elif not (m.group("tag") or m.group("digest")) or m.group("tag") == "latest":
+        problems.append(
+            f"{NAMESPACE}:{key}={image!r} is not pinned; use repo:tag (not latest) or "
+            f"repo@sha256:<digest>, e.g. {example}"
+        )
 
 
 def _variant_settings(

@@ -3,7 +3,9 @@
 Pure lookups over two small tables, no I/O:
 
 * :data:`MIN_LINUX_DRIVER`, the minimum Linux x86_64 driver per CUDA minor release;
-* :data:`NVIDIA_CUDA_RELEASES`, the ``nvidia/cuda`` image releases this lab may pick.
+* :data:`NVIDIA_CUDA_RELEASES`, the ``nvidia/cuda`` image releases this lab may pick;
+* :data:`CUDA_SAMPLE_TAGS`, the tags of NVIDIA's CUDA sample images (``cuda-sample``) this lab
+  may pick for the compute check.
 
 Versions are strings: CUDA as ``"X.Y"`` (``"12.4"``; ``"12.4.1"`` is accepted where noted and
 read as ``"12.4"``), drivers as dotted integers (``"580.159.04"``). Comparisons are numeric
@@ -25,6 +27,7 @@ from typing import Final
 from gpulab.errors import GpuLabError
 
 __all__ = [
+    "CUDA_SAMPLE_TAGS",
     "MIN_LINUX_DRIVER",
     "NVIDIA_CUDA_RELEASES",
     "UnknownCudaVersionError",
@@ -78,10 +81,32 @@ NVIDIA_CUDA_RELEASES: Final[tuple[str, ...]] = (
     "13.0.2",
 )
 
+#: ``nvcr.io/nvidia/k8s/cuda-sample`` tags per sample, with the CUDA release each is built for:
+#: the tags NVIDIA's own pages run (GPU Operator "Verification: Running Sample GPU
+#: Applications": ``vectoradd-cuda12.5.0``; its older releases and the Kata/confidential
+#: containers pages: ``vectoradd-cuda11.7.1-ubuntu20.04``, ``vectoradd-cuda12.5.0-ubuntu22.04``).
+#: The NGC tag list was not reachable from this workplace; add a row when NVIDIA publishes a
+#: newer sample, from its tag list.
+CUDA_SAMPLE_TAGS: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
+    {
+        "vectoradd": MappingProxyType(
+            {
+                "11.7.1": "vectoradd-cuda11.7.1-ubuntu20.04",
+                "12.5.0": "vectoradd-cuda12.5.0",
+            }
+        ),
+    }
+)
+
 _VERSION_RE: Final = re.compile(r"^\d+(?:\.\d+)*$")
 _CUDA_RE: Final = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
 _CUDA_TAG_RE: Final = re.compile(r"^(?P<version>(?P<xy>\d+\.\d+)(?:\.\d+)?)(?P<flavour>-.*)?$")
 _CUDA_REPOSITORY: Final = "nvidia/cuda"
+#: NVIDIA's CUDA sample images: ``<sample>-cuda<X.Y.Z>[-<os>]`` (``vectoradd-cuda12.5.0``).
+_SAMPLE_REPOSITORY: Final = "nvidia/k8s/cuda-sample"
+_SAMPLE_TAG_RE: Final = re.compile(
+    r"^(?P<sample>[A-Za-z][A-Za-z0-9]*)-cuda(?P<version>(?P<xy>\d+\.\d+)(?:\.\d+)?)(?P<flavour>-.*)?$"
+)
 
 
 class UnknownCudaVersionError(GpuLabError, KeyError):
@@ -165,16 +190,26 @@ def _is_cuda_repository(repository: str) -> bool:
     return repository == _CUDA_REPOSITORY or repository.endswith("/" + _CUDA_REPOSITORY)
 
 
+def _is_sample_repository(repository: str) -> bool:
+    # "nvcr.io/nvidia/k8s/cuda-sample", or a mirror's ".../nvidia/k8s/cuda-sample".
+    return repository == _SAMPLE_REPOSITORY or repository.endswith("/" + _SAMPLE_REPOSITORY)
+
+
 def image_cuda_version(image: str) -> str | None:
     """Return the CUDA ``"X.Y"`` an ``nvidia/cuda`` image reference carries in its tag.
 
     ``"nvidia/cuda:12.4.1-base-ubuntu22.04"`` -> ``"12.4"``;
-    ``"nvcr.io/nvidia/cuda:13.1.0-runtime-ubuntu24.04"`` -> ``"13.1"``. Returns ``None`` for
-    an image pinned by digest only, an untagged reference, a tag that does not start with
-    ``X.Y``, or an image outside an ``nvidia/cuda`` repository (other images, such as
-    framework images with ``cuda12.1`` inside their tag, are not read).
+    ``"nvcr.io/nvidia/cuda:13.1.0-runtime-ubuntu24.04"`` -> ``"13.1"``; NVIDIA's CUDA sample
+    images too: ``"nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"`` -> ``"12.5"``.
+    Returns ``None`` for an image pinned by digest only, an untagged reference, a tag that
+    does not start with ``X.Y`` (``<sample>-cudaX.Y`` for samples), or an image outside an
+    ``nvidia/cuda`` or ``nvidia/k8s/cuda-sample`` repository (other images, such as framework
+    images with ``cuda12.1`` inside their tag, are not read).
     """
     repository, tag = _split_image(image)
+    if tag is not None and _is_sample_repository(repository):
+        sample = _SAMPLE_TAG_RE.match(tag)
+        return _xy_key(sample.group("xy")) if sample else None
     if tag is None or not _is_cuda_repository(repository):
         return None
     m = _CUDA_TAG_RE.match(tag)
@@ -201,12 +236,17 @@ def newest_fitting_tag(image: str, max_cuda: str) -> str | None:
     content. ``("nvidia/cuda:13.1.0-base-ubuntu22.04", "12.4")`` ->
     ``"nvidia/cuda:12.4.1-base-ubuntu22.04"``.
 
-    Returns ``None`` when the image is not a tagged ``nvidia/cuda`` image (see
+    A CUDA sample image (``cuda-sample:vectoradd-cuda12.5.0``) gets the newest tag of the same
+    sample in :data:`CUDA_SAMPLE_TAGS` that fits, as listed there (flavour included).
+
+    Returns ``None`` when the image is not a tagged ``nvidia/cuda`` or known sample image (see
     :func:`image_cuda_version`) or no known release fits. Raises ``ValueError`` when
     ``max_cuda`` is not a version. Whether the registry has that flavour for the chosen
-    release is not checked.
+    ``nvidia/cuda`` release is not checked.
     """
     repository, tag = _split_image(image)
+    if tag is not None and _is_sample_repository(repository):
+        return _newest_sample_tag(repository, tag, max_cuda)
     if tag is None or not _is_cuda_repository(repository):
         return None
     m = _CUDA_TAG_RE.match(tag)
@@ -218,3 +258,15 @@ def newest_fitting_tag(image: str, max_cuda: str) -> str | None:
         return None
     newest = max(fitting, key=parse_version)
     return f"{repository}:{newest}{m.group('flavour') or ''}"
+
+
+def _newest_sample_tag(repository: str, tag: str, max_cuda: str) -> str | None:
+    """``repository:<tag>`` of the newest :data:`CUDA_SAMPLE_TAGS` entry of ``tag``'s sample
+    whose CUDA fits ``max_cuda``; None for an unknown sample or when none fits."""
+    m = _SAMPLE_TAG_RE.match(tag)
+    limit = _cuda_xy(max_cuda)
+    known = CUDA_SAMPLE_TAGS.get(m.group("sample").lower()) if m else None
+    fitting = [r for r in (known or {}) if _cuda_xy(r) <= limit]
+    if not known or not fitting:
+        return None
+    return f"{repository}:{known[max(fitting, key=parse_version)]}"

@@ -171,7 +171,9 @@ def allocatable(profile: str, plugin_logs: str | None = None) -> str:
 def sim_allocatable() -> str:
     """The simulated lab's allocatable comes from the kwok node and a stand-in plugin."""
     return (
-        "the kwok node advertises simGpus GPUs (scripts/pulumi config get gpu-lab:simGpus) and the "
+        "the kwok node advertises simGpus GPUs (scripts/pulumi config get gpu-lab:simGpus; 0 makes a "
+        "node without nvidia.com/gpu, simMigDevices its MIG devices: scripts/pulumi config set "
+        "gpu-lab:simGpus 1) and the "
         f"device plugin is a stand-in: kubectl -n {OPERATOR_NAMESPACE} get ds {DEVICE_PLUGIN_DS}"
     )
 
@@ -208,21 +210,22 @@ def toolkit(namespace: str = OPERATOR_NAMESPACE, then: str = "re-create the smok
 # --- the smoke image's CUDA --------------------------------------------------------------
 
 
-def cuda_image(image: str, needed: str | None, max_cuda: str | None) -> str:
+def cuda_image(image: str, needed: str | None, max_cuda: str | None, key: str = "smokeImage") -> str:
     """The image needs a newer CUDA than the driver supports (表 2).
 
     ``needed`` is the CUDA X.Y the image needs (``unsatisfied condition: cuda>=X.Y``, or its
     tag), ``max_cuda`` the newest the host driver supports (the nvidia-smi header, the
     baseline card); either may be unknown (None). Names the newest fitting tag
-    (:func:`gpulab.cuda.newest_fitting_tag`) when it can, then the driver that would run
-    the image (:func:`gpulab.cuda.min_driver_for`).
+    (:func:`gpulab.cuda.newest_fitting_tag`) when it can, set through config ``key``
+    (``smokeImage``, ``computeImage``), then the driver that would run the image
+    (:func:`gpulab.cuda.min_driver_for`).
     """
     tag = None
     if max_cuda:
         with contextlib.suppress(ValueError):
             tag = cuda.newest_fitting_tag(image, max_cuda)
     if tag:
-        fixes = [f"use {tag} (pulumi config set smokeImage {tag} && pulumi up)"]
+        fixes = [f"use {tag} (pulumi config set {key} {tag} && pulumi up)"]
     elif max_cuda:
         fixes = [f"use an image built for CUDA <= {max_cuda} (check the baseline card's max CUDA)"]
     else:
@@ -236,3 +239,4 @@ def cuda_image(image: str, needed: str | None, max_cuda: str | None) -> str:
         except (cuda.UnknownCudaVersionError, ValueError):  # newer than the table knows
             fixes.append(f"or upgrade to a driver that supports CUDA {needed}")
     return "; ".join(fixes)
+

@@ -1,4 +1,4 @@
-"""Cluster-side checks the lab runs as commands: the readiness gate and the smoke check.
+"""Cluster-side checks the lab runs as commands: the readiness gate, the smoke and compute checks.
 
 Run as ``python -m gpulab.kube gate ...`` / ``python -m gpulab.kube smoke ...`` by the
 components (as ``pulumi_command.local.Command`` resources, components/command.py). The kubeconfig arrives
@@ -16,6 +16,7 @@ Talks to the API server through the official ``kubernetes`` Python client.
   condition, which is why the chapter's ``kubectl wait --for=condition=complete`` never
   returns), then reads its log (driver and CUDA versions parsed from the nvidia-smi
   header) and its events.
+* ``compute``: the compute Pod's vectorAdd log says ``Test PASSED`` (:mod:`gpulab.kube_compute`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from gpulab import kube_compute
 from gpulab.errors import GpuLabError
 from gpulab.kube_diagnose import Context
 from gpulab.kube_diagnose import diagnosis as _diagnose
@@ -166,105 +168,6 @@ class Waiter:
                 raise GateError(f"timed out after {self.timeout:.0f}s waiting for {what}:\n{diagnose()}")
             self.sleep(pause)
             pause = min(pause * 2, self.interval)
-
-
-def gate(
-    api: Any,
-    namespace: str,
-    device_plugin_namespace: str,
-    device_plugin_ds: str,
-    require_cluster_policy: bool,
-    timeout: float,
-    ctx: Context | None = None,
-) -> dict[str, Any]:
-    """Wait for operator readiness; return the gate's facts (see module docstring).
-
-    Raises:
-        GateError: timeout; the message names the first failing object and its fix.
-    """
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
-
-    custom = client.CustomObjectsApi(api)
-    apps = client.AppsV1Api(api)
-    core = client.CoreV1Api(api)
-    w = Waiter(timeout)
-    ctx = ctx or Context()
-
-    def diag() -> str:
-        return _diagnose(api, ctx)
-
-    state = None
-    if require_cluster_policy:
-
-        def cp_ready() -> str | None:
-            try:
-                cp = custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
-            except ApiException as exc:
-                if exc.status == 404:
-                    return None
-                raise
-            doc: dict[str, Any] = cp if isinstance(cp, dict) else {}
-            st = (doc.get("status") or {}).get("state")
-            return st if st == "ready" else None
-
-        state = w.until("ClusterPolicy cluster-policy to report state=ready", cp_ready, diag)
-
-    def ds_ready() -> dict[str, Any] | None:
-        try:
-            ds = apps.read_namespaced_daemon_set(device_plugin_ds, device_plugin_namespace)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        doc: dict[str, Any] = sanitize(ds, api)
-        st = doc.get("status") or {}
-        desired = st.get("desiredNumberScheduled") or 0
-        return doc if desired and st.get("numberReady") == desired else None
-
-    ds = w.until(f"DaemonSet {device_plugin_namespace}/{device_plugin_ds} to be ready", ds_ready, diag)
-
-    selector = ",".join(f"{k}={v}" for k, v in (ds["spec"]["selector"].get("matchLabels") or {}).items())
-    pods = [
-        sanitize(p, api)
-        for p in core.list_namespaced_pod(device_plugin_namespace, label_selector=selector).items
-    ]
-    ds_simulated = (ds["metadata"].get("annotations") or {}).get(SIMULATED_ANNOTATION) == "true"
-    plugin_pods = []
-    for p in pods:
-        statuses = (p.get("status") or {}).get("containerStatuses") or []
-        plugin_pods.append(
-            {
-                "name": p["metadata"]["name"],
-                "phase": (p.get("status") or {}).get("phase"),
-                "ready": bool(statuses) and all(cs.get("ready") for cs in statuses),
-                "restarts": sum(int(cs.get("restartCount") or 0) for cs in statuses),
-                "simulated": ds_simulated
-                or (p["metadata"].get("annotations") or {}).get(SIMULATED_ANNOTATION) == "true",
-            }
-        )
-
-    def allocatable_seen() -> tuple[int | None, int | None] | None:
-        nodes = [sanitize(n, api) for n in core.list_node().items]
-        alloc, cap = gpu_totals(nodes)
-        # The plugin's pod can be Ready a moment before kubelet publishes allocatable.
-        return (alloc, cap) if alloc else None
-
-    try:
-        alloc, cap = Waiter(min(timeout, 60)).until(
-            "node allocatable nvidia.com/gpu to be > 0", allocatable_seen, diag
-        )
-    except GateError:
-        alloc, cap = gpu_totals([sanitize(n, api) for n in core.list_node().items])
-    version = client.VersionApi(api).get_code().git_version
-    return {
-        "allocatableGpus": alloc,
-        "capacityGpus": cap,
-        "clusterPolicyState": state,
-        "devicePluginPods": plugin_pods,
-        "kubernetesVersion": version,
-        "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
 
 
 def wait_succeeded(
@@ -438,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--device-plugin-daemonset", default=DEVICE_PLUGIN_DS)
     g.add_argument("--no-cluster-policy", action="store_true", help="skip the ClusterPolicy wait")
     g.add_argument("--timeout", type=float, default=600)
+    g.add_argument("--grace", type=float, default=60, help="seconds a stuck state may last (gpuGraceSeconds)")
+    g.add_argument("--mig-strategy", choices=("none", "single", "mixed"), default="none")
+    g.add_argument("--expected-mig", action="append", default=[], help="mixed: PROFILE=COUNT (repeatable)")
     s = sub.add_parser("smoke", help="wait for the smoke Pod and read its log and events")
     s.add_argument("--namespace", default=WORKLOAD_NAMESPACE)
     s.add_argument("--pod", default=SMOKE_POD)
@@ -451,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--pod", default="gpu-benchmark")
     b.add_argument("--timeout", type=float, default=1800)
     sub.add_parser("ping", help="exit 0 when the API server answers /version within 5 s")
+    kube_compute.add_arguments(sub.add_parser("compute", help="wait for the compute Pod, check its log"))
     c = sub.add_parser("simulate-clusterpolicy", help="sim lab: set ClusterPolicy status")
     c.add_argument("--state", default="ready")
     args = ap.parse_args(argv)
@@ -462,16 +369,14 @@ def main(argv: list[str] | None = None) -> int:
             out = simulate_clusterpolicy(api, args.state)
         elif args.cmd == "benchmark":
             out = benchmark(api, args.namespace, args.pod, args.timeout)
+        elif args.cmd == "compute":
+            ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile)
+            out = compute(api, args.namespace, args.pod, args.timeout, ctx)
         elif args.cmd == "gate":
-            out = gate(
-                api,
-                args.namespace,
-                args.device_plugin_namespace,
-                args.device_plugin_daemonset,
-                not args.no_cluster_policy,
-                args.timeout,
-                Context(args.expected_gpus, args.host_max_cuda, args.profile),
-            )
+            from gpulab import gate
+
+            spec = gate.spec_from_args(args)
+            out = gate.gate(api, spec, gate.context(spec, args.host_max_cuda))
         else:
             ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile)
             out = smoke(api, args.namespace, args.pod, args.timeout, ctx)
@@ -480,6 +385,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(json.dumps(out, sort_keys=True))
     return 0
+
+
+def compute(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None) -> dict[str, Any]:
+    """``compute``: the compute Pod succeeded and its vectorAdd log says ``Test PASSED``
+    (:func:`gpulab.kube_compute.compute`: the facts returned, the GateError raised)."""
+    return kube_compute.compute(api, namespace, pod, timeout, ctx)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ the last log lines of the containers that crash or restart, and renders
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,11 +17,18 @@ from gpulab.names import DEFAULT_PROFILE
 
 @dataclass(frozen=True)
 class Context:
-    """What the diagnosis knows beyond the cluster: the host's facts and the lab's profile."""
+    """What the diagnosis knows beyond the cluster: the host's facts and the lab's profile.
+
+    ``mig_strategy`` (``none``/``single``/``mixed``) and ``expected_mig`` (``mixed``:
+    ``{"nvidia.com/mig-1g.18gb": 7}``, None when unknown) say which resources count
+    (:mod:`gpulab.mig`).
+    """
 
     expected_gpus: int | None = None
     host_max_cuda: str | None = None
     profile: str = DEFAULT_PROFILE
+    mig_strategy: str = "none"
+    expected_mig: Mapping[str, int] | None = None
 
 
 def _unhealthy_containers(pod: dict[str, Any]) -> list[str]:
@@ -68,5 +76,7 @@ def diagnosis(api: Any, ctx: Context) -> str:
         expected_gpus=ctx.expected_gpus,
         host_max_cuda=ctx.host_max_cuda,
         profile=ctx.profile,
+        mig_strategy=ctx.mig_strategy,
+        expected_mig=ctx.expected_mig,
     )
     return diagnose.render(found)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "COMPUTE_POD",
+    "DEFAULT_COMPUTE_IMAGE",
     "DEFAULT_PROBE_IMAGE",
     "DEFAULT_PROFILE",
     "DEVICE_PLUGIN_DS",
@@ -22,6 +24,7 @@ __all__ = [
     "SIMULATED_ANNOTATION",
     "SMOKE_POD",
     "TOOLKIT_DS",
+    "VECTORADD_PASSED",
     "WORKLOAD_NAMESPACE",
 ]
 
@@ -50,6 +53,14 @@ SMOKE_POD: Final = "gpu-smoke"
 WORKLOAD_NAMESPACE: Final = "default"
 #: The chapter's CUDA base image: the default smoke image and the Docker GPU self-test's.
 DEFAULT_PROBE_IMAGE: Final = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+#: The compute check's Pod: a CUDA kernel on the GPU, after the smoke Pod (components/compute.py).
+COMPUTE_POD: Final = "gpu-compute"
+#: NVIDIA's CUDA vectorAdd sample, the image the GPU Operator's docs ("Verification: Running
+#: Sample GPU Applications") run; CUDA 12.5 (driver >= 555.42.02, gpulab.cuda). Pinned by tag.
+DEFAULT_COMPUTE_IMAGE: Final = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+#: The line the vectorAdd sample prints when the GPU computed the right sum (NVIDIA's docs).
+VECTORADD_PASSED: Final = "Test PASSED"
 
 #: What the lab's node needs at least: with fewer, the operator, NFD and DCGM pods sit
 #: Pending (minikube's own default is 2 CPUs). Memory in MiB (8 GiB).

@@ -68,6 +68,21 @@ SMOKE_IMAGE: Final = "smokeImage"
 #: Node the smoke Pod was scheduled to.
 SMOKE_NODE: Final = "smokeNode"
 
+# --- compute check (a CUDA kernel in a Pod: components/compute.py) ----------------------
+#: Final phase of the compute Pod (``"Succeeded"``), ``None`` with ``computeCheck`` off.
+COMPUTE_PHASE: Final = "computePhase"
+#: ``"passed"`` (phase Succeeded and the vector-add log says ``Test PASSED``), ``"failed"``,
+#: or ``"not-tested"`` (``computeCheck`` off: no compute Pod ran).
+COMPUTE_RESULT: Final = "computeResult"
+#: Image the compute Pod ran (``computeImage``), ``None`` with ``computeCheck`` off.
+COMPUTE_IMAGE: Final = "computeImage"
+
+# --- operator settings --------------------------------------------------------------
+#: Operand images pinned in config: ``{"devicePlugin": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
+#: "toolkit": None, "dcgmExporter": None, "validator": None}``; ``None`` = the chart's default
+#: for ``chartVersion`` (gpulab.operand_images).
+OPERAND_IMAGES: Final = "operandImages"
+
 # --- when each fact was measured (UTC ISO 8601, ``"2026-12-01T09:05:46+00:00"``) -----------
 #: When the newest ``pulumi up`` ran the program: the host probe (``host*``) read the host then.
 #: Facts measured before it come from an earlier run (the card flags them).
@@ -77,6 +92,9 @@ RUN_AT: Final = "runAt"
 GATE_MEASURED_AT: Final = "gateMeasuredAt"
 #: When the smoke check read the smoke Pod's phase, log and events (``smoke*``).
 SMOKE_MEASURED_AT: Final = "smokeMeasuredAt"
+#: When the compute check read the compute Pod's phase and log (``compute*``); ``None`` with
+#: ``computeCheck`` off.
+COMPUTE_MEASURED_AT: Final = "computeMeasuredAt"
 #: With ``benchmarkPod``: when the benchmark Pod measured ``measuredTflops``.
 TFLOPS_MEASURED_AT: Final = "tflopsMeasuredAt"
 
@@ -116,9 +134,14 @@ ALL_KEYS: Final = (
     SMOKE_EVENTS,
     SMOKE_IMAGE,
     SMOKE_NODE,
+    COMPUTE_PHASE,
+    COMPUTE_RESULT,
+    COMPUTE_IMAGE,
+    OPERAND_IMAGES,
     RUN_AT,
     GATE_MEASURED_AT,
     SMOKE_MEASURED_AT,
+    COMPUTE_MEASURED_AT,
     LEFTOVERS,
     MEASURED_TFLOPS,
     TFLOPS_MEASURED_AT,

@@ -1,18 +1,20 @@
 """``make verify``: what to replace so the lab's checks run again, and nothing else.
 
-The readiness gate, the smoke test and the compute check are resources of the stack: the
-gate a ``command:local:Command`` (it re-runs only when replaced), the smoke test and the
-compute check Pods whose reader commands re-run when a Pod's UID changes. So re-measuring
-them against the running lab is ``pulumi up --target-replace URN ... --target-dependents``
-with the URNs of:
+The readiness gate, the smoke test and the compute checks are resources of the stack: the
+gate a ``command:local:Command`` (it re-runs only when replaced), the smoke test and every
+compute check a run-once Pod whose reader command re-runs when the Pod's UID changes. So
+re-measuring them against the running lab is ``pulumi up --target-replace URN ...
+--target-dependents`` with the URNs of:
 
 * the gate command (``gpulab:gpu_operator:GpuOperator`` parent, name ``*-gate``);
-* the smoke Pod (``gpulab:smoke:SmokeTest`` parent, a ``kubernetes:core/v1:Pod``);
-* the benchmark Pod, when the stack has one (``gpulab:benchmark:TflopsBenchmark`` parent).
+* every ``kubernetes:core/v1:Pod`` the stack owns, each a child of the component it checks
+  for: the smoke Pod (``gpulab:smoke:SmokeTest``, required), the TFLOPS benchmark Pod
+  (``gpulab:benchmark:TflopsBenchmark``) and any other compute check's Pod, when the stack has
+  them. The lab owns no long-running Pod (its operands belong to DaemonSets and Deployments).
 
 ``--target-replace`` leaves every other resource as it is, even when the program or the
-config changed since the last ``make lab``; ``--target-dependents`` lets the smoke and
-benchmark readers re-run (they depend on their Pod's UID).
+config changed since the last ``make lab``; ``--target-dependents`` lets the readers re-run
+(they depend on their Pod's UID).
 
 ``python -m gpulab.verify targets < EXPORT.json`` prints one URN a line from ``pulumi stack
 export``; exit 2 (with the reason and the fix) when the stack has no lab to verify.
@@ -26,27 +28,42 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-#: (role, the URN's qualified type ends with, the resource name ends with, required)
-TARGETS: Final[tuple[tuple[str, str, str, bool], ...]] = (
-    ("gate", "gpulab:gpu_operator:GpuOperator$command:local:Command", "-gate", True),
-    ("smoke", "gpulab:smoke:SmokeTest$kubernetes:core/v1:Pod", "", True),
-    ("compute", "gpulab:benchmark:TflopsBenchmark$kubernetes:core/v1:Pod", "", False),
-)
+GATE_TYPE: Final = "gpulab:gpu_operator:GpuOperator$command:local:Command"
+POD_TYPE: Final = "kubernetes:core/v1:Pod"
+#: Roles that must be there: without them the stack has no lab to verify.
+REQUIRED: Final = ("gate", "smoke")
+#: Role -> what a person reads; a role not listed reads "the <role> check (a fresh Pod)".
+SAID: Final[dict[str, str]] = {
+    "gate": "the readiness gate",
+    "smoke": "the smoke test (a fresh smoke Pod)",
+    "benchmark": "the TFLOPS benchmark (a fresh benchmark Pod)",
+}
 
 
 class NoLab(ValueError):
     """The stack has no gate or no smoke Pod: nothing to verify (the message says what to run)."""
 
 
-def _split(urn: str) -> tuple[str, str]:
-    """``urn:pulumi:STACK::PROJECT::QUALIFIED$TYPE::NAME`` -> (qualified type, name)."""
+def _split(urn: str) -> tuple[list[str], str]:
+    """``urn:pulumi:STACK::PROJECT::PARENT$...$TYPE::NAME`` -> (the type chain, name)."""
     parts = urn.split("::")
-    return (parts[2], parts[3]) if len(parts) >= 4 else ("", "")
+    return (parts[2].split("$"), parts[3]) if len(parts) >= 4 else ([], "")
+
+
+def role_of(urn: str) -> str | None:
+    """``gate`` for the gate command; for a Pod, its parent component's module (``smoke``,
+    ``benchmark``, ...: ``gpulab:<module>:<Type>``); None for anything else."""
+    chain, name = _split(urn)
+    if "$".join(chain).endswith(GATE_TYPE) and name.endswith("-gate"):
+        return "gate"
+    if chain and chain[-1] == POD_TYPE and len(chain) >= 2 and chain[-2].startswith("gpulab:"):
+        return chain[-2].split(":")[1]
+    return None
 
 
 def targets(deployment: Mapping[str, Any]) -> dict[str, str]:
-    """Role (``gate``, ``smoke``, ``compute``) -> URN, from ``pulumi stack export``'s
-    ``deployment``; ``compute`` only when the stack has a benchmark Pod.
+    """Role -> URN (see :func:`role_of`), from ``pulumi stack export``'s ``deployment``; the gate
+    first, then the Pods in state order.
 
     Raises:
         NoLab: the gate or the smoke Pod is missing (the lab was never built, or destroyed).
@@ -56,17 +73,21 @@ def targets(deployment: Mapping[str, Any]) -> dict[str, str]:
         urn = str(res.get("urn") or "")
         if res.get("delete"):  # a resource pending deletion is not the lab's current one
             continue
-        qualified, name = _split(urn)
-        for role, type_suffix, name_suffix, _ in TARGETS:
-            if role not in found and qualified.endswith(type_suffix) and name.endswith(name_suffix):
-                found[role] = urn
-    missing = [role for role, _, _, required in TARGETS if required and role not in found]
+        role = role_of(urn)
+        if role is not None and role not in found:
+            found[role] = urn
+    missing = [role for role in REQUIRED if role not in found]
     if missing:
         raise NoLab(
             f"the stack has no {' and no '.join(missing)} resource: there is no lab to verify; "
             "build it first with `make lab`"
         )
-    return found
+    return {"gate": found.pop("gate"), **found}
+
+
+def said(role: str) -> str:
+    """How the verify line names a role."""
+    return SAID.get(role, f"the {role} check (a fresh {role} Pod)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,14 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NoLab as exc:
         print(f"gpu-lab: {exc}", file=sys.stderr)
         return 2
-    roles = {
-        "gate": "the readiness gate",
-        "smoke": "the smoke test (a fresh smoke Pod)",
-        "compute": "the compute check",
-    }
-    said = [roles[r] for r in found]
+    names = [said(r) for r in found]
     print(
-        f"gpu-lab: verify: re-running {', '.join(said[:-1])} and {said[-1]} against the running lab; "
+        f"gpu-lab: verify: re-running {', '.join(names[:-1])} and {names[-1]} against the running lab; "
         "nothing else is replaced",
         file=sys.stderr,
     )

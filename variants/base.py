@@ -83,6 +83,9 @@ OPERATOR_FIELDS: Final[tuple[str, ...]] = (
     out.SMOKE_PHASE,
     out.SMOKE_DRIVER_VERSION,
     out.SMOKE_CUDA_VERSION,
+    # The compute Pod's execution and log are simulated where the smoke Pod's are.
+    out.COMPUTE_PHASE,
+    out.COMPUTE_RESULT,
 )
 #: Output keys of the host probe; simulated when read from a capture (the sim lab).
 HOST_FIELDS: Final[tuple[str, ...]] = (
@@ -131,6 +134,9 @@ class Variant(ABC):
             would configure: ``docker``, ``containerd``, ``k3s`` or ``none`` (no containers
             run), or ``unknown`` (policy ``toolkit-fits-runtime``).
         tools: binaries it runs on this machine (preflight names each missing one's fix).
+        runtime_injects_gpus: the node's container runtime is set up to inject GPUs before the
+            operator runs (minikube ``--gpus=all``, kind the nvkind way), so the operator's
+            toolkit is redundant there: off by default (policy ``operator-toolkit-redundant``).
         steps: its helper module's subcommands and their stable step names
             (``{"up": "kind-cluster"}``; gpulab.argv.step_of).
         exclusive_settings: ``(key, value)`` config settings that mean something for this
@@ -140,6 +146,7 @@ class Variant(ABC):
     name: ClassVar[str]
     owns_cluster: ClassVar[bool] = True
     node_runtime: ClassVar[str] = "unknown"
+    runtime_injects_gpus: ClassVar[bool] = False
     tools: ClassVar[tuple[Tool, ...]] = ()
     steps: ClassVar[Mapping[str, str]] = {}
     exclusive_settings: ClassVar[tuple[tuple[str, object], ...]] = ()
@@ -176,8 +183,12 @@ class Variant(ABC):
         (e.g. ``kubeconfig_path``). Append one line per problem."""
         return {}
 
-    def operator_toolkit(self, requested: bool) -> bool:
-        """Whether the operator's container toolkit is on, given ``gpu-lab:toolkit``."""
+    def operator_toolkit(self, requested: bool | None) -> bool:
+        """Whether the operator's container toolkit is on, given ``gpu-lab:toolkit``: True or
+        False when set, None when unset (``auto``). By default on unless set false; a variant
+        whose node runtime already injects GPUs (:attr:`runtime_injects_gpus`) defaults off."""
+        if requested is None:
+            return not self.runtime_injects_gpus
         return requested
 
     def simulated(self, get: Getter) -> bool:

@@ -2,41 +2,52 @@
 
 Built from the stack outputs (``pulumi stack output --json``, keys in :mod:`gpulab.outputs`)
 plus, optionally, a measurement from :mod:`gpulab.tflops`. Pure functions
-(:func:`build_card`, :func:`render_markdown`) and a CLI::
+(:func:`build_card`, :func:`render_markdown`, :func:`render_html`, :func:`summary_line`) and a
+CLI::
 
     python -m gpulab.card --outputs OUTPUTS.json [--tflops TFLOPS.json] [--out-dir DIR]
                           [--time-slicing-replicas N]
 
-writes ``DIR/baseline-card.json`` and ``DIR/baseline-card.md``. Exit codes: 0 the checklist
+writes ``DIR/baseline-card.json``, ``DIR/baseline-card.md`` and ``DIR/baseline-card.html``, and
+ends with the one-line summary (:mod:`~gpulab.card.summary`). Exit codes: 0 the checklist
 passed (``not-observable-in-simulation`` counts as passed); 1 an item failed or could not be
 evaluated; 2 usage error or unreadable input (the message names the file and the problem).
 
 JSON schema ``gpulab.dev/baseline-card/v1``, top-level keys: ``schema``, ``generatedAt``,
 ``simulated``, ``simulatedFields``, ``host``, ``cluster``, ``operator``, ``smoke``,
-``checklist`` (``result``, ``exitCode``, ``items``), ``measuredTflops``, ``toolVersions``,
-``capabilityBoundary``, ``redacted``. Each fact in ``host``/``cluster``/``operator``/``smoke``
-is ``{"value": ..., "source": <output key>, "simulated": bool, "known": bool}``; ``known`` is
-False when the output was missing (a value is never invented).
+``checklist`` (``result``, ``exitCode``, ``items``), ``measuredTflops``, ``measurements``
+(``runAt`` and, per measurement, ``measuredAt`` and ``freshness``: :mod:`~gpulab.card.timing`),
+``toolVersions``, ``capabilityBoundary``, ``redacted``. Each fact in
+``host``/``cluster``/``operator``/``smoke`` is ``{"value": ..., "source": <output key>,
+"simulated": bool, "known": bool, "measuredAt": str|None, "freshness": str}``; ``known`` is
+False when the output was missing (a value is never invented); ``freshness`` is ``current``,
+``earlier-run`` (measured before the newest run: never shown as current), ``unknown`` or
+``configured``.
 
 Secrets never reach the card: the ``kubeconfig`` output is dropped, and any string that is
 ``"[secret]"`` (how ``pulumi stack output`` prints a secret) or looks like a kubeconfig or a
 PEM block is replaced by ``"[redacted]"``, its place listed under ``redacted``.
 
-Modules: :mod:`~gpulab.card.model` (the JSON document), :mod:`~gpulab.card.markdown` and
-:mod:`~gpulab.card.cli`.
+Modules: :mod:`~gpulab.card.model` (the JSON document), :mod:`~gpulab.card.timing`,
+:mod:`~gpulab.card.markdown`, :mod:`~gpulab.card.html` (Jinja2, ``templates/``),
+:mod:`~gpulab.card.summary` and :mod:`~gpulab.card.cli`.
 """
 
 from __future__ import annotations
 
 from gpulab.card.cli import main
+from gpulab.card.html import render_html
 from gpulab.card.markdown import render_markdown
 from gpulab.card.model import CAPABILITY_BOUNDARY, SCHEMA, build_card, sanitize
+from gpulab.card.summary import summary_line
 
 __all__ = [
     "CAPABILITY_BOUNDARY",
     "SCHEMA",
     "build_card",
     "main",
+    "render_html",
     "render_markdown",
     "sanitize",
+    "summary_line",
 ]

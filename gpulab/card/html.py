@@ -20,7 +20,7 @@ from typing import Any, Final
 import jinja2
 
 from gpulab.card import timing
-from gpulab.card.markdown import REMEASURE, SECTIONS
+from gpulab.card.markdown import REMEASURE, SECTIONS, absent
 from gpulab.card.model import HOW_TO_MEASURE
 from gpulab.card.summary import summary_line
 
@@ -174,7 +174,7 @@ def render_html(card: Mapping[str, Any]) -> str:
         "card": card,
         "summary": summary_line(card),
         "sections": [
-            {"key": key, "title": title, "rows": _fact_rows(card[key], labels)}
+            {"key": key, "title": title, "rows": _fact_rows(card[key], labels), "absent": absent(card[key])}
             for key, title, labels in SECTIONS
         ],
         "run_at": timing.label(when.get("runAt"), timing.CURRENT).replace(" (this run)", ""),

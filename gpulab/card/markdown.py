@@ -60,6 +60,15 @@ SECTIONS: Final[tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]] = (
             ("node", "Node"),
         ),
     ),
+    (
+        "compute",
+        "Compute check",
+        (
+            ("result", "Result (vector add on the GPU)"),
+            ("phase", "Phase"),
+            ("image", "Image"),
+        ),
+    ),
 )
 
 
@@ -98,7 +107,15 @@ def _measured_cell(fact: Mapping[str, Any]) -> str:
     return f"**{text}**" if fresh in (timing.EARLIER_RUN, timing.UNKNOWN) else text
 
 
+def absent(section: Mapping[str, Any]) -> bool:
+    """Every fact of the section is missing from the outputs (a stack from before they existed)."""
+    facts = [f for f in section.values() if isinstance(f, Mapping) and "source" in f]
+    return bool(facts) and not any(f.get("known", True) for f in facts)
+
+
 def _facts_table(section: Mapping[str, Any], labels: Sequence[tuple[str, str]]) -> list[str]:
+    if absent(section):
+        return ["(not in this stack's outputs)"]
     lines = ["| Fact | Value | Measured | Output |", "| --- | --- | --- | --- |"]
     for key, label in labels:
         fact = section[key]

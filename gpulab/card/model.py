@@ -274,6 +274,8 @@ def build_card(
         tflops_section["freshness"] = when["groups"]["tflops"]["freshness"]
     f = facts.fact
     gpus = clean.get(o.HOST_GPUS)
+    # No compute Pod ran (computeCheck off): its facts are configuration, not measurements.
+    compute_group = "compute" if "compute" in when["groups"] else None
 
     eval_outputs = dict(clean)
     if tflops_section["status"] == "measured":
@@ -318,6 +320,11 @@ def build_card(
             "events": f(o.SMOKE_EVENTS, group="smoke"),
             "image": f(o.SMOKE_IMAGE),
             "node": f(o.SMOKE_NODE, group="smoke"),
+        },
+        "compute": {
+            "result": f(o.COMPUTE_RESULT, group=compute_group),
+            "phase": f(o.COMPUTE_PHASE, group=compute_group),
+            "image": f(o.COMPUTE_IMAGE),
         },
         "checklist": {
             "result": checklist.overall(items),

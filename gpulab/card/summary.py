@@ -38,22 +38,29 @@ def _marks(*facts: Mapping[str, Any]) -> str:
     return f" ({', '.join(marks)})" if marks else ""
 
 
-def _compute(tf: Mapping[str, Any]) -> str:
-    if tf.get("status") != "measured":
-        return "compute not tested"
-    rates = []
-    for dtype, r in (tf.get("results") or {}).items():
-        rate = r.get("tflops")
-        if isinstance(rate, (int, float)):
-            frac = r.get("fraction")
-            rates.append(f"{dtype} {rate:g}" + (f" ({frac:.0%} of peak)" if frac else ""))
-    text = "compute " + (", ".join(rates) + " TFLOP/s" if rates else "measured, no rate recorded")
-    return text + _marks({"simulated": tf.get("simulated"), "freshness": tf.get("freshness", timing.UNKNOWN)})
+def _compute(check: Mapping[str, Any], tf: Mapping[str, Any]) -> str:
+    """``compute passed``, TFLOP/s per dtype, both, or ``compute not tested``."""
+    parts = []
+    result = check.get("result") or {}
+    if result.get("known") and result.get("value") not in (None, timing.NOT_TESTED):
+        parts.append(f"compute {result['value']}{_marks(result)}")
+    if tf.get("status") == "measured":
+        rates = []
+        for dtype, r in (tf.get("results") or {}).items():
+            rate = r.get("tflops")
+            if isinstance(rate, (int, float)):
+                frac = r.get("fraction")
+                rates.append(f"{dtype} {rate:g}" + (f" ({frac:.0%} of peak)" if frac else ""))
+        text = ", ".join(rates) + " TFLOP/s" if rates else "TFLOPS measured, no rate recorded"
+        marks = _marks({"simulated": tf.get("simulated"), "freshness": tf.get("freshness", timing.UNKNOWN)})
+        parts.append(("" if parts else "compute ") + text + marks)
+    return ", ".join(parts) or "compute not tested"
 
 
 def summary_line(card: Mapping[str, Any]) -> str:
     """One line: GPUs allocatable vs physical, smoke phase, driver in the Pod vs the host,
-    compute (or ``compute not tested``), the checklist verdict, ``(simulated lab)``."""
+    compute (the compute check's result and/or TFLOP/s, or ``compute not tested``), the
+    checklist verdict, ``(simulated lab)``."""
     cluster, host, smoke = card["cluster"], card["host"], card["smoke"]
     alloc, count = cluster["allocatableGpus"], host["gpuCount"]
     pod_driver, host_driver = smoke["driverVersion"], host["driverVersion"]
@@ -62,7 +69,7 @@ def summary_line(card: Mapping[str, Any]) -> str:
         f"smoke {_value(smoke['phase'])}{_marks(smoke['phase'])}",
         f"driver {_value(pod_driver)} in Pod / {_value(host_driver)} on host"
         f"{_marks(pod_driver, host_driver)}",
-        _compute(card.get("measuredTflops") or {}),
+        _compute(card.get("compute") or {}, card.get("measuredTflops") or {}),
         f"checklist {card['checklist']['result']}" + (" (simulated lab)" if card.get("simulated") else ""),
     ]
     return "gpu-lab: " + "; ".join(parts)

@@ -35,8 +35,12 @@ GROUPS: Final[dict[str, tuple[str, str]]] = {
     "host": (o.RUN_AT, "host probe (GPUs, driver, max CUDA)"),
     "gate": (o.GATE_MEASURED_AT, "readiness gate (allocatable, ClusterPolicy, device plugin)"),
     "smoke": (o.SMOKE_MEASURED_AT, "smoke test (phase, driver and CUDA from its log, events)"),
-    "tflops": (o.TFLOPS_MEASURED_AT, "compute check (dense matmul TFLOP/s)"),
+    "compute": (o.COMPUTE_MEASURED_AT, "compute check (a CUDA kernel in a Pod)"),
+    "tflops": (o.TFLOPS_MEASURED_AT, "TFLOPS measurement (dense matmul)"),
 }
+
+#: ``computeResult`` when no compute Pod ran (``computeCheck`` off): nothing was measured.
+NOT_TESTED: Final = "not-tested"
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -62,7 +66,8 @@ def measurements(outputs: Mapping[str, Any], tflops: Mapping[str, Any] | None = 
     """The card's ``measurements`` section.
 
     ``tflops`` is the card's ``measuredTflops`` section: its group is there only when its
-    ``status`` is ``"measured"``, stamped with its ``measuredAt``.
+    ``status`` is ``"measured"``, stamped with its ``measuredAt``. The compute group is there
+    only when the outputs say a compute Pod ran (``computeResult`` other than ``not-tested``).
 
     Returns ``{"runAt": str|None, "groups": {group: {"measuredAt": str|None, "source": key,
     "what": str, "freshness": str}}}`` for the groups of :data:`GROUPS`. The host group has no
@@ -75,6 +80,10 @@ def measurements(outputs: Mapping[str, Any], tflops: Mapping[str, Any] | None = 
             if not tflops or tflops.get("status") != "measured":
                 continue
             stamp = tflops.get("measuredAt")
+        elif group == "compute":
+            if outputs.get(o.COMPUTE_RESULT) in (None, NOT_TESTED):
+                continue
+            stamp = outputs.get(key)
         elif group == "host":
             stamp = None if outputs.get(o.HOST_PROBE_SOURCE) == "off" else run_at
         else:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.daemonsets import _daemonset_diagnoses
 from gpulab.diagnose.fields import _creation, _name, _ns
+from gpulab.diagnose.mig import _mig_diagnoses
+from gpulab.diagnose.namespaces import _namespace_diagnoses
 from gpulab.diagnose.nodes import _allocatable_diagnoses, _node_diagnoses
 from gpulab.diagnose.pods import _pod_diagnoses
 from gpulab.diagnose.record import DEFAULT_PROFILE, Diagnosis, Json
@@ -30,6 +33,10 @@ def diagnose_cluster(
     expected_gpus: int | None = None,
     host_max_cuda: str | None = None,
     profile: str = DEFAULT_PROFILE,
+    mig_strategy: str = "none",
+    expected_mig: Mapping[str, int] | None = None,
+    namespaces: Sequence[Json] = (),
+    now: datetime | None = None,
 ) -> list[Diagnosis]:
     """Diagnose the lab's cluster state; return findings, the one to fix first first.
 
@@ -44,6 +51,13 @@ def diagnose_cluster(
         host_max_cuda: newest CUDA ``"X.Y"`` the host driver supports (nvidia-smi header),
             used when a start error gives no maximum.
         profile: minikube profile named in the fix commands.
+        mig_strategy: ``none``, ``single`` or ``mixed`` (:mod:`gpulab.mig`); under ``mixed``
+            the nodes' ``nvidia.com/mig-*`` resources are checked against ``expected_mig``
+            (``{"nvidia.com/mig-1g.18gb": 7}``, None: some > 0) instead of ``nvidia.com/gpu``.
+        namespaces: ``kubectl get ns -o json`` items; those ``Terminating`` are diagnosed
+            (:mod:`gpulab.diagnose.namespaces`).
+        now: when the state was read (aware datetime; default: now, UTC), for how long an
+            init container or a namespace has been stuck.
 
     Returns:
         Diagnoses ordered along the dependency chain (:mod:`gpulab.diagnose`), blocking before
@@ -57,13 +71,17 @@ def diagnose_cluster(
         logs=logs or {},
         host_max_cuda=host_max_cuda,
         profile=profile,
+        namespaces=list(namespaces),
+        now=now or datetime.now(UTC),
     )
-    pairs: list[tuple[Diagnosis, int]] = _node_diagnoses(ctx)
+    pairs: list[tuple[Diagnosis, int]] = [*_namespace_diagnoses(ctx), *_node_diagnoses(ctx)]
     gpu_pending: list[tuple[Json, str]] = []
     for pod in ctx.pods:
         pairs.extend(_pod_diagnoses(ctx, pod, gpu_pending))
     pairs.extend(_daemonset_diagnoses(ctx, [d for d, _ in pairs]))
-    pairs.extend(_allocatable_diagnoses(ctx, expected_gpus, gpu_pending))
+    pairs.extend(_mig_diagnoses(ctx, mig_strategy, expected_mig))
+    if mig_strategy != "mixed":  # mixed: the MIG resources are the GPUs (gpulab.diagnose.mig)
+        pairs.extend(_allocatable_diagnoses(ctx, expected_gpus, gpu_pending))
 
     ranked = [_Ranked(rank, i, d) for i, (d, rank) in enumerate(pairs)]
     ranked.sort(key=lambda r: (r.rank, r.seq))

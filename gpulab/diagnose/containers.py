@@ -1,11 +1,19 @@
-"""Containers that fail to run: crash loops and start errors (``device-plugin-crashloop``,
-``dcgm-exporter-failing``, ``pod-crashloop``) and image pulls (``image-pull-failed``)."""
+"""Containers that fail to run: crash loops, start errors and containers that terminated
+with an error (``device-plugin-crashloop``, ``dcgm-exporter-failing``, ``validator-stuck``,
+``pod-crashloop``) and image pulls (``image-pull-failed``).
+
+The container's log, its status messages and its Pod's events are searched for the known
+messages of :mod:`gpulab.diagnose.messages`; a match names the cause and its fix, and its id
+becomes the diagnosis' ``variant``. Without a match the row says the container fails and
+quotes the last log line.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from gpulab import fixes
+from gpulab.diagnose import messages
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import (
     _container_image,
@@ -17,14 +25,50 @@ from gpulab.diagnose.fields import (
     _pod_obj,
     _status_texts,
 )
-from gpulab.diagnose.patterns import _DCGM_PROFILING_RE, _NVML_RE
 from gpulab.diagnose.record import Diagnosis, Json
-from gpulab.diagnose.roles import _NON_BLOCKING_RANK, _ROLE_RANK
+from gpulab.diagnose.roles import _NON_BLOCKING_RANK, _ROLE_RANK, _init_rank
+from gpulab.names import OPERATOR_NAMESPACE, TOOLKIT_DS
+
+#: The row a known message gets, by the failing pod's role (else ``pod-crashloop``).
+_ROW_BY_ROLE = {"device-plugin": "device-plugin-crashloop", "validator": "validator-stuck"}
+
+
+def _fix_args(ctx: _Ctx, pod: Json, container: str) -> messages.FixArgs:
+    toolkit = ctx.daemonset(TOOLKIT_DS)
+    return messages.FixArgs(
+        namespace=_ns(pod),
+        pod=_name(pod),
+        container=container,
+        image=_container_image(pod, container) or "?",
+        operator_namespace=_ns(toolkit) if toolkit is not None else OPERATOR_NAMESPACE,
+        profile=ctx.profile,
+        host_max_cuda=ctx.host_max_cuda,
+    )
+
+
+def _known(
+    ctx: _Ctx, pod: Json, container: str, texts: Sequence[str]
+) -> tuple[messages.KnownMessage, str, str] | None:
+    """The known message in ``texts``, the line quoting it and its fix, or None."""
+    hit = messages.find(texts)
+    if hit is None:
+        return None
+    message, line = hit
+    return message, line, message.fix(_fix_args(ctx, pod, container))
 
 
 def _crash_diagnosis(
-    ctx: _Ctx, pod: Json, role: str, cs: Json, reason: str, events: Sequence[Json]
+    ctx: _Ctx,
+    pod: Json,
+    role: str,
+    cs: Json,
+    reason: str,
+    events: Sequence[Json],
+    *,
+    init: bool = False,
 ) -> tuple[Diagnosis, int]:
+    """A container that crash-loops, cannot start, or terminated with an error (``init``: one
+    of the pod's init containers), as ``(Diagnosis, rank)``."""
     cname = str(cs.get("name") or "?")
     ns, name = _ns(pod), _name(pod)
     log = ctx.log(pod, cname)
@@ -33,75 +77,82 @@ def _crash_diagnosis(
     last_term = _get(cs, "lastState", "terminated") or _get(cs, "state", "terminated") or {}
     exit_code = last_term.get("exitCode")
     line = _last_line(log) or _last_line(str(last_term.get("message") or "")) or ""
-    evidence = f"last log line: {line}" if line else "no log line given"
     summary = f"{reason}, {restarts} restart(s)" + (
         f", last exit code {exit_code}" if exit_code is not None else ""
     )
-    prev_logs = f"kubectl -n {ns} logs {name} -c {cname} --previous"
-    rank = _ROLE_RANK.get(role, _ROLE_RANK["workload"])
+    prev_logs = f"kubectl -n {ns} logs {name} -c {cname}" + (" --previous" if restarts else "")
+    rank = _init_rank(role, cname) if init else _ROLE_RANK.get(role, _ROLE_RANK["workload"])
+    known = _known(ctx, pod, cname, texts)
+    what = f"{'init ' if init else ''}container {cname}"
 
+    if role == "dcgm-exporter":
+        cause = f": {known[0].cause}" if known else ""
+        return (
+            Diagnosis(
+                row="dcgm-exporter-failing",
+                object=_pod_obj(pod, cname),
+                reason=f"DCGM exporter failing ({summary}){cause}; the lab does not need it "
+                "(metrics only), so it is reported, not blocking",
+                detail=_one_line(f"log: {known[1]}" if known else _evidence(line)),
+                fix=f"{prev_logs}; "
+                + (known[2] if known else "switch the exporter off: pulumi config set dcgmExporter false"),
+                blocking=False,
+                variant=known[0].id if known else "other",
+            ),
+            _ROLE_RANK["operand"] + _NON_BLOCKING_RANK,
+        )
+    if known is not None:
+        message, quoted, fix = known
+        return (
+            Diagnosis(
+                row=_ROW_BY_ROLE.get(role, "pod-crashloop"),
+                object=_pod_obj(pod, cname),
+                reason=f"{what} fails ({summary}): {message.cause}",
+                detail=_one_line(f"log: {quoted}"),
+                fix=f"{fix}; {prev_logs}",
+                variant=message.id,
+            ),
+            rank,
+        )
     if role == "device-plugin":
-        nvml = next((m for t in texts if (m := _NVML_RE.search(t))), None)
-        if nvml is not None:
-            nvml_line = next((t for t in log.splitlines() if _NVML_RE.search(t)), "")
-            return (
-                Diagnosis(
-                    row="device-plugin-crashloop",
-                    object=_pod_obj(pod, cname),
-                    reason=f"device plugin cannot load NVML ({summary}): the container runtime "
-                    "does not inject the driver libraries into the plugin's container",
-                    detail=_one_line(nvml_line or evidence),
-                    fix=f"on the host: {fixes.docker_gpus()}; then restart the node "
-                    f"(minikube -p {ctx.profile} stop && pulumi up) and check "
-                    f"{fixes.device_plugin_logs(ns)}",
-                    variant="nvml-not-injected",
-                ),
-                rank,
-            )
         return (
             Diagnosis(
                 row="device-plugin-crashloop",
                 object=_pod_obj(pod, cname),
                 reason=f"device plugin keeps restarting ({summary})",
-                detail=_one_line(evidence),
+                detail=_one_line(_evidence(line)),
                 fix=f"{prev_logs}; check the node sees the GPU: {fixes.node_nvidia_smi(ctx.profile)}",
                 variant="other",
             ),
             rank,
         )
-    if role == "dcgm-exporter":
-        prof = any(_DCGM_PROFILING_RE.search(t) for t in texts)
+    if role == "validator":
         return (
             Diagnosis(
-                row="dcgm-exporter-failing",
+                row="validator-stuck",
                 object=_pod_obj(pod, cname),
-                reason=f"DCGM exporter failing ({summary})"
-                + (": profiling metrics not supported on this GPU" if prof else "")
-                + "; the lab does not need it (metrics only), so it is reported, not blocking",
-                detail=_one_line(evidence),
-                fix=f"{prev_logs}; "
-                + (
-                    "drop the DCGM_FI_PROF_* (profiling) metrics from the exporter's metrics CSV, or "
-                    if prof
-                    else ""
-                )
-                + "switch the exporter off: pulumi config set dcgmExporter false && pulumi up",
-                blocking=False,
-                variant="profiling-unsupported" if prof else "other",
+                reason=f"validator {what} fails ({summary})",
+                detail=_one_line(_evidence(line)),
+                fix=fixes.validator_init(cname, ns, name, ctx.profile),
+                variant=cname,
             ),
-            _ROLE_RANK["operand"] + _NON_BLOCKING_RANK,
+            rank,
         )
     return (
         Diagnosis(
             row="pod-crashloop",
             object=_pod_obj(pod, cname),
-            reason=f"container {cname} is failing ({summary})",
-            detail=_one_line(evidence),
+            reason=f"{what} is failing ({summary})",
+            detail=_one_line(_evidence(line)),
             fix=f"{prev_logs}; kubectl -n {ns} describe pod {name}",
             variant=reason,
         ),
         rank,
     )
+
+
+def _evidence(line: str) -> str:
+    return f"last log line: {line}" if line else "no log line given"
 
 
 def _pull_diagnosis(ctx: _Ctx, pod: Json, role: str, cs: Json, rank: int) -> tuple[Diagnosis, int]:

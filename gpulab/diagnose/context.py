@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from gpulab.diagnose.fields import _event_time, _get, _name, _ns
 from gpulab.diagnose.record import Json
@@ -18,6 +19,10 @@ class _Ctx:
     logs: Mapping[str, str]
     host_max_cuda: str | None
     profile: str
+    #: Terminating namespaces (``kubectl get ns -o json`` items).
+    namespaces: list[Json] = field(default_factory=list)
+    #: When the state was read (aware UTC), for how long something has been stuck.
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def pod_events(self, pod: Json) -> list[Json]:
         ns, name = _ns(pod), _name(pod)

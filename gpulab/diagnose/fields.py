@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from gpulab.diagnose.record import Json
@@ -94,3 +95,35 @@ def _status_texts(cs: Json) -> list[str]:
         if value:
             texts.append(str(value))
     return texts
+
+
+def _parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp as the API server writes it (``"2026-11-29T10:01:00Z"``, maybe
+    with fractions or an offset) as an aware UTC datetime; None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _duration(seconds: float) -> str:
+    """``"2h 5m"``, ``"14m 5s"``, ``"40s"``: whole seconds, the two largest units."""
+    total = max(0, int(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
+    while len(parts) > 1 and parts[0][0] == 0:
+        parts.pop(0)
+    return " ".join(f"{n}{unit}" for n, unit in parts[:2])
+
+
+def _condition(obj: Json, kind: str) -> Json | None:
+    """The status condition of type ``kind`` (``"Initialized"``, ``"Ready"``...), or None."""
+    for cond in _get(obj, "status", "conditions") or []:
+        if isinstance(cond, Mapping) and cond.get("type") == kind:
+            return cond
+    return None

@@ -10,7 +10,7 @@ from gpulab.diagnose.fields import _ds_ready, _get, _name, _ns, _one_line, _pod_
 from gpulab.diagnose.gpus import gpu_holders, gpu_request
 from gpulab.diagnose.record import GPU_RESOURCE, Diagnosis, Json
 from gpulab.diagnose.roles import _ROLE_RANK
-from gpulab.names import OPERATOR_NAMESPACE
+from gpulab.names import OPERATOR_NAMESPACE, SIMULATED_ANNOTATION
 
 
 def _node_ready(node: Json) -> tuple[bool, str]:
@@ -19,6 +19,13 @@ def _node_ready(node: Json) -> tuple[bool, str]:
             ok = cond.get("status") == "True"
             return ok, str(cond.get("message") or cond.get("reason") or "")
     return True, ""
+
+
+def _all_simulated(nodes: list[Json]) -> bool:
+    """Every node is one the simulated lab made (annotated ``gpulab.dev/simulated``)."""
+    return bool(nodes) and all(
+        (_get(n, "metadata", "annotations") or {}).get(SIMULATED_ANNOTATION) == "true" for n in nodes
+    )
 
 
 def _node_diagnoses(ctx: _Ctx) -> list[tuple[Diagnosis, int]]:
@@ -81,7 +88,12 @@ def _allocatable_diagnoses(
                     object=obj,
                     reason=f"device plugin not registered: no node has {GPU_RESOURCE} in status.allocatable",
                     detail=(plugin_state or "no device-plugin DaemonSet given") + pending_note,
-                    fix=fixes.allocatable(ctx.profile, plugin_logs),
+                    # A kwok node advertises what the sim lab wrote (simGpus), not what a plugin found.
+                    fix=(
+                        f"simulated lab: {fixes.sim_allocatable()}"
+                        if _all_simulated(ctx.nodes)
+                        else fixes.allocatable(ctx.profile, plugin_logs)
+                    ),
                     variant="not-registered",
                 ),
                 rank,

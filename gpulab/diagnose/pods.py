@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpulab import fixes
-from gpulab.diagnose.containers import _crash_diagnosis, _pull_diagnosis
+from gpulab.diagnose.containers import _crash_diagnosis, _known, _pull_diagnosis
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _get, _last_line, _name, _ns, _one_line, _pod_obj, _status_texts
 from gpulab.diagnose.init_containers import _init_blocked
@@ -92,11 +92,13 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
         if term is not None and term.get("exitCode") == 0:
             continue
         waiting_reason = _get(cs, "state", "waiting", "reason")
-        cuda_hit = _cuda_diagnosis(ctx, pod, str(cs.get("name")), [*_status_texts(cs), *event_texts], rank)
+        cname = str(cs.get("name") or "?")
+        texts = [ctx.log(pod, cname), *_status_texts(cs), *event_texts]
+        cuda_hit = _cuda_diagnosis(ctx, pod, cname, texts, rank)
         if cuda_hit is not None:
             out.append(cuda_hit)
         elif waiting_reason in _CRASH_REASONS or (term is not None and term.get("exitCode")):
-            out.append(_crash_diagnosis(ctx, pod, role, cs, waiting_reason or "Error", events))
+            out.append(_crash_diagnosis(ctx, pod, role, cs, waiting_reason or "Error", events, init=True))
         elif waiting_reason in _PULL_REASONS:
             out.append(_pull_diagnosis(ctx, pod, role, cs, rank))
         else:
@@ -108,7 +110,9 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
         waiting = _get(cs, "state", "waiting") or {}
         wreason = waiting.get("reason")
         term = _get(cs, "state", "terminated")
-        cuda_hit = _cuda_diagnosis(ctx, pod, cname, [*_status_texts(cs), *event_texts], rank)
+        cuda_hit = _cuda_diagnosis(
+            ctx, pod, cname, [ctx.log(pod, cname), *_status_texts(cs), *event_texts], rank
+        )
         if cuda_hit is not None:
             out.append(cuda_hit)
             continue
@@ -146,6 +150,8 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
         reason = _get(pod, "status", "reason") or "Failed"
         message = _get(pod, "status", "message") or ""
         gpu_admission = GPU_RESOURCE in str(message) or reason == "UnexpectedAdmissionError"
+        # The validator's workload Pods fail this way when another Pod holds the GPU.
+        known = _known(ctx, pod, "", [str(message)]) if role == "validator" else None
         return [
             (
                 Diagnosis(
@@ -153,7 +159,8 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
                     object=_pod_obj(pod),
                     reason=f"phase Failed ({reason})",
                     detail=_one_line(str(message) or "no status message"),
-                    fix=(
+                    fix=(f"{known[2]}; " if known else "")
+                    + (
                         "the kubelet refused the GPU at admission (devices unhealthy or gone): "
                         f"{fixes.device_plugin_logs(ns)}; {fixes.node_nvidia_smi(ctx.profile)}; "
                         if gpu_admission

@@ -12,6 +12,9 @@ from gpulab.names import DEVICE_PLUGIN_DS, TOOLKIT_DS
 # (role, prefix) in match order: longer, more specific prefixes first.
 _ROLE_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
     ("validator", "nvidia-operator-validator"),
+    # The workload Pods the validator starts (cuda-validation, plugin-validation).
+    ("validator", "nvidia-cuda-validator"),
+    ("validator", "nvidia-device-plugin-validator"),
     ("device-plugin", DEVICE_PLUGIN_DS),
     ("toolkit", TOOLKIT_DS),
     ("dcgm-exporter", "nvidia-dcgm-exporter"),
@@ -36,6 +39,17 @@ _ROLE_RANK: Final = {
     "workload": 80,
 }
 _NON_BLOCKING_RANK: Final = 1000
+
+
+def _init_rank(role: str, container: str) -> int:
+    """The rank of a pod's unfinished init container: the validator's driver and toolkit steps
+    sit early in the chain (everything waits on them), its other steps after the plugin."""
+    if role == "validator":
+        return {
+            "driver-validation": _ROLE_RANK["validator-driver"],
+            "toolkit-validation": _ROLE_RANK["validator-toolkit"],
+        }.get(container, _ROLE_RANK["validator"])
+    return _ROLE_RANK.get(role, _ROLE_RANK["operand"])
 
 
 def _role_of_name(name: str, app: str | None = None) -> str:

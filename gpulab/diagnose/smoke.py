@@ -5,8 +5,11 @@ operand stuck the same way reads ``pod-container-creating``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from gpulab import cuda, fixes
+from gpulab.diagnose import messages
+from gpulab.diagnose.containers import _known
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import (
     _container_image,
@@ -21,12 +24,24 @@ from gpulab.diagnose.fields import (
 from gpulab.diagnose.patterns import _CUDA_COND_RE, _DRIVER_MAX_RE
 from gpulab.diagnose.record import Diagnosis, Json
 from gpulab.diagnose.roles import _NON_BLOCKING_RANK, _role
-from gpulab.names import OPERATOR_NAMESPACE, TOOLKIT_DS
+from gpulab.names import COMPUTE_POD, OPERATOR_NAMESPACE, SMOKE_POD, TOOLKIT_DS
+
+#: The config key of a lab Pod's image, named in the fix (other workloads: the smoke image's).
+_IMAGE_KEYS: Final = {SMOKE_POD: "smokeImage", COMPUTE_POD: "computeImage"}
+
+
+#: Messages that say the image's CUDA is newer than the driver without naming the version.
+_CUDA_TOO_NEW: Final = ("cuda-driver-insufficient", "forward-compat-unsupported")
 
 
 def _cuda_diagnosis(
     ctx: _Ctx, pod: Json, container: str, texts: Sequence[str], rank: int
 ) -> tuple[Diagnosis, int] | None:
+    """``cuda-image-newer-than-driver`` when ``texts`` (status and event messages, the log)
+    say the image needs a newer CUDA than the host driver supports: the runtime's
+    ``unsatisfied condition: cuda>=X.Y`` (variant ``cuda-X.Y``), or the CUDA runtime's
+    ``CUDA driver version is insufficient`` / ``forward compatibility was attempted on non
+    supported HW`` (variant: that message's id, the version from the image tag)."""
     match = None
     evidence = ""
     for text in texts:
@@ -34,27 +49,37 @@ def _cuda_diagnosis(
         if match:
             evidence = text
             break
-    if match is None:
-        return None
-    need = match.group(1)
     image = _container_image(pod, container) or "?"
+    variant = ""
+    if match is not None:
+        need: str | None = match.group(1)
+        variant = f"cuda-{need}"
+    else:
+        hit = messages.find(texts, kinds=("host-driver",))
+        if hit is None or hit[0].id not in _CUDA_TOO_NEW:
+            return None
+        variant, evidence, need = hit[0].id, hit[1], cuda.image_cuda_version(image)
     image_cuda = cuda.image_cuda_version(image) or need
     max_match = _DRIVER_MAX_RE.search(evidence)
     host_max = max_match.group(1) if max_match else ctx.host_max_cuda
-    parts = [f"image {image} needs CUDA >= {need}"]
+    parts = [f"image {image} needs CUDA >= {need}" if need else f"the CUDA in image {image} is too new"]
     if image_cuda != need:
         parts.append(f"(its tag says CUDA {image_cuda})")
     if host_max:
         parts.append(f"but the host driver supports CUDA <= {host_max}")
     else:
         parts.append("but the host driver supports an older CUDA (max unknown here)")
+    if _role(pod) == "validator":
+        fix = fixes.operand_cuda(image, need, host_max)
+    else:
+        fix = fixes.cuda_image(image, need, host_max, key=_IMAGE_KEYS.get(_name(pod), "smokeImage"))
     diag = Diagnosis(
         row="cuda-image-newer-than-driver",
         object=_pod_obj(pod, container),
         reason=" ".join(parts),
         detail=_one_line(evidence),
-        fix=fixes.cuda_image(image, need, host_max),
-        variant=f"cuda-{need}",
+        fix=fix,
+        variant=variant,
     )
     return diag, rank
 
@@ -108,6 +133,21 @@ def _creating_diagnosis(
                 ),
                 rank + (_NON_BLOCKING_RANK if non_blocking else 0),
             )
+    known = _known(ctx, pod, container or "", [str(e.get("message") or "") for e in warnings])
+    if known is not None:
+        message, quoted, fix = known
+        return (
+            Diagnosis(
+                row=row,
+                object=_pod_obj(pod, container),
+                reason=f"stuck in ContainerCreating: {message.cause}",
+                detail=_one_line(quoted),
+                fix=f"{fix}; kubectl -n {ns} describe pod {name} (Events)",
+                blocking=not non_blocking,
+                variant=message.id,
+            ),
+            rank + (_NON_BLOCKING_RANK if non_blocking else 0),
+        )
     return (
         Diagnosis(
             row=row,

@@ -5,7 +5,8 @@ Through ``scripts/lab`` (what the make targets run) in a throwaway copy of the p
 1. ``up``: the lab is built, the card written (md, json, html), the last line the summary;
 2. ``verify``: only the gate, the smoke Pod and its check are replaced (URN create times,
    the Pod's UID), every other resource is untouched, and the card's measurement times are
-   newer and all "current";
+   newer and all "current"; then a no-op ``up``: the gate's and smoke test's facts are flagged
+   as an earlier run's (card, summary, HTML);
 3. secrets planted where a bundle would pick them up (a stack secret config value, a
    Kubernetes Secret, a Pod's env and annotations, an event), then ``debug-bundle``: the
    archive has the lab's objects and the smoke Pod's log, and none of the secrets;
@@ -107,11 +108,8 @@ def _lab_verify_bundle(project: Project) -> None:
     for name in (n for n in set(after) - REPLACED if after[n].get("custom")):  # components mirror them
         assert _plain(after[name].get("outputs")) == _plain(before[name].get("outputs")), f"{name} changed"
         assert after[name].get("modified") == before[name].get("modified"), f"{name} was updated"
-    uid = {
-        n: r["outputs"]["metadata"]["uid"]
-        for n, r in ((n, d["smoke-pod"]) for n, d in (("b", before), ("a", after)))
-    }
-    assert uid["a"] != uid["b"], "the smoke Pod must be a fresh one"
+    uids = [state["smoke-pod"]["outputs"]["metadata"]["uid"] for state in (before, after)]
+    assert uids[0] != uids[1], "the smoke Pod must be a fresh one"
 
     card = json.loads((project.dir / "baseline-card.json").read_text())
     for group in ("host", "gate", "smoke"):
@@ -121,6 +119,19 @@ def _lab_verify_bundle(project: Project) -> None:
     o = project.outputs("sim")
     assert o[out.SMOKE_MEASURED_AT] == card["smoke"]["phase"]["measuredAt"]
     assert o[out.GATE_MEASURED_AT] >= o[out.RUN_AT]
+
+    # A no-op `make lab` re-runs neither the gate nor the smoke check: their facts are then
+    # an earlier run's, and the card and the summary say so.
+    time.sleep(1.2)
+    lines = _ok(project.lab("up"), "scripts/lab up (no-op)")
+    assert "smoke Succeeded (simulated, earlier run)" in lines[-1], lines[-1]
+    stale = json.loads((project.dir / "baseline-card.json").read_text())["measurements"]["groups"]
+    assert {g: m["freshness"] for g, m in stale.items()} == {
+        "host": "current",
+        "gate": "earlier-run",
+        "smoke": "earlier-run",
+    }
+    assert stale["smoke"]["measuredAt"] == card["measurements"]["groups"]["smoke"]["measuredAt"]
 
     kubeconfig = json.loads(
         project.pulumi("stack", "output", "--json", "--show-secrets", "--stack", "sim").stdout
@@ -257,5 +268,7 @@ def _html(project: Project) -> None:
     dom = chromium.dump_dom(page)
     for item in card["checklist"]["items"]:
         assert f'data-item="{item["id"]}"' in dom
-    assert 'id="simulated-banner"' in dom and 'id="stale-banner"' not in dom
+    # After the no-op up: the gate's and the smoke test's facts are flagged as an earlier run's.
+    assert 'id="simulated-banner"' in dom and 'id="stale-banner"' in dom
+    assert 'data-source="smokePhase" data-freshness="earlier-run"' in dom
     assert Path(png).is_file()

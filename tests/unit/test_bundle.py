@@ -109,3 +109,27 @@ def test_cli_without_a_stack_is_a_usage_error(
     monkeypatch.delenv("GPULAB_STACK", raising=False)
     assert bundle.main([]) == 2
     assert "no stack" in capsys.readouterr().err
+
+
+def test_helm_release_status_without_values() -> None:
+    import base64
+    import gzip
+
+    release = {
+        "name": "gpu-operator",
+        "namespace": "gpu-operator",
+        "version": 2,
+        "info": {"status": "deployed", "description": "Upgrade complete", "last_deployed": "2026-12-01"},
+        "chart": {"metadata": {"name": "gpu-operator", "version": "v26.7.0", "appVersion": "v26.7.0"}},
+        "config": {"ngc": {"apiKey": SENTINEL}},
+        "manifest": "kind: Secret\n",
+    }
+    stored = base64.b64encode(gzip.compress(json.dumps(release).encode()))  # what Helm writes
+    secret = {
+        "metadata": {"labels": {"name": "gpu-operator", "version": "2", "status": "deployed"}},
+        "data": {"release": base64.b64encode(stored).decode()},  # how the API returns it
+    }
+    status = bundle._helm_release(secret)
+    assert status["revision"] == 2 and status["info"]["status"] == "deployed"
+    assert status["chart"] == {"name": "gpu-operator", "version": "v26.7.0", "appVersion": "v26.7.0"}
+    assert SENTINEL not in json.dumps(status) and "manifest" not in status and "config" not in status

@@ -33,9 +33,12 @@ def test_gate_and_smoke_pod_only() -> None:
     assert verify.targets(deployment(*OTHERS, GATE, SMOKE)) == {"gate": GATE, "smoke": SMOKE}
 
 
-def test_compute_pod_when_the_stack_has_one() -> None:
-    found = verify.targets(deployment(*OTHERS, GATE, SMOKE, BENCH))
-    assert found == {"gate": GATE, "smoke": SMOKE, "compute": BENCH}
+def test_compute_pods_when_the_stack_has_them() -> None:
+    compute = f"{PREFIX}$gpulab:compute:ComputeCheck$kubernetes:core/v1:Pod::compute-pod"
+    found = verify.targets(deployment(SMOKE, *OTHERS, BENCH, compute, GATE))
+    assert found == {"gate": GATE, "smoke": SMOKE, "benchmark": BENCH, "compute": compute}
+    assert list(found) == ["gate", "smoke", "benchmark", "compute"]
+    assert verify.said("compute") == "the compute check (a fresh compute Pod)"
 
 
 def test_a_resource_pending_deletion_is_not_the_lab() -> None:
@@ -57,7 +60,10 @@ def test_cli_prints_urns_and_what_it_reruns(
     assert verify.main(["targets"]) == 0
     out, err = capsys.readouterr()
     assert out.splitlines() == [GATE, SMOKE, BENCH]
-    assert "the readiness gate, the smoke test (a fresh smoke Pod) and the compute check" in err
+    assert (
+        "re-running the readiness gate, the smoke test (a fresh smoke Pod) and the TFLOPS benchmark "
+        "(a fresh benchmark Pod) against the running lab" in err
+    )
     assert "nothing else is replaced" in err
 
 

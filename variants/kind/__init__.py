@@ -26,6 +26,7 @@ class Kind(Variant):
 
     name = "kind"
     node_runtime = "containerd"
+    runtime_injects_gpus = True  # the host's toolkit, in nvkind's way (variants/kind/ctl.py)
     tools = (
         Tool("kind", "install kind >= v0.30.0 (https://kind.sigs.k8s.io/docs/user/quick-start/)"),
         Tool("docker", "install Docker Engine and the NVIDIA container toolkit"),
@@ -55,8 +56,8 @@ class Kind(Variant):
             )
         return {}
 
-    def operator_toolkit(self, requested: bool) -> bool:
-        # The host's toolkit injects the GPUs into the node (nvkind).
+    def operator_toolkit(self, requested: bool | None) -> bool:
+        # The host's toolkit injects the GPUs into the node (nvkind); true is refused in resolve.
         return False
 
     def runtime_class(self, cfg: LabConfig) -> str | None:

@@ -28,6 +28,11 @@ class Minikube(Variant):
 
     name = "minikube"
     node_runtime = "docker"  # the lab always starts minikube with --container-runtime=docker
+    # `--gpus=all`: minikube writes the node's /etc/docker/daemon.json with default-runtime
+    # nvidia (/usr/bin/nvidia-container-runtime, preinstalled in its kicbase image since
+    # v1.32): minikube pkg/minikube/cruntime/docker.go, configureDocker. The operator's
+    # toolkit would configure a second runtime in the node; off unless gpu-lab:toolkit=true.
+    runtime_injects_gpus = True
     tools = (Tool("minikube", "install minikube >= 1.32"), Tool("kubectl", "install kubectl"))
     steps: ClassVar = {"up": "minikube-start", "addon": "minikube-addon"}
     exclusive_settings = (("devicePluginOwner", "minikube-addon"),)

@@ -43,7 +43,9 @@ class Sim(Variant):
         sim_gpus, replicas, smoke_gpus = (
             int(str(get(k))) for k in ("simGpus", "timeSlicingReplicas", "smokeGpus")
         )
-        if smoke_gpus > sim_gpus * replicas:
+        # simGpus=0 is the node without GPUs the gate must refuse (it fails before the smoke Pod);
+        # with simMigDevices the smoke Pod's resource is checked against the MIG plan instead.
+        if sim_gpus and not get("simMigDevices") and smoke_gpus > sim_gpus * replicas:
             # The scheduler would leave the Pod Pending until smokeTimeoutSeconds: say it now.
             problems.append(
                 f"gpu-lab:smokeGpus={smoke_gpus} is more than the simulated node offers "
@@ -64,7 +66,18 @@ class Sim(Variant):
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.sim.component import SimArgs, SimCluster
 
-        return SimCluster("sim", SimArgs(gpus=cfg.sim_gpus, **self.named_cluster(cfg)), opts)
+        return SimCluster(
+            "sim",
+            SimArgs(
+                gpus=cfg.sim_gpus,
+                replicas=cfg.operator.time_slicing_replicas,
+                mig_devices=cfg.gpu.sim_mig_devices,
+                mig_strategy=cfg.gpu.mig_strategy,
+                capture=cfg.effective_capture,
+                **self.named_cluster(cfg),
+            ),
+            opts,
+        )
 
     def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
         workdir = root / self.workdir(profile)

@@ -15,18 +15,25 @@ from dataclasses import dataclass
 import pulumi
 
 from components.cluster import CommandCluster
-from gpulab import names
+from gpulab import mig, names
 
 
 @dataclass(frozen=True)
 class SimArgs:
-    """Inputs: ``name`` (validated safe cluster name), ``gpus`` on the kwok node,
-    ``workdir`` (relative to the project directory), ``timeout_seconds``."""
+    """Inputs: ``name`` (validated safe cluster name), ``gpus`` on the kwok node (0: it
+    advertises no ``nvidia.com/gpu``), ``workdir`` (relative to the project directory),
+    ``timeout_seconds``; ``replicas`` (time-slicing: the node advertises GPUs x replicas),
+    ``mig_devices`` (``(("1g.18gb", 7),)``: the GPUs' MIG devices) under ``mig_strategy``,
+    ``capture`` (the nvidia-smi capture served as the smoke Pod's log; None: by ``gpus``)."""
 
     name: str
     gpus: int
     workdir: str
     timeout_seconds: int = 600
+    replicas: int = 1
+    mig_devices: tuple[tuple[str, int], ...] = ()
+    mig_strategy: str = "none"
+    capture: str | None = None
     log_namespace: str = names.WORKLOAD_NAMESPACE
     log_pod: str = names.SMOKE_POD
 
@@ -46,9 +53,27 @@ class SimCluster(CommandCluster):
             name,
             ctl="variants.sim.ctl",
             where=["--name", args.name, "--workdir", args.workdir],
-            up=["--gpus", str(args.gpus), "--log-namespace", args.log_namespace, "--log-pod", args.log_pod],
-            # Another name, directory or GPU count is another cluster (same name: delete first).
-            triggers=[args.name, args.workdir, args.gpus],
+            up=[
+                "--gpus",
+                str(args.gpus),
+                "--log-namespace",
+                args.log_namespace,
+                "--log-pod",
+                args.log_pod,
+                *(["--replicas", str(args.replicas)] if args.replicas != 1 else []),
+                *(["--mig", mig.format_devices(dict(args.mig_devices))] if args.mig_devices else []),
+                *(["--mig-strategy", args.mig_strategy] if args.mig_devices else []),
+                *(["--capture", args.capture] if args.capture else []),
+            ],
+            # Another name, directory or node (GPUs, MIG) is another cluster (same name: delete first).
+            triggers=[
+                args.name,
+                args.workdir,
+                args.gpus,
+                *([args.replicas, mig.format_devices(dict(args.mig_devices)), args.mig_strategy]
+                  if args.replicas != 1 or args.mig_devices
+                  else []),
+            ],
             timeout=args.timeout_seconds,
             opts=opts,
         )

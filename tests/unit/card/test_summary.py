@@ -85,3 +85,42 @@ def test_cli_usage_error_exits_2_without_a_summary(capsys: pytest.CaptureFixture
     assert card.main(["--outputs", str(DATA / "nope.json")]) == 2
     out = capsys.readouterr().out
     assert "gpu-lab: GPUs" not in out
+
+
+def with_compute(outputs: dict[str, Any], result: str, at: str | None) -> dict[str, Any]:
+    outputs.update(
+        {
+            o.COMPUTE_RESULT: result,
+            o.COMPUTE_PHASE: "Succeeded" if result == "passed" else None,
+            o.COMPUTE_IMAGE: "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
+            o.COMPUTE_MEASURED_AT: at,
+        }
+    )
+    return outputs
+
+
+def test_compute_check_passed_with_and_without_tflops(real: dict[str, Any]) -> None:
+    with_compute(real, "passed", "2026-11-29T23:32:30+00:00")
+    c = card.build_card(real, now=NOW)
+    assert c["compute"]["result"]["freshness"] == "current"
+    assert "; compute passed; checklist pass" in summary_line(c)
+    line = summary_line(card.build_card(real, tflops=tflops_fixture(), now=NOW))
+    assert "; compute passed, bf16 578.7 (58% of peak), " in line
+    assert "| Result (vector add on the GPU) | passed | 2026-11-29 23:32:30 UTC (this run) |" in (
+        card.render_markdown(c)
+    )
+
+
+def test_compute_check_from_an_earlier_run(real: dict[str, Any]) -> None:
+    with_compute(real, "passed", "2026-11-29T23:32:30+00:00")
+    real[o.RUN_AT] = "2026-11-30T06:00:00+00:00"
+    c = card.build_card(real, now=NOW)
+    assert "compute" in c["measurements"]["groups"]
+    assert "; compute passed (earlier run); " in summary_line(c)
+
+
+def test_compute_check_off_is_not_tested(sim: dict[str, Any]) -> None:
+    c = card.build_card(with_compute(sim, "not-tested", None), now=NOW)
+    assert "compute" not in c["measurements"]["groups"]
+    assert c["compute"]["result"]["freshness"] == "configured"
+    assert "; compute not tested; " in summary_line(c)

@@ -50,6 +50,7 @@ from variants.sim.ctl.render import (
     CaptureInfo,
     capture_name,
     load_capture,
+    load_vectoradd,
     node_names,
     parse_capture,
     render_cri_log,
@@ -155,6 +156,7 @@ def _config_for(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str) 
         log_namespaces=opts.log_namespaces,
         log_pods=opts.log_pods,
         apiserver_advertise_address=opts.apiserver_advertise_address,
+        compute_log_file=paths.compute_log_file,
     )
 
 
@@ -366,6 +368,9 @@ def up(opts: UpOptions) -> dict[str, Any]:
     paths.log_file.parent.mkdir(parents=True, exist_ok=True)
     # Rewritten on every up: the capture follows --gpus, and kwok reads the file per request.
     paths.log_file.write_text(render_cri_log(capture, dt.datetime.now(dt.UTC)), encoding="utf-8")
+    paths.compute_log_file.write_text(
+        render_cri_log(load_vectoradd(), dt.datetime.now(dt.UTC)), encoding="utf-8"
+    )
 
     reuse = False
     if paths.cluster_dir.exists():

@@ -89,6 +89,11 @@ class Paths:
         return self.workdir / "logs" / "nvidia-smi.log"
 
     @property
+    def compute_log_file(self) -> Path:
+        """The compute Pod's log (the vectorAdd sample's output, marked simulated)."""
+        return self.workdir / "logs" / "vectoradd.log"
+
+    @property
     def kubeconfig(self) -> Path:
         return self.workdir / "kubeconfig.yaml"
 
