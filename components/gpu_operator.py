@@ -21,7 +21,7 @@ Children:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -29,8 +29,9 @@ import pulumi_kubernetes as k8s
 
 import variants
 from components.command import kube_command, parse_json_stdout
-from gpulab import names
+from gpulab import mig, names
 from gpulab.config import OperatorConfig
+from gpulab.mig import Expected
 
 NAMESPACE = names.OPERATOR_NAMESPACE
 RELEASE = names.OPERATOR_RELEASE
@@ -59,6 +60,9 @@ def helm_values(op: OperatorConfig) -> dict[str, Any]:
         "dcgmExporter": {"enabled": op.dcgm_exporter},
         "nfd": {"enabled": op.nfd},
         "cdi": {"enabled": op.cdi},
+        # The device plugin's and GFD's MIG strategy (gpulab.mig): set always, since the
+        # chart's own default is single, not the lab's none.
+        "mig": {"strategy": op.mig_strategy},
     }
     # The node runtime's needs (kind: toolkit off; k3s: its containerd, or the NRI plugin).
     variants.get(op.cluster).helm_values(values, op)
@@ -79,6 +83,17 @@ def helm_values(op: OperatorConfig) -> dict[str, Any]:
     return values
 
 
+def gate_mig_args(expect: Expected) -> list[str]:
+    """The gate's MIG arguments: ``--mig-strategy S`` and, under ``mixed``, one
+    ``--expected-mig PROFILE=COUNT`` per expected MIG resource."""
+    if expect.strategy == "none":
+        return []
+    out = ["--mig-strategy", expect.strategy]
+    for resource, count in sorted((expect.mig or {}).items()):
+        out += ["--expected-mig", f"{resource.removeprefix(mig.MIG_RESOURCE_PREFIX)}={count}"]
+    return out
+
+
 def chart_source(op: OperatorConfig) -> str:
     """``"local:<path>"`` or the repository URL, as exported in ``chartSource``."""
     return f"local:{op.chart_path}" if op.chart_path else op.chart_repo
@@ -94,8 +109,10 @@ class GpuOperatorArgs:
         device_plugin_owner: ``"operator"`` or ``"minikube-addon"``; decides which
             DaemonSet the gate waits for.
         simulate_operands: create the simulated stand-ins (sim lab only).
-        expected_gpus: physical GPUs x time-slicing replicas (None: unknown), for the
-            diagnosis when the gate fails.
+        expect: what the nodes must advertise (gpulab.mig.Expected: ``nvidia.com/gpu`` =
+            physical GPUs x time-slicing replicas, or the MIG resources); the gate waits for
+            it and the diagnosis compares with it.
+        grace_seconds: ``gpuGraceSeconds``: how long the gate lets a stuck state last.
         profile: the cluster's profile name, named in the diagnosis' fixes.
         release_after: resources that must exist before the release is installed and
             outlive it on destroy (an existing cluster's CRD census and clean-up).
@@ -105,7 +122,8 @@ class GpuOperatorArgs:
     kubeconfig: pulumi.Input[str]
     device_plugin_owner: str = "operator"
     simulate_operands: bool = False
-    expected_gpus: int | None = None
+    expect: Expected = field(default_factory=Expected)
+    grace_seconds: int = 60
     profile: str = names.DEFAULT_PROFILE
     release_after: Sequence[pulumi.Resource] = ()
 
@@ -115,8 +133,9 @@ class GpuOperator(pulumi.ComponentResource):
 
     Outputs: ``chart_version``, ``chart_source``, ``components`` (dict of bools),
     ``allocatable_gpus`` / ``capacity_gpus`` (int|None), ``cluster_policy_state``,
-    ``device_plugin_pods`` (list[dict]), ``server_version``, ``measured_at`` (when the gate
-    read them: UTC ISO 8601).
+    ``device_plugin_pods`` (list[dict]), ``mig_resources`` (``{"nvidia.com/mig-1g.18gb": 7}``,
+    ``{}`` without MIG), ``server_version``, ``measured_at`` (when the gate read them: UTC
+    ISO 8601).
     """
 
     def __init__(
@@ -179,7 +198,10 @@ class GpuOperator(pulumi.ComponentResource):
                 "--timeout",
                 str(op.timeout_seconds),
                 *(["--no-cluster-policy"] if not op.device_plugin and owner_is_addon else []),
-                *(["--expected-gpus", str(args.expected_gpus)] if args.expected_gpus is not None else []),
+                *(["--expected-gpus", str(args.expect.gpus)] if args.expect.gpus is not None else []),
+                "--grace",
+                str(args.grace_seconds),
+                *gate_mig_args(args.expect),
                 "--profile",
                 args.profile,
             ],
@@ -207,6 +229,7 @@ class GpuOperator(pulumi.ComponentResource):
         self.capacity_gpus = facts.apply(lambda f: f.get("capacityGpus"))
         self.cluster_policy_state = facts.apply(lambda f: f.get("clusterPolicyState"))
         self.device_plugin_pods = facts.apply(lambda f: f.get("devicePluginPods"))
+        self.mig_resources = facts.apply(lambda f: f.get("migResources"))
         self.server_version = facts.apply(lambda f: f.get("kubernetesVersion"))
         self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
         self.register_outputs(
@@ -218,6 +241,7 @@ class GpuOperator(pulumi.ComponentResource):
                 "capacityGpus": self.capacity_gpus,
                 "clusterPolicyState": self.cluster_policy_state,
                 "devicePluginPods": self.device_plugin_pods,
+                "migResources": self.mig_resources,
                 "measuredAt": self.measured_at,
             }
         )

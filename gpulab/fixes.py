@@ -3,7 +3,10 @@
 The host preflight, the checklist, the policies, the diagnosis and the variants all quote
 these functions, so a reaction reads the same wherever a finding reports it. Each takes
 what varies (the profile, a namespace, an image, the ask); the defaults are the lab's
-(:mod:`gpulab.names`). :func:`cite` appends the troubleshooting row a fix answers.
+(:mod:`gpulab.names`). :func:`cite` appends the troubleshooting row a fix answers. The fixes
+for the GPU Operator stack's own failures (the known messages of the device plugin, toolkit,
+validator and DCGM exporter, stuck namespaces, CRDs, leftovers) are in
+:mod:`gpulab.fixes_operator`, written the same way.
 
 Pure: no I/O.
 """
@@ -239,4 +242,3 @@ def cuda_image(image: str, needed: str | None, max_cuda: str | None, key: str = 
         except (cuda.UnknownCudaVersionError, ValueError):  # newer than the table knows
             fixes.append(f"or upgrade to a driver that supports CUDA {needed}")
     return "; ".join(fixes)
-

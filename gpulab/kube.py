@@ -218,10 +218,14 @@ def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | Non
         header = nvsmi.parse_header(log)
     except nvsmi.NvidiaSmiParseError as exc:
         raise GateError(f"smoke Pod {namespace}/{pod} log: {exc}") from exc
+    # This Pod's events only: after a replacement (make verify) the old Pod of the same name
+    # left its own (e.g. its kill), which must not read as the new Pod's.
+    uid = (p.get("metadata") or {}).get("uid")
+    selector = f"involvedObject.name={pod},involvedObject.kind=Pod"
     events = [
         sanitize(e, api)
         for e in core.list_namespaced_event(
-            namespace, field_selector=f"involvedObject.name={pod},involvedObject.kind=Pod"
+            namespace, field_selector=selector + (f",involvedObject.uid={uid}" if uid else "")
         ).items
     ]
     reasons: list[str] = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpulab import fixes
+from gpulab import fixes, fixes_operator
 from gpulab.diagnose import messages
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import (
@@ -133,7 +133,7 @@ def _crash_diagnosis(
                 object=_pod_obj(pod, cname),
                 reason=f"validator {what} fails ({summary})",
                 detail=_one_line(_evidence(line)),
-                fix=fixes.validator_init(cname, ns, name, ctx.profile),
+                fix=fixes_operator.validator_init(cname, ns, name, ctx.profile),
                 variant=cname,
             ),
             rank,

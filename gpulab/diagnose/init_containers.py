@@ -6,14 +6,14 @@ while it waits to start, from the pod's ``Initialized`` condition (``lastTransit
 its ``status.startTime`` or its creation, to the time the state was read. A known message in
 its log (:mod:`gpulab.diagnose.messages`, e.g. ``waiting for nvidia container stack to be
 setup``) names the cause and the fix; otherwise the fix is that init container's own
-(:func:`gpulab.fixes.validator_init`: each validator step checks one thing).
+(:func:`gpulab.fixes_operator.validator_init`: each validator step checks one thing).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from gpulab import fixes
+from gpulab import fixes_operator
 from gpulab.diagnose.containers import _known
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import (
@@ -68,7 +68,7 @@ def _init_blocked(ctx: _Ctx, pod: Json, role: str, cs: Json) -> tuple[Diagnosis,
     how = _how_long(ctx, pod, cs)
     known = _known(ctx, pod, cname, [log])
     line = known[1] if known else (_last_line(log) or "(no log line given)")
-    own_fix = fixes.validator_init(cname, ns, name, ctx.profile)
+    own_fix = fixes_operator.validator_init(cname, ns, name, ctx.profile)
     fix = f"{known[2]}; {own_fix}" if known else own_fix
     cause = f": {known[0].cause}" if known else ""
     if role == "validator":

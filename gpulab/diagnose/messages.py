@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from gpulab import fixes
+from gpulab import fixes, fixes_operator
 
 KINDS: Final = ("not-injected", "host-driver", "runtime", "toolkit", "validator", "dcgm", "device-plugin")
 
@@ -104,7 +104,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         _re(r"driver/library version mismatch"),
         "host-driver",
         "the host driver was upgraded but the old kernel module is still loaded",
-        lambda a: fixes.driver_reload(a.profile),
+        lambda a: fixes_operator.driver_reload(a.profile),
         ("NVIDIA/nvidia-container-toolkit#394", "NVIDIA/nvidia-container-toolkit#171"),
     ),
     KnownMessage(
@@ -112,7 +112,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         _re(r"nvml error: driver not loaded|couldn't communicate with the NVIDIA driver"),
         "host-driver",
         "no NVIDIA kernel module is loaded on the node",
-        lambda a: fixes.driver_not_loaded(a.profile),
+        lambda a: fixes_operator.driver_not_loaded(a.profile),
         ("NVIDIA/nvidia-container-toolkit#260", "NVIDIA/nvidia-container-toolkit#1269"),
     ),
     # --- the driver is not visible inside the container ----------------------------------------
@@ -122,7 +122,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         "not-injected",
         "the container lost access to the GPU device nodes (systemd re-applied its cgroup, e.g. "
         "after systemctl daemon-reload, without the NVIDIA device rules)",
-        lambda a: fixes.lost_devices(a.namespace, a.pod),
+        lambda a: fixes_operator.lost_devices(a.namespace, a.pod),
         ("NVIDIA/nvidia-docker#1730", "NVIDIA/nvidia-container-toolkit#251", "NVIDIA/gpu-operator#430"),
     ),
     KnownMessage(
@@ -134,7 +134,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         "not-injected",
         "the container has no libnvidia-ml.so.1: the runtime does not inject the driver "
         "libraries (the Pod is not under the NVIDIA runtime)",
-        lambda a: fixes.not_injected(a.operator_namespace, a.profile),
+        lambda a: fixes_operator.not_injected(a.operator_namespace, a.profile),
         ("NVIDIA/k8s-device-plugin#478", "NVIDIA/k8s-device-plugin#1011", "NVIDIA/dcgm-exporter#612"),
     ),
     KnownMessage(
@@ -143,7 +143,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         "not-injected",
         "the device plugin finds neither NVML nor a Tegra platform: its container runs without "
         "the NVIDIA runtime (or the node has no GPU)",
-        lambda a: fixes.not_injected(a.operator_namespace, a.profile),
+        lambda a: fixes_operator.not_injected(a.operator_namespace, a.profile),
         ("NVIDIA/k8s-device-plugin#1220", "NVIDIA/k8s-device-plugin#1574"),
     ),
     KnownMessage(
@@ -152,7 +152,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         "not-injected",
         "nvidia-smi is not in the container: the runtime did not inject the driver's utilities "
         "(the Pod is not under the NVIDIA runtime)",
-        lambda a: fixes.not_injected(a.operator_namespace, a.profile),
+        lambda a: fixes_operator.not_injected(a.operator_namespace, a.profile),
         ("NVIDIA/gpu-operator#1374", "NVIDIA/nvidia-docker#1668"),
     ),
     KnownMessage(
@@ -161,7 +161,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         "not-injected",
         "CUDA sees no GPU in the container: no device was injected (not under the NVIDIA "
         "runtime, or NVIDIA_VISIBLE_DEVICES names none)",
-        lambda a: fixes.not_injected(a.operator_namespace, a.profile),
+        lambda a: fixes_operator.not_injected(a.operator_namespace, a.profile),
         ("NVIDIA/gpu-operator#1900",),
     ),
     # --- the node's runtime and the RuntimeClass -----------------------------------------------
@@ -170,7 +170,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         _re(r"no runtime for \"?nvidia\"? is configured|failed to find runtime handler nvidia"),
         "runtime",
         "RuntimeClass nvidia names the handler nvidia, but the node's containerd has no such runtime",
-        lambda a: fixes.runtime_handler(a.operator_namespace),
+        lambda a: fixes_operator.runtime_handler(a.operator_namespace),
         ("NVIDIA/gpu-operator#730", "NVIDIA/gpu-operator#413", "NVIDIA/gpu-operator#1298"),
     ),
     KnownMessage(
@@ -178,7 +178,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         _re(r"RuntimeClass \"?nvidia\"? not found"),
         "runtime",
         "the Pod asks for RuntimeClass nvidia and the cluster has none",
-        lambda a: fixes.runtime_class(),
+        lambda a: fixes_operator.runtime_class(),
         ("NVIDIA/gpu-operator#575",),
     ),
     # --- toolkit and validator stages ---------------------------------------------------------
@@ -199,7 +199,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         "validator",
         "a component looks for the operator's driver root (/run/nvidia/driver) or a validation "
         "marker that is not there: it started before the host driver was validated",
-        lambda a: fixes.driver_root(a.operator_namespace),
+        lambda a: fixes_operator.driver_root(a.operator_namespace),
         ("NVIDIA/gpu-operator#377", "NVIDIA/gpu-operator#425"),
     ),
     KnownMessage(
@@ -207,7 +207,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         _re(r"Failed to create symlinks under /dev/char|error creating symlink creator"),
         "validator",
         "the driver validation could not create the /dev/char links to the NVIDIA devices",
-        lambda a: fixes.dev_char_symlinks(a.operator_namespace),
+        lambda a: fixes_operator.dev_char_symlinks(a.operator_namespace),
         ("NVIDIA/gpu-operator#1015", "NVIDIA/gpu-operator#671", "NVIDIA/gpu-operator#569"),
     ),
     KnownMessage(
@@ -215,7 +215,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         _re(r"failed to validate the driver|failed to find an executable 'nvidia-smi' on the host"),
         "validator",
         "the validator cannot run nvidia-smi in the node's root: no driver there (driver.enabled=false)",
-        lambda a: fixes.host_driver(a.profile),
+        lambda a: fixes_operator.host_driver(a.profile),
         ("NVIDIA/gpu-operator#1687",),
     ),
     KnownMessage(
@@ -223,7 +223,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         _re(r"GPU resources are not (?:yet )?discovered by the node"),
         "validator",
         "the node advertises no nvidia.com/gpu: the device plugin has not registered",
-        lambda a: fixes.plugin_resources(a.operator_namespace),
+        lambda a: fixes_operator.plugin_resources(a.operator_namespace),
         ("NVIDIA/gpu-operator#486",),
     ),
     KnownMessage(
@@ -231,7 +231,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         _re(r"requested number of devices unavailable for nvidia\.com/gpu"),
         "validator",
         "the kubelet had no free GPU for the Pod: another Pod holds it",
-        lambda a: fixes.gpu_held(a.operator_namespace),
+        lambda a: fixes_operator.gpu_held(a.operator_namespace),
         ("NVIDIA/gpu-operator#233", "NVIDIA/gpu-operator#481"),
     ),
     # --- DCGM exporter -------------------------------------------------------------------------
@@ -243,7 +243,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         ),
         "dcgm",
         "profiling (DCP) metrics are not supported on this GPU or driver",
-        lambda a: fixes.dcgm_profiling(),
+        lambda a: fixes_operator.dcgm_profiling(),
         ("NVIDIA/dcgm-exporter#330", "NVIDIA/dcgm-exporter#148", "NVIDIA/gpu-monitoring-tools#141"),
     ),
     KnownMessage(
@@ -251,7 +251,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         _re(r"Error connecting to nv-hostengine|Host engine connection invalid"),
         "dcgm",
         "the exporter is set to a standalone nv-hostengine that does not answer",
-        lambda a: fixes.dcgm_hostengine(a.operator_namespace),
+        lambda a: fixes_operator.dcgm_hostengine(a.operator_namespace),
         ("NVIDIA/gpu-operator#414", "NVIDIA/gpu-operator#288"),
     ),
     KnownMessage(
@@ -259,7 +259,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         _re(r"DCGM initialization error|Error starting nv-hostengine|Cannot init NVML library"),
         "dcgm",
         "DCGM cannot initialise NVML: the exporter's container has no driver (not under the NVIDIA runtime)",
-        lambda a: fixes.not_injected(a.operator_namespace, a.profile),
+        lambda a: fixes_operator.not_injected(a.operator_namespace, a.profile),
         ("NVIDIA/gpu-monitoring-tools#96", "NVIDIA/dcgm-exporter#125", "NVIDIA/gpu-operator#222"),
     ),
     # --- device plugin -------------------------------------------------------------------------
@@ -268,7 +268,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         _re(r"No devices found\. Waiting indefinitely"),
         "device-plugin",
         "the device plugin runs but NVML lists no GPU, so it registers nothing",
-        lambda a: fixes.no_devices(a.profile),
+        lambda a: fixes_operator.no_devices(a.profile),
         ("NVIDIA/k8s-device-plugin#1080",),
     ),
     KnownMessage(
@@ -279,7 +279,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         ),
         "device-plugin",
         "MIG mode is on but its devices do not match the plugin's MIG strategy",
-        lambda a: fixes.mig_devices(a.profile),
+        lambda a: fixes_operator.mig_devices(a.profile),
         ("NVIDIA/k8s-device-plugin#253", "NVIDIA/k8s-device-plugin#397"),
     ),
     KnownMessage(
@@ -287,7 +287,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         _re(r"Insufficient Pe\w*missions|ERROR_NO_PERMISSION"),
         "device-plugin",
         "NVML refuses the plugin the (MIG) devices: it lacks NVIDIA_MIG_MONITOR_DEVICES=all or SYS_ADMIN",
-        lambda a: fixes.nvml_permissions(),
+        lambda a: fixes_operator.nvml_permissions(),
         ("NVIDIA/k8s-device-plugin#399",),
     ),
 )

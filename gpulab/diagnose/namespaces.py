@@ -15,7 +15,7 @@ listed), ``content`` (objects remain), ``waiting`` (nothing reported yet).
 
 from __future__ import annotations
 
-from gpulab import fixes
+from gpulab import fixes_operator
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _condition, _duration, _get, _name, _one_line, _parse_time
 from gpulab.diagnose.record import Diagnosis, Json
@@ -57,7 +57,7 @@ def diagnose_namespace(ns: Json, now_seconds: float | None = None) -> Diagnosis 
     evidence = [m for m in (finalizers, remaining, discovery, failure) if m]
     if spec_finalizers:
         evidence.append(f"spec.finalizers: {', '.join(spec_finalizers)}")
-    fix = fixes.namespace_held(name, remaining=remaining, finalizers=finalizers)
+    fix = fixes_operator.namespace_held(name, remaining=remaining, finalizers=finalizers)
     if discovery:
         fix = f"{discovery}: kubectl get apiservice | grep False, delete the stale one; {fix}"
     return Diagnosis(

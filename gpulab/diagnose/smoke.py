@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from gpulab import cuda, fixes
+from gpulab import cuda, fixes, fixes_operator
 from gpulab.diagnose import messages
 from gpulab.diagnose.containers import _known
 from gpulab.diagnose.context import _Ctx
@@ -70,7 +70,7 @@ def _cuda_diagnosis(
     else:
         parts.append("but the host driver supports an older CUDA (max unknown here)")
     if _role(pod) == "validator":
-        fix = fixes.operand_cuda(image, need, host_max)
+        fix = fixes_operator.operand_cuda(image, need, host_max)
     else:
         fix = fixes.cuda_image(image, need, host_max, key=_IMAGE_KEYS.get(_name(pod), "smokeImage"))
     diag = Diagnosis(

@@ -28,6 +28,7 @@ GATE_AT, SMOKE_AT, TFLOPS_AT = (
     "2026-12-01T09:00:20+00:00",
     "2026-12-01T09:00:30+00:00",
 )
+COMPUTE_AT = "2026-12-01T09:00:25+00:00"
 
 
 @dataclass
@@ -100,6 +101,16 @@ def fake_stdout(purpose: str, gpus: int = 1) -> str:
                 "smokeEvents": ["Scheduled", "Pulled"],
                 "smokeNode": "n1",
                 "measuredAt": SMOKE_AT,
+            }
+        )
+    if purpose == "compute-check":
+        return json.dumps(
+            {
+                "computePhase": "Succeeded",
+                "computeResult": "passed",
+                "computeNode": "n1",
+                "computeLogSimulated": False,
+                "measuredAt": COMPUTE_AT,
             }
         )
     if purpose == "benchmark-result":

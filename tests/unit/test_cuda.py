@@ -114,7 +114,12 @@ def test_driver_supports_unknown_cuda_raises() -> None:
         ("nvidia/cuda:latest", None),
         ("ubuntu:22.04", None),
         ("pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime", None),
-        ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", None),
+        # NVIDIA's CUDA samples carry their CUDA after "-cuda" (the compute check's image).
+        ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", "12.5"),
+        ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda11.7.1-ubuntu20.04", "11.7"),
+        ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd", None),
+        ("nvcr.io/nvidia/k8s/cuda-sample@sha256:" + "a" * 64, None),
+        ("example.com/other/cuda-samples:vectoradd-cuda12.5.0", None),
         ("example.com/notnvidia/cuda:12.4.1-base-ubuntu22.04", None),
     ],
 )
@@ -196,3 +201,17 @@ def test_newest_fitting_tag_result_fits() -> None:
         assert tag is not None
         image_cuda = cuda.image_cuda_version(tag)
         assert image_cuda == max_cuda  # every table row has a release of its own
+
+
+@pytest.mark.parametrize(
+    ("image", "max_cuda", "expected"),
+    [
+        ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", "13.0", "vectoradd-cuda12.5.0"),
+        ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", "12.4", "vectoradd-cuda11.7.1-ubuntu20.04"),
+        ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", "11.0", None),
+        ("nvcr.io/nvidia/k8s/cuda-sample:nbody-cuda12.5.0", "13.0", None),
+    ],
+)
+def test_newest_fitting_sample_tag(image: str, max_cuda: str, expected: str | None) -> None:
+    found = cuda.newest_fitting_tag(image, max_cuda)
+    assert found == (f"nvcr.io/nvidia/k8s/cuda-sample:{expected}" if expected else None)

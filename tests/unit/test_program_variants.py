@@ -256,6 +256,7 @@ def test_existing_cluster_has_no_lifecycle_only_operator_smoke_and_checks(
         "existing-census": "existing-census",
         "gpu-operator-gate": "operator-gate",
         "smoke-check": "smoke-check",
+        "compute-check": "compute-check",
     }
     census = run.by_name("existing-census")
     assert not census.inputs.get("delete"), "reading a cluster must not delete anything"

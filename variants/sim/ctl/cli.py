@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpulab.errors import GpuLabError
+from gpulab.mig import STRATEGIES, parse_devices
 from variants.sim.ctl.cluster import UpOptions, down, status, up
 from variants.sim.ctl.render import (
     CAPTURES,
@@ -52,8 +53,13 @@ def _parser() -> argparse.ArgumentParser:
         "--gpus",
         type=int,
         default=1,
-        help=f"nvidia.com/gpu of the node, one of {sorted(CAPTURES)}",
+        help=f"GPUs of the node: one of {sorted(CAPTURES)} (a capture for each), or 0 (no "
+        "nvidia.com/gpu at all), or 0..8 with --capture",
     )
+    sp_up.add_argument("--replicas", type=int, default=1, help="time-slicing replicas of nvidia.com/gpu")
+    sp_up.add_argument("--mig", default="", help="MIG devices of the GPUs, PROFILE=COUNT,... (e.g. 1g.18gb=7)")
+    sp_up.add_argument("--mig-strategy", choices=STRATEGIES, default="none", help="what --mig advertises")
+    sp_up.add_argument("--capture", default=None, help="nvidia-smi capture served as the log (gpulab/captures)")
     sp_up.add_argument("--node-name", default=DEFAULT_NODE_NAME, help="name of the (first) node")
     sp_up.add_argument(
         "--nodes",
@@ -101,6 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     log_pods=tuple(args.log_pod or DEFAULT_LOG_PODS),
                     timeout=args.timeout,
                     apiserver_advertise_address=args.apiserver_advertise_address,
+                    replicas=args.replicas,
+                    mig=tuple(sorted(parse_devices(args.mig).items())),
+                    mig_strategy=args.mig_strategy,
+                    capture=args.capture,
                 )
             except ValueError as e:
                 print(f"simcluster: {e}", file=sys.stderr)

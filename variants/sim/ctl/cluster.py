@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import yaml
 
+from variants.sim.ctl.gpus import NodeGpus
 from variants.sim.ctl.process import (
     BUILD_FIX,
     Paths,
@@ -75,12 +76,25 @@ class UpOptions:
     log_pods: tuple[str, ...] = DEFAULT_LOG_PODS
     timeout: float = 300.0
     apiserver_advertise_address: str | None = None
+    #: Time-slicing replicas, MIG devices ``(("1g.18gb", 7),)`` and strategy: what the node
+    #: advertises (:class:`variants.sim.ctl.gpus.NodeGpus`); the capture served as the log.
+    replicas: int = 1
+    mig: tuple[tuple[str, int], ...] = ()
+    mig_strategy: str = "none"
+    capture: str | None = None
+
+    @property
+    def node_gpus(self) -> NodeGpus:
+        """What each node advertises."""
+        return NodeGpus(self.gpus, self.replicas, self.mig, self.mig_strategy)
 
     def __post_init__(self) -> None:
         validate_name("cluster name", self.name)
         validate_name("node name", self.node_name)
         node_names(self.node_name, self.nodes)
-        capture_name(self.gpus)
+        if self.capture is None:
+            capture_name(self.gpus)
+        self.node_gpus  # noqa: B018 (validates the GPU settings)
         if not self.log_namespaces or not self.log_pods:
             raise ValueError("--log-namespace and --log-pod need at least one value each")
         for ns in self.log_namespaces:
@@ -255,8 +269,9 @@ def _create_once(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str)
 def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo, node_name: str) -> None:
     """Create or update one GPU node; its status capacity/allocatable are patched too,
     because an existing node keeps its status on apply."""
-    manifest = render_node_manifest(node_name, opts.gpus, info)
-    status = {"status": {k: manifest["status"][k] for k in ("capacity", "allocatable")}}
+    manifest = render_node_manifest(node_name, opts.gpus, info, opts.node_gpus)
+    stale = opts.node_gpus.stale()  # merge-patch nulls: a key an earlier up set and this one has not
+    status = {"status": {k: {**manifest["status"][k], **stale} for k in ("capacity", "allocatable")}}
     proc = _kubectl(
         tools,
         paths,
@@ -290,15 +305,15 @@ def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo,
         )
 
 
-def _node_state(tools: Tools, paths: Paths, node_name: str) -> tuple[bool, str | None]:
-    """(Ready, allocatable nvidia.com/gpu) of the node, or (False, None) when absent."""
+def _node_state(tools: Tools, paths: Paths, node_name: str) -> tuple[bool, dict[str, str] | None]:
+    """(Ready, status.allocatable) of the node, or (False, None) when absent."""
     proc = _kubectl(tools, paths, ["get", "node", node_name, "-o", "json"])
     if proc.returncode != 0:
         return False, None
     node = json.loads(proc.stdout)
     conds = node.get("status", {}).get("conditions") or []
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
-    return ready, node.get("status", {}).get("allocatable", {}).get(GPU_RESOURCE)
+    return ready, dict(node.get("status", {}).get("allocatable") or {})
 
 
 def _remove_stale_nodes(opts: UpOptions, tools: Tools, paths: Paths, wanted: Sequence[str]) -> None:
@@ -313,13 +328,13 @@ def _remove_stale_nodes(opts: UpOptions, tools: Tools, paths: Paths, wanted: Seq
 def _wait_usable(opts: UpOptions, tools: Tools, paths: Paths, names: Sequence[str]) -> None:
     """Wait until every node is Ready with the GPUs and Pods can be created in every log namespace."""
     deadline = time.monotonic() + opts.timeout
-    want = str(opts.gpus)
+    want = opts.node_gpus.resources()
     pending = list(names)
     while True:
-        ready, gpus = False, None
+        ready, alloc = False, None
         while pending:
-            ready, gpus = _node_state(tools, paths, pending[0])
-            if not (ready and gpus == want):
+            ready, alloc = _node_state(tools, paths, pending[0])
+            if not (ready and alloc is not None and opts.node_gpus.advertised_by(alloc)):
                 break
             pending.pop(0)
         sa = _kubectl(
@@ -334,7 +349,7 @@ def _wait_usable(opts: UpOptions, tools: Tools, paths: Paths, names: Sequence[st
             node = pending[0] if pending else names[-1]
             raise SimClusterError(
                 f"node {node} not usable after {opts.timeout:.0f}s (Ready={ready}, "
-                f"allocatable {GPU_RESOURCE}={gpus!r}, want {want}; default ServiceAccount "
+                f"allocatable {GPU_RESOURCE}={(alloc or {}).get(GPU_RESOURCE)!r}, want {want}; default ServiceAccount "
                 f"{'present' if sa.returncode == 0 else 'missing'}); kwok log {kwok_log}:\n{_tail(kwok_log)}",
                 "check the kwok-controller and kube-controller-manager logs in that directory",
             )
@@ -355,7 +370,7 @@ def up(opts: UpOptions) -> dict[str, Any]:
     tools = Tools.locate(opts.bin_dir)
     paths = Paths(opts.name, opts.workdir.expanduser().absolute())
     kube_version = kube_version_of(tools)
-    capture = load_capture(opts.gpus)
+    capture = load_capture(opts.gpus, opts.capture)
     info = parse_capture(capture)
 
     if paths.workdir.exists() and not paths.marker.exists() and any(paths.workdir.iterdir()):

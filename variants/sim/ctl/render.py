@@ -17,6 +17,7 @@ from typing import Any, Final
 import yaml
 
 from gpulab import names
+from variants.sim.ctl.gpus import NodeGpus
 
 #: Extended resource the NVIDIA device plugin advertises.
 GPU_RESOURCE: Final = names.GPU_RESOURCE
@@ -111,15 +112,23 @@ def capture_name(gpus: int) -> str:
         ValueError: no capture for that count (the message lists the counts there are).
     """
     try:
-        return CAPTURES[gpus]
+        # 0 GPUs advertised: the host still has its one GPU (a plugin that never registered).
+        return CAPTURES[gpus or 1]
     except KeyError:
         have = ", ".join(str(n) for n in sorted(CAPTURES))
         raise ValueError(f"no nvidia-smi capture for {gpus} GPUs; --gpus must be one of {have}") from None
 
 
-def load_capture(gpus: int) -> str:
-    """Text of the packaged ``nvidia-smi`` capture for ``gpus`` GPUs (see :data:`CAPTURES`)."""
-    ref = resources.files("gpulab").joinpath("captures", capture_name(gpus), "nvidia-smi.txt")
+def load_capture(gpus: int, name: str | None = None) -> str:
+    """Text of the packaged ``nvidia-smi`` capture ``name``, default the one for ``gpus`` GPUs
+    (see :data:`CAPTURES`).
+
+    Raises:
+        ValueError: no capture for that count, or ``name`` is not a capture's directory name.
+    """
+    if name is not None and not _NAME_RE.match(name):
+        raise ValueError(f"capture {name!r} is not a capture name")
+    ref = resources.files("gpulab").joinpath("captures", name or capture_name(gpus), "nvidia-smi.txt")
     return ref.read_text(encoding="utf-8")
 
 
@@ -180,28 +189,40 @@ def node_labels(gpus: int, info: CaptureInfo) -> dict[str, str]:
     return labels
 
 
-def render_node_manifest(node_name: str, gpus: int, info: CaptureInfo) -> dict[str, Any]:
+def render_node_manifest(
+    node_name: str, gpus: int, info: CaptureInfo, node: NodeGpus | None = None
+) -> dict[str, Any]:
     """The kwok GPU Node, with ``status.capacity``/``allocatable`` including ``nvidia.com/gpu``.
 
     kwok's node-initialize Stage keeps a status capacity/allocatable that is already set,
     so the values survive. No Hostname address is set: the API server reaches kwok's fake
     kubelet (logs) through the Hostname kwok writes (``localhost``). No taint: the GPU
-    Operator's pods must schedule here without tolerations.
+    Operator's pods must schedule here without tolerations. ``node`` (default: ``gpus``
+    whole GPUs) says what the GPU resources and GFD's labels are
+    (:class:`variants.sim.ctl.gpus.NodeGpus`: none for 0 GPUs, MIG resources, replicas).
+
+    Raises:
+        ValueError: ``gpus`` < 1 without ``node``.
     """
-    if gpus < 1:
+    if node is None and gpus < 1:
         raise ValueError(f"gpus must be >= 1, got {gpus}")
+    node = node or NodeGpus(gpus)
     resources_ = {
         "cpu": NODE_CPU,
         "memory": NODE_MEMORY,
         "pods": NODE_PODS,
-        GPU_RESOURCE: str(gpus),
+        **node.resources(),
     }
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": node_name,
-            "labels": {"kubernetes.io/hostname": node_name, **node_labels(gpus, info)},
+            "labels": {
+                "kubernetes.io/hostname": node_name,
+                **node_labels(gpus, info),
+                **node.labels(info.product_label),
+            },
             "annotations": {
                 SIMULATED_ANNOTATION: "true",
                 "kwok.x-k8s.io/node": "fake",
