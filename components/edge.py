@@ -12,7 +12,7 @@ from typing import Any
 
 from pulumi.runtime.config import CONFIG
 
-from gpulab import preflight
+from gpulab import mig, preflight
 from gpulab.config import ConfigError, LabConfig, parse_config
 from gpulab.findings import Finding
 from gpulab.preflight import PreflightError
@@ -135,9 +135,43 @@ def probe_and_preflight(cfg: LabConfig) -> HostFacts | None:
         preflight_or_raise(cfg, facts)
     except PreflightError as exc:
         failed += exc.failures
+    failed += mig_failures(cfg, facts)
     if failed:
         raise PreflightError(failed)
     return facts
+
+
+def mig_plan(cfg: LabConfig, facts: HostFacts | None, physical: int | None) -> mig.Plan:
+    """The lab's MIG plan (gpulab.mig.plan) from config and the host facts: what the gate
+    expects, what the smoke Pod requests, and the contradictions preflight reports.
+    ``physical``: the GPUs allocatable must add up to (the variant's expectation)."""
+    probed = None
+    if facts is not None and facts.mig_devices is not None:
+        probed = mig.devices_by_profile(facts.mig_devices)
+    return mig.plan(
+        cfg.gpu.mig_strategy,
+        physical or None,
+        cfg.operator.time_slicing_replicas,
+        gpu_mig_modes=[g.mig_mode for g in facts.gpus] if facts else (),
+        configured=cfg.gpu.expected_mig,
+        probed=probed,
+        smoke_resource=cfg.gpu.smoke_resource,
+    )
+
+
+def mig_failures(cfg: LabConfig, facts: HostFacts | None) -> list[Finding]:
+    """Failed MIG findings: each GPU's MIG mode against ``migStrategy`` (gpulab.mig.mig_findings),
+    and the plan's contradictions (``mig-plan``), e.g. ``mixed`` with no MIG resource known
+    for the smoke Pod."""
+    found: list[Finding] = []
+    if facts is not None:
+        found += mig.mig_findings(facts.gpus, cfg.gpu.mig_strategy, facts.mig_devices)
+    physical = cfg.variant.gpu_expectation(cfg, facts).physical
+    found += [
+        preflight.Finding("mig-plan", False, problem, "see the message")
+        for problem in mig_plan(cfg, facts, physical).problems
+    ]
+    return [f for f in found if not f.ok]
 
 
 def simulated_fields(cfg: LabConfig) -> list[str]:

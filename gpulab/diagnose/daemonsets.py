@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from gpulab.diagnose import messages
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _ds_ready, _event_time, _get, _name, _ns, _one_line
 from gpulab.diagnose.record import Diagnosis
@@ -95,16 +96,23 @@ def _daemonset_diagnoses(ctx: _Ctx, found: Sequence[Diagnosis]) -> list[tuple[Di
                 else "no pod or event of it given"
             )
             role = _role_of_name(name)
+            # The DaemonSet controller's FailedCreate events carry admission refusals, e.g. a
+            # RuntimeClass the cluster lacks (gpulab.diagnose.messages).
+            hit = messages.find([str(e.get("message") or "") for e in ds_events])
+            fix = f"kubectl -n {ns} describe ds {name}; kubectl -n {ns} get pods -o wide | grep {name}"
+            if hit is not None:
+                args = messages.FixArgs(ns, name, "", "?", ns, ctx.profile, ctx.host_max_cuda)
+                fix = f"{hit[0].fix(args)}; {fix}"
             out.append(
                 (
                     Diagnosis(
                         row="daemonset-not-ready",
                         object=obj,
-                        reason=f"{ready}/{desired} pods ready",
+                        reason=f"{ready}/{desired} pods ready" + (f": {hit[0].cause}" if hit else ""),
                         detail=_one_line(evidence),
-                        fix=f"kubectl -n {ns} describe ds {name}; kubectl -n {ns} get pods -o wide "
-                        f"| grep {name}",
+                        fix=fix,
                         blocking=not non_blocking,
+                        variant=hit[0].id if hit else "",
                     ),
                     _ROLE_RANK.get(role, _ROLE_RANK["operand"]) + extra,
                 )

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 
-import variants
 from gpulab import teardown
 
 STACK = "urn:pulumi:sim::gpu-lab::pulumi:pulumi:Stack::gpu-lab-sim"
@@ -91,39 +86,3 @@ def test_plan_keeps_the_state_of_a_stopped_cluster_and_says_how_to_start_it() ->
 def test_plan_keeps_the_state_when_it_cannot_tell() -> None:
     with pytest.raises(teardown.TeardownError, match="cannot be told"):
         teardown.plan("kind", "k", deployment(), lambda: False, lambda: (None, "kind is not on PATH"))
-
-
-def test_sim_cluster_is_gone_when_its_directory_is(tmp_path: Path) -> None:
-    sim = variants.get("sim")
-    assert sim.gone("lab", tmp_path)[0] is True
-    (tmp_path / ".state" / "sim" / "lab").mkdir(parents=True)
-    assert sim.gone("lab", tmp_path)[0] is False
-
-
-def test_minikube_profile_listing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(shutil, "which", lambda _n: "/usr/bin/minikube")
-    minikube = variants.get("minikube")
-
-    def fake(out: str, err: str = "", rc: int = 0):
-        return lambda argv: subprocess.CompletedProcess(argv, rc, out, err)
-
-    listed = '{"invalid": [], "valid": [{"Name": "gpu-lab"}]}'
-    assert minikube.gone("gpu-lab", tmp_path, fake(listed))[0] is False
-    assert minikube.gone("other", tmp_path, fake(listed))[0] is True
-    none = fake("", "\U0001f939  Exiting due to MK_USAGE_NO_PROFILE: No minikube profile was found.", 85)
-    assert minikube.gone("gpu-lab", tmp_path, none)[0] is True
-    assert minikube.gone("gpu-lab", tmp_path, fake("garbage", "boom", 1))[0] is None
-
-
-def test_kind_cluster_listing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(shutil, "which", lambda _n: "/usr/bin/kind")
-    kind = variants.get("kind")
-    out = lambda text, rc=0: lambda argv: subprocess.CompletedProcess(argv, rc, text, "")  # noqa: E731
-    assert kind.gone("gpu-lab", tmp_path, out("gpu-lab\nother\n"))[0] is False
-    assert kind.gone("gpu-lab", tmp_path, out("No kind clusters found.\n"))[0] is True
-    assert kind.gone("gpu-lab", tmp_path, out("", 1))[0] is None
-
-
-def test_a_missing_tool_cannot_tell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(shutil, "which", lambda _n: None)
-    assert variants.get("minikube").gone("p", tmp_path) == (None, "minikube is not on PATH")

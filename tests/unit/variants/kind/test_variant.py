@@ -1,0 +1,20 @@
+"""The kind variant's answers outside the engine: is its cluster gone (make destroy's teardown)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import variants
+
+
+def test_kind_cluster_listing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(shutil, "which", lambda _n: "/usr/bin/kind")
+    kind = variants.get("kind")
+    out = lambda text, rc=0: lambda argv: subprocess.CompletedProcess(argv, rc, text, "")  # noqa: E731
+    assert kind.gone("gpu-lab", tmp_path, out("gpu-lab\nother\n"))[0] is False
+    assert kind.gone("gpu-lab", tmp_path, out("No kind clusters found.\n"))[0] is True
+    assert kind.gone("gpu-lab", tmp_path, out("", 1))[0] is None

@@ -1,0 +1,31 @@
+"""The minikube variant's answers outside the engine: is its cluster gone (make destroy's teardown)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import variants
+
+
+def test_minikube_profile_listing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(shutil, "which", lambda _n: "/usr/bin/minikube")
+    minikube = variants.get("minikube")
+
+    def fake(out: str, err: str = "", rc: int = 0):
+        return lambda argv: subprocess.CompletedProcess(argv, rc, out, err)
+
+    listed = '{"invalid": [], "valid": [{"Name": "gpu-lab"}]}'
+    assert minikube.gone("gpu-lab", tmp_path, fake(listed))[0] is False
+    assert minikube.gone("other", tmp_path, fake(listed))[0] is True
+    none = fake("", "\U0001f939  Exiting due to MK_USAGE_NO_PROFILE: No minikube profile was found.", 85)
+    assert minikube.gone("gpu-lab", tmp_path, none)[0] is True
+    assert minikube.gone("gpu-lab", tmp_path, fake("garbage", "boom", 1))[0] is None
+
+
+def test_a_missing_tool_cannot_tell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(shutil, "which", lambda _n: None)
+    assert variants.get("minikube").gone("p", tmp_path) == (None, "minikube is not on PATH")
