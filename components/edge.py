@@ -168,8 +168,8 @@ def mig_failures(cfg: LabConfig, facts: HostFacts | None) -> list[Finding]:
         found += mig.mig_findings(facts.gpus, cfg.gpu.mig_strategy, facts.mig_devices)
     physical = cfg.variant.gpu_expectation(cfg, facts).physical
     found += [
-        preflight.Finding("mig-plan", False, problem, "see the message")
-        for problem in mig_plan(cfg, facts, physical).problems
+        preflight.Finding("mig-plan", False, cause, fix)
+        for cause, fix in mig_plan(cfg, facts, physical).problems
     ]
     return [f for f in found if not f.ok]
 

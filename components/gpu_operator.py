@@ -14,8 +14,10 @@ Children:
   labels and node selector the operator gives it) and ClusterPolicy ``status.state``.
 * The gate (``python3 -m gpulab.kube gate``): the Helm wait covers only the chart's own
   objects; the operands appear later, created by the operator. The gate waits for
-  ClusterPolicy ``cluster-policy`` to be ``ready`` and the device-plugin DaemonSet to be
-  ready, then reads node allocatable and capacity ``nvidia.com/gpu``.
+  ClusterPolicy ``cluster-policy`` to be ``ready``, the device-plugin DaemonSet to be
+  ready and the nodes to advertise what ``expect`` says (``nvidia.com/gpu``, or the MIG
+  resources), and fails within ``gpuGraceSeconds`` of a state that will not recover
+  (gpulab.gate): the smoke Pod, which depends on it, is then never created.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import variants
-from components.command import kube_command, parse_json_stdout
+from components.command import PYTHON, kube_command, lab_command, parse_json_stdout
 from gpulab import mig, names
 from gpulab.config import OperatorConfig
+from gpulab.kube import KUBECONFIG_ENV
 from gpulab.mig import Expected
 
 NAMESPACE = names.OPERATOR_NAMESPACE
@@ -160,6 +163,30 @@ class GpuOperator(pulumi.ComponentResource):
             },
             opts=k8s_opts,
         )
+        release_after = list(args.release_after)
+        if op.chart_path:
+            # Helm installs a chart's crds/ only where absent and never upgrades them: CRDs left
+            # by another chart version are compared first, and upgraded (on a cluster the lab
+            # owns) or stopped at with the fix (gpulab.crd_check). A repository chart is not
+            # on disk before Helm pulls it, so only a local chart is checked.
+            release_after.append(
+                lab_command(
+                    f"{name}-crds",
+                    [
+                        PYTHON,
+                        "-m",
+                        "gpulab.crd_check",
+                        "--chart",
+                        op.chart_path,
+                        *(["--nfd"] if op.nfd else []),
+                        *(["--apply"] if variants.get(op.cluster).owns_cluster else []),
+                    ],
+                    environment=pulumi.Output.secret({KUBECONFIG_ENV: args.kubeconfig}),
+                    triggers=[op.chart_version, op.chart_path],
+                    timeout=op.timeout_seconds,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.release_after) or None),
+                )
+            )
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=RELEASE,
@@ -177,7 +204,7 @@ class GpuOperator(pulumi.ComponentResource):
             # Side-effect order only: the census must see the cluster before the chart's CRDs
             # exist, and the CRD clean-up must run after the release is uninstalled.
             opts=pulumi.ResourceOptions.merge(
-                k8s_opts, pulumi.ResourceOptions(depends_on=list(args.release_after) or None)
+                k8s_opts, pulumi.ResourceOptions(depends_on=release_after or None)
             ),
         )
         gate_after: list[pulumi.Resource] = [self.release]

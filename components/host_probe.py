@@ -25,7 +25,8 @@ class HostProbe(pulumi.ComponentResource):
 
     Outputs: ``gpu_count`` (int), ``gpu_models`` (list[str]), ``gpus`` (list[dict], see
     gpulab.outputs.HOST_GPUS), ``driver_version`` (str), ``max_cuda`` (str|None),
-    ``source`` (str), ``simulated`` (bool), ``facts`` (the :class:`HostFacts` or None;
+    ``source`` (str), ``simulated`` (bool), ``topology`` (dict|None: the ``hostTopology``
+    output, gpulab.host_topology.output_json), ``facts`` (the :class:`HostFacts` or None;
     a plain attribute, known at construction).
     """
 
@@ -61,6 +62,7 @@ class HostProbe(pulumi.ComponentResource):
         self.max_cuda = pulumi.Output.from_input(facts.max_cuda if facts else None)
         self.source = pulumi.Output.from_input(facts.source if facts else "off")
         self.simulated = pulumi.Output.from_input(bool(facts and facts.simulated))
+        self.topology = pulumi.Output.from_input(facts.topology_json() if facts else None)
         self.register_outputs(
             {
                 "gpuCount": self.gpu_count,
@@ -70,5 +72,6 @@ class HostProbe(pulumi.ComponentResource):
                 "maxCuda": self.max_cuda,
                 "source": self.source,
                 "simulated": self.simulated,
+                "topology": self.topology,
             }
         )

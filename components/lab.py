@@ -2,7 +2,8 @@
 
 host probe -> the variant's cluster -> a Kubernetes provider built from its kubeconfig ->
 the GPU Operator and its readiness gate -> the smoke test -> the compute check (a CUDA
-kernel, ``computeCheck``) -> the optional TFLOPS benchmark Pod. Data flows through outputs
+kernel, ``computeCheck``), beside it the DCGM exporter's metrics (GPU labs with
+``dcgmExporter``) -> the optional TFLOPS benchmark Pod. Data flows through outputs
 (the provider from the cluster's kubeconfig, the gate's expected count from the probe);
 ``depends_on`` only orders side effects (the smoke Pod after the gate, one GPU Pod at a
 time after it: the compute Pod after the smoke check, the benchmark after the last). The
@@ -23,11 +24,12 @@ import pulumi_kubernetes as k8s
 
 from components.benchmark import BenchmarkArgs, TflopsBenchmark
 from components.compute import ComputeArgs, ComputeCheck
-from components.edge import simulated_fields
+from components.dcgm import DcgmArgs, DcgmMetrics
+from components.edge import mig_plan, simulated_fields
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
 from components.smoke import SmokeArgs, SmokeTest
-from gpulab import names, operand_images
+from gpulab import mig, operand_images, tflops_report
 from gpulab import outputs as out
 from gpulab.config import LabConfig
 from gpulab.probe import HostFacts
@@ -46,7 +48,8 @@ class Lab(pulumi.ComponentResource):
     """One GPU lab (see module docstring). Type token ``gpulab:lab:Lab``.
 
     Attributes: ``probe``, ``cluster``, ``provider``, ``operator``, ``smoke``, ``compute``
-    (None unless ``computeCheck``) and ``benchmark`` (None unless ``benchmarkPod``): the
+    (None unless ``computeCheck``), ``dcgm`` (None in a simulated lab or with ``dcgmExporter``
+    off) and ``benchmark`` (None unless ``benchmarkPod``): the
     children; ``run_at``: when this run built the component (UTC ISO 8601); ``outputs``:
     output key -> value, every key of gpulab.outputs this variant has.
     """
@@ -72,7 +75,11 @@ class Lab(pulumi.ComponentResource):
             delete_unreachable=variant.owns_cluster,
             opts=child,
         )
-        replicas = cfg.operator.time_slicing_replicas
+        # What the gate waits for and what the smoke Pod asks for (MIG: gpulab.mig).
+        self.mig_plan = mig_plan(cfg, facts, expect.physical)
+        if facts is not None:  # preflight's MIG line per GPU (the failures stopped it already)
+            for line in mig.mig_findings(facts.gpus, cfg.gpu.mig_strategy, facts.mig_devices):
+                pulumi.log.info(f"preflight [{line.id}] {line.observed}", resource=self.probe)
         self.operator = GpuOperator(
             "gpu-operator",
             GpuOperatorArgs(
@@ -80,7 +87,8 @@ class Lab(pulumi.ComponentResource):
                 kubeconfig=self.cluster.kubeconfig,
                 device_plugin_owner=cfg.device_plugin_owner,
                 simulate_operands=cfg.simulated,
-                expected_gpus=expect.physical * replicas if expect.physical else None,
+                expect=self.mig_plan.expected,
+                grace_seconds=cfg.gpu.grace_seconds,
                 profile=cfg.profile,
                 release_after=self.cluster.release_after,
             ),
@@ -93,6 +101,7 @@ class Lab(pulumi.ComponentResource):
                 image=cfg.smoke_image,
                 kubeconfig=self.cluster.kubeconfig,
                 gpus=cfg.smoke_gpus,
+                resource=self.mig_plan.smoke_resource,
                 timeout_seconds=cfg.smoke_timeout_seconds,
                 simulated=cfg.simulated,
                 host_max_cuda=facts.max_cuda if facts else None,
@@ -111,7 +120,7 @@ class Lab(pulumi.ComponentResource):
                     image=cfg.compute_image,
                     kubeconfig=self.cluster.kubeconfig,
                     # The resource the smoke Pod asks for (components/smoke.py pod_spec).
-                    resource=names.GPU_RESOURCE,
+                    resource=self.mig_plan.smoke_resource,
                     timeout_seconds=cfg.smoke_timeout_seconds,
                     simulated=cfg.simulated,
                     runtime_class=cfg.smoke_runtime_class,
@@ -120,6 +129,15 @@ class Lab(pulumi.ComponentResource):
                 ),
                 provider=self.provider,
                 # One GPU at a time on a one-GPU lab: after the smoke Pod is done with it.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),
+            )
+        self.dcgm: DcgmMetrics | None = None
+        if cfg.operator.dcgm_exporter and not cfg.simulated:
+            # After the smoke check and beside the compute check (no dependency on it): the
+            # engine runs both at once, so the exporter is read while the compute Pod runs.
+            self.dcgm = DcgmMetrics(
+                "dcgm",
+                DcgmArgs(kubeconfig=self.cluster.kubeconfig, rerun_when=self.smoke.measured_at),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),
             )
         self.benchmark: TflopsBenchmark | None = None
@@ -156,10 +174,15 @@ class Lab(pulumi.ComponentResource):
             out.HOST_DRIVER_VERSION: probe.driver_version,
             out.HOST_MAX_CUDA: probe.max_cuda,
             out.HOST_PROBE_SOURCE: source or probe.source,
+            out.HOST_TOPOLOGY: probe.topology,
             out.ALLOCATABLE_GPUS: operator.allocatable_gpus,
             out.CAPACITY_GPUS: operator.capacity_gpus,
             out.CLUSTER_POLICY_STATE: operator.cluster_policy_state,
             out.DEVICE_PLUGIN_PODS: operator.device_plugin_pods,
+            out.MIG_STRATEGY: cfg.gpu.mig_strategy,
+            out.MIG_RESOURCES: operator.mig_resources,
+            out.EXPECTED_MIG_RESOURCES: self.mig_plan.expected.mig_resources(),
+            out.SMOKE_RESOURCE: self.mig_plan.smoke_resource,
             out.SMOKE_PHASE: smoke.phase,
             out.SMOKE_DRIVER_VERSION: smoke.driver_version,
             out.SMOKE_CUDA_VERSION: smoke.cuda_version,
@@ -172,11 +195,12 @@ class Lab(pulumi.ComponentResource):
             out.SMOKE_MEASURED_AT: smoke.measured_at,
             **self.cluster.extra_outputs,
             **self._compute_outputs(),
+            out.DCGM_METRICS: self.dcgm.metrics if self.dcgm else None,
+            out.DCGM_MEASURED_AT: self.dcgm.measured_at if self.dcgm else None,
         }
         if self.benchmark is not None:
-            outputs[out.MEASURED_TFLOPS] = self.benchmark.result.apply(
-                lambda r: {k: v.get("tflops") for k, v in (r.get("results") or {}).items()}
-            )
+            # Burst, sustained (the headline) and the reference, each with its clock and power.
+            outputs[out.MEASURED_TFLOPS] = self.benchmark.result.apply(tflops_report.measured_tflops)
             outputs[out.TFLOPS_MEASURED_AT] = self.benchmark.result.apply(lambda r: r.get("measuredAt"))
         return outputs
 

@@ -30,11 +30,14 @@ class SmokeArgs:
     ``kubeconfig`` (secret), ``simulated`` (the sim lab: execution is faked by kwok), and for
     the diagnosis of a failure the host's ``host_max_cuda`` and the ``profile`` name.
     ``runtime_class``: the Pod's ``runtimeClassName`` (``nvidia`` on kind and k3s, whose
-    containerd keeps runc as default), None for the node's default runtime."""
+    containerd keeps runc as default), None for the node's default runtime. ``resource``:
+    what ``gpus`` counts, ``nvidia.com/gpu`` or under MIG ``mixed`` a
+    ``nvidia.com/mig-<profile>`` (gpulab.mig.plan)."""
 
     image: str
     kubeconfig: pulumi.Input[str]
     gpus: int = 1
+    resource: str = names.GPU_RESOURCE
     timeout_seconds: int = 300
     simulated: bool = False
     host_max_cuda: str | None = None
@@ -42,9 +45,11 @@ class SmokeArgs:
     runtime_class: str | None = None
 
 
-def pod_spec(image: str, gpus: int, runtime_class: str | None = None) -> dict[str, object]:
+def pod_spec(
+    image: str, gpus: int, runtime_class: str | None = None, resource: str = names.GPU_RESOURCE
+) -> dict[str, object]:
     """The smoke Pod's spec, as in the chapter (plus an explicit container name, and
-    ``runtimeClassName`` when given)."""
+    ``runtimeClassName`` when given); ``resource`` is what the limit asks ``gpus`` of."""
     spec: dict[str, object] = {
         "restartPolicy": "Never",
         "containers": [
@@ -52,7 +57,7 @@ def pod_spec(image: str, gpus: int, runtime_class: str | None = None) -> dict[st
                 "name": "cuda",
                 "image": image,
                 "command": ["nvidia-smi"],
-                "resources": {"limits": {names.GPU_RESOURCE: str(gpus)}},
+                "resources": {"limits": {resource: str(gpus)}},
             }
         ],
     }
@@ -91,7 +96,7 @@ class SmokeTest(pulumi.ComponentResource):
                 "labels": {"app.kubernetes.io/part-of": names.PROJECT, "app.kubernetes.io/name": POD_NAME},
                 "annotations": annotations,
             },
-            spec=pod_spec(args.image, args.gpus, args.runtime_class),
+            spec=pod_spec(args.image, args.gpus, args.runtime_class, args.resource),
             opts=pulumi.ResourceOptions(parent=self, provider=provider, delete_before_replace=True),
         )
         self.check = kube_command(

@@ -35,7 +35,10 @@ STEPS: Final[dict[tuple[str, str], str]] = {
     ("gpulab.kube", "smoke"): "smoke-check",
     ("gpulab.kube", "compute"): "compute-check",
     ("gpulab.kube", "benchmark"): "benchmark-result",
+    ("gpulab.kube", "dcgm"): "dcgm-scrape",
     ("gpulab.kube", "simulate-clusterpolicy"): "sim-clusterpolicy-status",
+    # A module without subcommands: "" matches any arguments.
+    ("gpulab.crd_check", ""): "operator-crds",
 }
 
 
@@ -83,7 +86,7 @@ def step_of(command: str | None) -> str | None:
             import variants
 
             return variants.step_of_module(argv[2], argv[3])
-        return STEPS.get((argv[2], argv[3]))
+        return STEPS.get((argv[2], argv[3])) or STEPS.get((argv[2], ""))
     if len(argv) >= 2:
         return DIRECT_STEPS.get((os.path.basename(argv[0]), argv[1]))
     return None

@@ -4,7 +4,7 @@ Shared by the baseline card (:mod:`gpulab.card`) and the Pulumi policy pack: bot
 :func:`evaluate` with the stack outputs as a JSON dict keyed by :mod:`gpulab.outputs`
 constants (what ``pulumi stack output --json`` prints). Pure: no Pulumi import, no I/O.
 
-The five items, each with a stable kebab-case id:
+The items, each with a stable kebab-case id:
 
 =============================== =============================================================
 ``device-plugin-stable``        step 3: device-plugin pods Running, Ready, 0 restarts
@@ -13,6 +13,10 @@ The five items, each with a stable kebab-case id:
 ``events-scheduled-and-pulled`` ``kubectl describe pod gpu-smoke`` shows Scheduled and Pulled
 ``baseline-card-complete``      the card records GPU count/model, driver, max CUDA,
                                 allocatable and the smoke log's driver
+``compute-works``               ``kubectl logs gpu-compute``: a CUDA kernel ran, ``Test PASSED``
+                                (:mod:`gpulab.checklist_compute`)
+``dcgm-reports-gpus``           the DCGM exporter's metrics name exactly the host's GPUs
+                                (:mod:`gpulab.checklist_dcgm`)
 =============================== =============================================================
 
 Each item is the lab's one finding record (:class:`gpulab.findings.Finding`, named
@@ -41,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from gpulab import fixes
+from gpulab import checklist_compute, checklist_dcgm, checklist_leftovers, checklist_mig, fixes
 from gpulab import outputs as o
 from gpulab.findings import Finding, Status
 from gpulab.names import DEFAULT_PROFILE
@@ -76,6 +80,8 @@ ITEM_IDS: Final[tuple[str, ...]] = (
     "driver-version-matches",
     "events-scheduled-and-pulled",
     "baseline-card-complete",
+    checklist_compute.ITEM,
+    checklist_dcgm.ITEM_ID,
 )
 
 KNOWN_AFTER_DEPLOYMENT: Final = "known after deployment"
@@ -231,6 +237,9 @@ def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
     keys = [o.ALLOCATABLE_GPUS, o.HOST_GPU_COUNT]
     title = "Allocatable nvidia.com/gpu equals the physical GPU count (step 4)"
     fix = _allocatable_fix(view, profile)
+    mig_item = checklist_mig.allocatable_mig(view, fix)  # MIG: the MIG devices (gpulab.checklist_mig)
+    if mig_item is not None:
+        return mig_item
     sim = view.simulated(keys)
     count = _as_count(view.get(o.HOST_GPU_COUNT))
     expected_n = count * replicas if isinstance(count, int) else None
@@ -413,15 +422,21 @@ def _card_complete(view: _View) -> Item:
 
 
 def evaluate(
-    outputs: Mapping[str, Any], *, time_slicing_replicas: int = 1, profile: str = DEFAULT_PROFILE
+    outputs: Mapping[str, Any],
+    *,
+    time_slicing_replicas: int = 1,
+    profile: str = DEFAULT_PROFILE,
+    leftover_census: Mapping[str, Any] | None = None,
 ) -> list[Item]:
-    """Evaluate the checklist on stack outputs; returns the five items in :data:`ITEM_IDS` order.
+    """Evaluate the checklist on stack outputs; returns the items in :data:`ITEM_IDS` order.
 
     Args:
         outputs: stack outputs keyed by :mod:`gpulab.outputs` constants (``pulumi stack output
             --json``), unknown values as described in the module docstring.
         time_slicing_replicas: replicas per GPU (allocatable = GPUs x replicas); >= 1.
         profile: the minikube profile named in fixes.
+        leftover_census: after destroy of an existing cluster, what is left there
+            (variants.existing.leftovers.census); adds the ``no-leftovers`` item.
 
     Raises:
         ValueError: ``time_slicing_replicas < 1``.
@@ -435,24 +450,31 @@ def evaluate(
         _driver_matches(view, profile),
         _events(view),
         _card_complete(view),
+        checklist_compute.compute_works(view),
+        checklist_dcgm.dcgm_reports_gpus(view),
+        *checklist_leftovers.items(outputs, leftover_census),
     ]
 
 
 def overall(items: Sequence[Item]) -> str:
     """``"fail"`` if any item failed, else ``"not-evaluated"`` if any was not evaluated, else
-    ``"pass"`` (``not-observable-in-simulation`` counts as pass: nothing contradicts it), as a
-    plain string."""
+    ``"compute not tested"`` when no ``compute-works`` item passed or was not observable (a
+    lab that has not shown a GPU doing work never passes), else ``"pass"``
+    (``not-observable-in-simulation`` counts as pass: nothing contradicts it; the card says
+    the lab is simulated), as a plain string."""
     statuses = {i.status for i in items}
     if FAIL in statuses:
         return FAIL.value
     if NOT_EVALUATED in statuses:
         return NOT_EVALUATED.value
+    if not any(i.id == checklist_compute.ITEM and i.status in (PASS, NOT_OBSERVABLE) for i in items):
+        return checklist_compute.NOT_TESTED_VERDICT
     return PASS.value
 
 
 def exit_code(items: Sequence[Item]) -> int:
-    """Process exit code for a checklist: 0 when every item is ``pass`` or
-    ``not-observable-in-simulation``; 1 otherwise, i.e. any ``fail`` or ``not-evaluated``
-    (an unknown value proves nothing, so it never yields success). Usage errors (2) are the
-    caller's."""
+    """Process exit code for a checklist: 0 when :func:`overall` is ``pass`` (every item
+    ``pass`` or ``not-observable-in-simulation``); 1 otherwise, i.e. any ``fail``,
+    ``not-evaluated`` or compute ``not-tested`` (an unknown value or a check not run proves
+    nothing, so it never yields success). Usage errors (2) are the caller's."""
     return 0 if overall(items) == PASS else 1

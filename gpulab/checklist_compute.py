@@ -84,4 +84,3 @@ def compute_works(view: View) -> Finding:
     if result == "passed" and phase == "Succeeded":
         return item(Status.PASS, observed)
     return item(Status.FAIL, observed)
-

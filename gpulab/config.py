@@ -37,7 +37,7 @@ CLUSTER_KINDS: Final = variants.NAMES
 DEVICE_PLUGIN_OWNERS: Final = ("operator", "minikube-addon")
 HOST_PROBES: Final = ("auto", "nvidia-smi", "capture", "off")
 #: Captures shipped in gpulab/captures, selectable with ``hostProbe: capture``.
-CAPTURES: Final = ("h200-1gpu", "h200-2gpu")
+CAPTURES: Final = ("h200-1gpu", "h200-2gpu", "h200-1gpu-mig")
 #: Anything interpolated into a command line must match this (no spaces, quotes, `$`, `;`).
 SAFE_NAME: Final = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 SAFE_TOKEN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,254}$")

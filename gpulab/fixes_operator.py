@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 
 from gpulab import cuda
-from gpulab.fixes import device_plugin_logs, docker_runtime, node_nvidia_smi, toolkit, toolkit_logs
+from gpulab.fixes import device_plugin_logs, docker_runtime, node_nvidia_smi, toolkit_logs
 from gpulab.names import DEFAULT_PROFILE, DEVICE_PLUGIN_DS, OPERATOR_NAMESPACE, TOOLKIT_DS
 
 __all__ = [
@@ -218,22 +218,28 @@ def validator_init(container: str, namespace: str, pod: str, profile: str = DEFA
 # --- leftovers and reinstall ---------------------------------------------------------------
 
 
-def namespace_held(namespace: str, remaining: str = "", finalizers: str = "") -> str:
-    """A namespace stuck Terminating: what holds it (``remaining``: the resources its
-    ``NamespaceContentRemaining`` condition names, ``finalizers``: those of
-    ``NamespaceFinalizersRemaining``), and how to release it."""
-    steps = [
-        f"kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 kubectl -n {namespace} "
-        "get --ignore-not-found --show-kind"
-    ]
+def namespace_held(
+    namespace: str, resources: list[str] | None = None, finalizers: list[str] | None = None
+) -> str:
+    """A namespace stuck Terminating: list what remains (``resources``: the kinds its
+    ``NamespaceContentRemaining`` condition names, e.g. ``configmaps``, ``daemonsets.apps``),
+    and, when objects wait for ``finalizers`` (``NamespaceFinalizersRemaining``), clear them."""
+    kinds = ",".join(resources or [])
+    listing = (
+        f"kubectl -n {namespace} get {kinds} -o name"
+        if kinds
+        else f"kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 kubectl -n {namespace} "
+        "get --ignore-not-found -o name"
+    )
+    steps = [listing]
     if finalizers:
         steps.append(
-            f"objects wait for finalizers ({finalizers}) whose controller is gone: start it again, or "
-            f"clear them: kubectl -n {namespace} patch <kind>/<name> --type=merge -p "
+            f"their finalizers ({', '.join(finalizers)}) wait for a controller that is gone: start it "
+            f"again, or clear them: {listing} | xargs kubectl -n {namespace} patch --type=merge -p "
             '\'{"metadata":{"finalizers":null}}\''
         )
-    elif remaining:
-        steps.append(f"delete what remains ({remaining})")
+    elif kinds:
+        steps.append(f"{listing} | xargs kubectl -n {namespace} delete")
     steps.append("a failing aggregated API blocks deletion too: kubectl get apiservice | grep False")
     return "; ".join(steps)
 

@@ -97,18 +97,24 @@ class KubeReader:
 
     def cluster_policy(self) -> Json | None:
         doc = self._missing_is_none(
-            lambda: self.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
+            lambda: self.custom.get_cluster_custom_object(
+                "nvidia.com", "v1", "clusterpolicies", "cluster-policy"
+            )
         )
         return doc if isinstance(doc, dict) else None
 
     def daemonset(self) -> Json | None:
         ds = self._missing_is_none(
-            lambda: self.apps.read_namespaced_daemon_set(self.spec.device_plugin_ds, self.spec.device_plugin_namespace)
+            lambda: self.apps.read_namespaced_daemon_set(
+                self.spec.device_plugin_ds, self.spec.device_plugin_namespace
+            )
         )
         return sanitize(ds, self.api) if ds is not None else None
 
     def pods(self, selector: str) -> list[Json]:
-        items = self.core.list_namespaced_pod(self.spec.device_plugin_namespace, label_selector=selector).items
+        items = self.core.list_namespaced_pod(
+            self.spec.device_plugin_namespace, label_selector=selector
+        ).items
         return [sanitize(p, self.api) for p in items]
 
     def nodes(self) -> list[Json]:

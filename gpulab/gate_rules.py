@@ -136,8 +136,7 @@ def placement_stuck(why: str, ds_name: str, namespace: str, policy: Json | None)
     )
     said = f"; ClusterPolicy says {cond.get('reason')}: {cond.get('message')}" if cond else ""
     labels = (
-        "kubectl get nodes -L feature.node.kubernetes.io/pci-10de.present,"
-        "nvidia.com/gpu.deploy.device-plugin"
+        "kubectl get nodes -L feature.node.kubernetes.io/pci-10de.present,nvidia.com/gpu.deploy.device-plugin"
     )
     if why == "absent":
         return Stuck(
@@ -150,8 +149,8 @@ def placement_stuck(why: str, ds_name: str, namespace: str, policy: Json | None)
         "daemonset-no-nodes",
         f"DaemonSet {namespace}/{ds_name} has desiredNumberScheduled 0: no node matches its "
         f"nodeSelector or tolerates its node's taints{said}",
-        f"{labels}; kubectl -n {namespace} get ds {ds_name} -o jsonpath='{{.spec.template.spec.nodeSelector}}'; "
-        "kubectl describe node | grep -i taint",
+        f"{labels}; kubectl -n {namespace} get ds {ds_name} "
+        "-o jsonpath='{.spec.template.spec.nodeSelector}'; kubectl describe node | grep -i taint",
     )
 
 
@@ -210,7 +209,10 @@ def resources_verdict(nodes: Sequence[Json], expect: Expected) -> tuple[str, str
     have = Resources.of(nodes)
     if expect.wants_mig:
         if not have.mig:
-            return "absent", f"no node has an nvidia.com/mig-* resource in status.allocatable ({have.describe()})"
+            return (
+                "absent",
+                f"no node has an nvidia.com/mig-* resource in status.allocatable ({have.describe()})",
+            )
         if expect.mig is not None and dict(have.mig) != dict(expect.mig):
             return "mismatch", f"MIG resources {have.describe()}, expected {expect.describe()}"
         if expect.mig is None and not any(have.mig.values()):

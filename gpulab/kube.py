@@ -8,15 +8,17 @@ Each prints one JSON object on stdout (the facts the stack exports; ``gate`` and
 
 Talks to the API server through the official ``kubernetes`` Python client.
 
-* ``gate``: waits until ClusterPolicy ``cluster-policy`` reports ``status.state == ready``
-  and the device-plugin DaemonSet has every desired pod ready, then reads node
-  allocatable and capacity ``nvidia.com/gpu`` (summed over nodes) and the device-plugin
-  pods' restart counts.
+* ``gate`` (:mod:`gpulab.gate`): waits until ClusterPolicy ``cluster-policy`` reports
+  ``status.state == ready``, the device-plugin DaemonSet has every desired pod ready and the
+  nodes advertise the expected ``nvidia.com/gpu`` (or, under MIG ``mixed``, the
+  ``nvidia.com/mig-*`` resources); fails early, with the diagnosis, when the state says
+  waiting will not help (:mod:`gpulab.gate_rules`).
 * ``smoke``: waits for the smoke Pod's phase ``Succeeded`` (a Pod has no ``complete``
   condition, which is why the chapter's ``kubectl wait --for=condition=complete`` never
   returns), then reads its log (driver and CUDA versions parsed from the nvidia-smi
   header) and its events.
 * ``compute``: the compute Pod's vectorAdd log says ``Test PASSED`` (:mod:`gpulab.kube_compute`).
+* ``dcgm``: what the DCGM exporter reports per GPU, sampled a few seconds (:mod:`gpulab.kube_dcgm`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from gpulab import kube_compute
+from gpulab import kube_compute, kube_dcgm
 from gpulab.errors import GpuLabError
 from gpulab.kube_diagnose import Context
 from gpulab.kube_diagnose import diagnosis as _diagnose
@@ -42,7 +44,6 @@ from gpulab.names import (
     DEVICE_PLUGIN_DS,
     GPU_RESOURCE,
     OPERATOR_NAMESPACE,
-    SIMULATED_ANNOTATION,
     SMOKE_POD,
     WORKLOAD_NAMESPACE,
 )
@@ -362,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--timeout", type=float, default=1800)
     sub.add_parser("ping", help="exit 0 when the API server answers /version within 5 s")
     kube_compute.add_arguments(sub.add_parser("compute", help="wait for the compute Pod, check its log"))
+    kube_dcgm.add_arguments(sub.add_parser("dcgm", help="sample the DCGM exporter's metrics per GPU"))
     c = sub.add_parser("simulate-clusterpolicy", help="sim lab: set ClusterPolicy status")
     c.add_argument("--state", default="ready")
     args = ap.parse_args(argv)
@@ -373,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
             out = simulate_clusterpolicy(api, args.state)
         elif args.cmd == "benchmark":
             out = benchmark(api, args.namespace, args.pod, args.timeout)
+        elif args.cmd == "dcgm":
+            out = kube_dcgm.from_args(api, args)
         elif args.cmd == "compute":
             ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile)
             out = compute(api, args.namespace, args.pod, args.timeout, ctx)
@@ -384,7 +388,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile)
             out = smoke(api, args.namespace, args.pod, args.timeout, ctx)
-    except GateError as exc:
+    except GpuLabError as exc:
+        # Not GateError: run as ``python -m gpulab.kube`` this module is ``__main__``, and the
+        # GateError that gpulab.gate and gpulab.kube_compute raise is ``gpulab.kube``'s, another
+        # class object; their common base (gpulab.errors) is one.
         print(str(exc), file=sys.stderr)
         return 1
     print(json.dumps(out, sort_keys=True))

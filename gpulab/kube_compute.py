@@ -105,6 +105,7 @@ def compute(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | N
             ``Test PASSED`` line (the log tail and the diagnosis).
     """
     from kubernetes import client
+    from kubernetes.client.rest import ApiException
 
     from gpulab import kube
     from gpulab.kube_diagnose import diagnosis
@@ -112,7 +113,25 @@ def compute(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | N
     core = client.CoreV1Api(api)
 
     def log_of() -> VectorAddLog:
-        return read_vectoradd_log(core.read_namespaced_pod_log(pod, namespace) or "")
+        try:
+            return read_vectoradd_log(core.read_namespaced_pod_log(pod, namespace) or "")
+        except ApiException as exc:
+            if kube.is_transient(exc):
+                raise
+            # "no logs found for container": a kubelet (or kwok) that serves none for this Pod.
+            return VectorAddLog(
+                False, False, f"(no log: {exc.status} {exc.reason}: {exc.body})", _no_log_hint()
+            )
+
+    def _no_log_hint() -> str:
+        doc = kube.sanitize(core.read_namespaced_pod(pod, namespace), api)
+        annotations = (doc.get("metadata") or {}).get("annotations") or {}
+        if annotations.get("gpulab.dev/simulated-execution") == "true":
+            return (
+                f"the simulated cluster serves no log for {pod}: it was made before the lab had a "
+                "compute check; recreate it (make destroy && make lab)"
+            )
+        return "the node served no log for the container: kubectl logs and kubectl describe pod " + pod
 
     try:
         phase = kube.wait_succeeded(api, "compute", namespace, pod, timeout, ctx)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gpulab.names import DEFAULT_PROFILE
+from gpulab.names import DEFAULT_PROFILE, DEVICE_PLUGIN_DS
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,20 @@ def _unhealthy_containers(pod: dict[str, Any]) -> list[str]:
     ]
     names += [cs["name"] for cs in status.get("containerStatuses") or [] if _failed(cs)]
     return names
+
+
+def _log_containers(pod: dict[str, Any]) -> list[str]:
+    """:func:`_unhealthy_containers`, and a device-plugin pod's containers even when they run:
+    a plugin that finds no GPU runs on quietly (``No devices found. Waiting indefinitely.``),
+    and its log is the only place that says why allocatable stays 0. At most 3 per pod."""
+    names = _unhealthy_containers(pod)
+    if str((pod.get("metadata") or {}).get("name") or "").startswith(DEVICE_PLUGIN_DS + "-"):
+        names += [
+            cs["name"]
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []
+            if cs["name"] not in names
+        ]
+    return names[:3]
 
 
 def _wants_previous(pod: dict[str, Any], container: str) -> bool:
@@ -112,7 +126,7 @@ def diagnosis(api: Any, ctx: Context) -> str:
     logs: dict[str, str] = {}
     for pod in pods:
         meta = pod["metadata"]
-        for c in _unhealthy_containers(pod)[:3]:
+        for c in _log_containers(pod):
             text = _read_log(core, pod, c)
             if text is not None:
                 logs[f"{meta['namespace']}/{meta['name']}/{c}"] = text

@@ -138,6 +138,16 @@ class Expected:
         """True under ``mixed``: the MIG resources are what the gate waits for."""
         return self.strategy == "mixed"
 
+    def mig_resources(self) -> dict[str, int] | None:
+        """The ``expectedMigResources`` output: what MIG makes the nodes advertise, ``mixed``:
+        ``{"nvidia.com/mig-1g.18gb": 7}``, ``single``: ``{"nvidia.com/gpu": 7}``; None without
+        MIG (``none``) or when unknown."""
+        if self.strategy == "mixed":
+            return dict(self.mig) if self.mig else None
+        if self.strategy == "single" and self.gpus is not None:
+            return {GPU_RESOURCE: self.gpus}
+        return None
+
     def describe(self) -> str:
         """One phrase for messages, e.g. ``"nvidia.com/mig-1g.18gb=7"`` or
         ``"nvidia.com/gpu=1"``."""
@@ -165,14 +175,14 @@ class Plan:
             ``nvidia.com/mig-<profile>``).
         devices: MIG devices per profile the plan is based on (``{}`` when none known).
         devices_source: ``"config:expectedMigDevices"``, ``"host probe"`` or ``""``.
-        problems: one line per contradiction (cause and fix); preflight fails on them.
+        problems: ``(cause, fix)`` per contradiction; preflight fails on them.
     """
 
     expected: Expected
     smoke_resource: str = GPU_RESOURCE
     devices: Mapping[str, int] = field(default_factory=dict)
     devices_source: str = ""
-    problems: tuple[str, ...] = ()
+    problems: tuple[tuple[str, str], ...] = ()
 
 
 def plan(
@@ -199,16 +209,19 @@ def plan(
     """
     devices: Mapping[str, int] = configured or probed or {}
     source = "config:expectedMigDevices" if configured else ("host probe" if probed else "")
-    problems: list[str] = []
+    problems: list[tuple[str, str]] = []
     enabled = sum(1 for m in gpu_mig_modes if m == "Enabled")
     known_modes = bool(gpu_mig_modes) and all(m is not None for m in gpu_mig_modes)
     if strategy == "single":
         total = sum(devices.values()) if devices else None
         if len(devices) > 1:
             problems.append(
-                f"migStrategy single with MIG profiles {format_devices(devices)}: the device plugin "
-                "allows one profile per node (k8s-device-plugin: 'more than one MIG device type present "
-                "on node'); set gpu-lab:migStrategy mixed"
+                (
+                    f"migStrategy single with MIG profiles {format_devices(devices)}: the device plugin "
+                    "allows one profile per node (k8s-device-plugin: 'more than one MIG device type "
+                    "present on node') and advertises 0",
+                    "scripts/pulumi config set gpu-lab:migStrategy mixed",
+                )
             )
         gpus = total * replicas if total is not None else (None if enabled else _times(physical, replicas))
         expected = Expected("single", gpus)
@@ -228,19 +241,27 @@ def plan(
             resource = resource_of(smallest[0])
         elif not (known_modes and enabled < len(gpu_mig_modes)):
             problems.append(
-                "migStrategy mixed with no known MIG device: the smoke Pod needs a resource that "
-                "exists; set gpu-lab:smokeResource nvidia.com/mig-<profile> (kubectl describe node | "
-                "grep nvidia.com/mig-) or gpu-lab:expectedMigDevices <profile>=<count>"
+                (
+                    "migStrategy mixed and no MIG device known (no expectedMigDevices, no nvidia-smi -L "
+                    "listing): the smoke Pod needs a resource that exists",
+                    "scripts/pulumi config set gpu-lab:expectedMigDevices 1g.18gb=7 (what nvidia-smi -L "
+                    "lists), or gpu-lab:smokeResource nvidia.com/mig-<profile>",
+                )
             )
     if strategy != "mixed" and resource != GPU_RESOURCE:
         problems.append(
-            f"smokeResource {resource} exists only with migStrategy mixed (got {strategy}); "
-            f"use {GPU_RESOURCE}"
+            (
+                f"smokeResource {resource} exists only with migStrategy mixed (got {strategy})",
+                f"scripts/pulumi config set gpu-lab:smokeResource {GPU_RESOURCE}",
+            )
         )
     if strategy == "mixed" and resource != GPU_RESOURCE and expected.mig and resource not in expected.mig:
         problems.append(
-            f"smokeResource {resource} is not among the expected MIG resources "
-            f"({', '.join(sorted(expected.mig))}, from {source}); pick one of those"
+            (
+                f"smokeResource {resource} is not among the expected MIG resources "
+                f"({', '.join(sorted(expected.mig))}, from {source}): the smoke Pod would stay Pending",
+                f"scripts/pulumi config set gpu-lab:smokeResource {sorted(expected.mig)[0]}",
+            )
         )
     return Plan(expected, resource, dict(devices), source, tuple(problems))
 

@@ -10,6 +10,8 @@ from typing import Final
 
 __all__ = [
     "COMPUTE_POD",
+    "DCGM_EXPORTER_PORT",
+    "DCGM_EXPORTER_SERVICE",
     "DEFAULT_COMPUTE_IMAGE",
     "DEFAULT_PROBE_IMAGE",
     "DEFAULT_PROFILE",
@@ -42,6 +44,10 @@ OPERATOR_RELEASE: Final = "gpu-operator"
 OPERATOR_CHART: Final = "gpu-operator"
 #: DaemonSets the operator creates (names from the chart's ClusterPolicy, v26.7.0).
 DEVICE_PLUGIN_DS: Final = "nvidia-device-plugin-daemonset"
+#: The DCGM exporter's DaemonSet and Service (also its Pods' ``app`` label) and the Service's
+#: port (``gpu-metrics``): NVIDIA/gpu-operator ``assets/state-dcgm-exporter/0600_service.yaml``.
+DCGM_EXPORTER_SERVICE: Final = "nvidia-dcgm-exporter"
+DCGM_EXPORTER_PORT: Final = 9400
 TOOLKIT_DS: Final = "nvidia-container-toolkit-daemonset"
 
 #: Annotation (value ``"true"``) on every object the lab fakes where no operator process runs.

@@ -43,6 +43,11 @@ HOST_DRIVER_VERSION: Final = "hostDriverVersion"
 HOST_MAX_CUDA: Final = "hostMaxCuda"
 #: Where host facts came from: ``"nvidia-smi"`` or ``"capture:<name>"`` (simulated).
 HOST_PROBE_SOURCE: Final = "hostProbeSource"
+#: How the host's GPUs are linked (gpulab.host_topology.output_json): ``{"source": "nvml" |
+#: "nvidia-smi topo -m" | "capture:<name> (nvidia-smi topo -m)" | None, "gpus": [{"index",
+#: "uuid", "links": [{"peer", "peerUuid", "kind", "nvlinks", "code"}], "cpuAffinity",
+#: "numaNode", "gpuNumaId"}], "note": str | None}``; ``None`` with ``hostProbe: off``.
+HOST_TOPOLOGY: Final = "hostTopology"
 
 # --- cluster readiness gate -----------------------------------------------------------
 #: Node allocatable ``nvidia.com/gpu`` summed over GPU nodes; ``None`` when the key is absent.
@@ -53,6 +58,19 @@ CAPACITY_GPUS: Final = "capacityGpus"
 CLUSTER_POLICY_STATE: Final = "clusterPolicyState"
 #: Device-plugin pods seen by the gate: ``[{"name", "phase", "ready": bool, "restarts": int}]``.
 DEVICE_PLUGIN_PODS: Final = "devicePluginPods"
+
+# --- MIG (gpulab.mig) -----------------------------------------------------------------
+#: ``migStrategy``: ``"none"``, ``"single"`` or ``"mixed"`` (the operator's ``mig.strategy``).
+MIG_STRATEGY: Final = "migStrategy"
+#: Node allocatable ``nvidia.com/mig-*`` summed over nodes, as the gate read it:
+#: ``{"nvidia.com/mig-1g.18gb": 7}``; ``{}`` when no node has one (no MIG, or not ``mixed``).
+MIG_RESOURCES: Final = "migResources"
+#: What MIG makes the nodes advertise, as the gate required it (``expectedMigDevices``, else
+#: the host's ``nvidia-smi -L``): ``mixed`` ``{"nvidia.com/mig-1g.18gb": 7}``, ``single``
+#: ``{"nvidia.com/gpu": 7}``; ``None`` with ``migStrategy`` none, or when unknown.
+EXPECTED_MIG_RESOURCES: Final = "expectedMigResources"
+#: The resource the smoke Pod requested, ``"nvidia.com/gpu"`` or ``"nvidia.com/mig-1g.18gb"``.
+SMOKE_RESOURCE: Final = "smokeResource"
 
 # --- smoke test -----------------------------------------------------------------------
 #: Final phase of the smoke Pod, e.g. ``"Succeeded"``.
@@ -102,11 +120,27 @@ TFLOPS_MEASURED_AT: Final = "tflopsMeasuredAt"
 #: existing variant: what ``pulumi destroy`` leaves behind, e.g. ``["customresourcedefinition/
 #: clusterpolicies.nvidia.com"]`` (empty when ``removeCrds`` is on).
 LEFTOVERS: Final = "leftovers"
+#: existing variant: the nodes' ``nvidia.com/`` labels before the chart went in, ``{node: {key:
+#: value}}``; a label after destroy that is not here was the operator's (variants.existing.leftovers).
+GPU_LABELS_BEFORE: Final = "gpuLabelsBefore"
 
 # --- measurement ----------------------------------------------------------------------
-#: Measured dense matmul throughput: ``{"bf16": float, "fp16": float, "fp32": float}``
-#: in TFLOP/s, or ``None`` when not measured.
+#: Measured dense matmul throughput per dtype (gpulab.tflops_report.measured_tflops):
+#: ``{"bf16": {"tflops": 667.9, "burst": {"tflops", "smClockMHz", "powerW", ...},
+#: "sustained": {...}, "reference": {...}}, ...}`` in TFLOP/s, MHz and W; ``tflops`` is the
+#: headline (the sustained rate); ``reference`` (the plain loop) on its dtype only; readers also
+#: accept the older ``{"bf16": float}``. ``None`` when not measured.
 MEASURED_TFLOPS: Final = "measuredTflops"
+
+# --- DCGM exporter metrics (components/dcgm.py, gpulab.dcgm) ----------------------------
+#: What the DCGM exporter reported per GPU while the compute check ran (gpulab.dcgm.summarize):
+#: ``{"endpoint", "scrapes", "seconds", "statistic": "max", "gpus": {uuid: {"gpu",
+#: "modelName", "pciBusId", "hostname", "driverVersion", "utilPercent", "fbUsedMiB",
+#: "powerW", "tempC", "samples"}}, "hostnames": [...], "error": str | None}``; ``None`` where
+#: nothing was scraped (the simulated lab, ``dcgmExporter`` off).
+DCGM_METRICS: Final = "dcgmMetrics"
+#: When the scrape ended (UTC ISO 8601); ``None`` where nothing was scraped.
+DCGM_MEASURED_AT: Final = "dcgmMeasuredAt"
 
 ALL_KEYS: Final = (
     CLUSTER_KIND,
@@ -124,10 +158,15 @@ ALL_KEYS: Final = (
     HOST_DRIVER_VERSION,
     HOST_MAX_CUDA,
     HOST_PROBE_SOURCE,
+    HOST_TOPOLOGY,
     ALLOCATABLE_GPUS,
     CAPACITY_GPUS,
     CLUSTER_POLICY_STATE,
     DEVICE_PLUGIN_PODS,
+    MIG_STRATEGY,
+    MIG_RESOURCES,
+    EXPECTED_MIG_RESOURCES,
+    SMOKE_RESOURCE,
     SMOKE_PHASE,
     SMOKE_DRIVER_VERSION,
     SMOKE_CUDA_VERSION,
@@ -143,6 +182,9 @@ ALL_KEYS: Final = (
     SMOKE_MEASURED_AT,
     COMPUTE_MEASURED_AT,
     LEFTOVERS,
+    GPU_LABELS_BEFORE,
     MEASURED_TFLOPS,
     TFLOPS_MEASURED_AT,
+    DCGM_METRICS,
+    DCGM_MEASURED_AT,
 )

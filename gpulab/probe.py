@@ -24,11 +24,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulab import nvsmi
 from gpulab.preflight import Finding, PreflightError, check_nvidia_smi
 from gpulab.run import Probe, probe
+
+if TYPE_CHECKING:  # gpulab.topology imports gpulab.nvml, which imports this module
+    from gpulab.topology import Topology
 
 CAPTURES_DIR = Path(__file__).resolve().parent / "captures"
 
@@ -55,6 +58,10 @@ class HostFacts:
 
     Per GPU, ``gpus[i].mig_mode`` / ``mig_mode_pending`` is the MIG mode (``"Enabled"``,
     ``"Disabled"``, None when the GPU has no MIG or the source could not tell).
+    ``mig_devices``: the MIG devices ``nvidia-smi -L`` lists (:class:`gpulab.nvsmi.MigDevice`:
+    parent GPU index, device index, profile such as ``"1g.18gb"``, UUID); ``()`` when it lists
+    none, None when it was not asked (no GPU has MIG enabled) or could not be read (``notes``
+    says why).
     """
 
     gpus: tuple[nvsmi.GpuInfo, ...]
@@ -64,6 +71,11 @@ class HostFacts:
     simulated: bool
     warnings: tuple[str, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())
+    mig_devices: tuple[nvsmi.MigDevice, ...] | None = None
+    #: How the GPUs are linked (gpulab.host_topology: NVML, else ``nvidia-smi topo -m``, or the
+    #: capture's ``topo-m.txt``); None when not read, and then ``topology_note`` says why.
+    topology: Topology | None = None
+    topology_note: str | None = None
 
     @property
     def count(self) -> int:
@@ -77,10 +89,17 @@ class HostFacts:
         """Per-GPU dicts (:meth:`gpulab.nvsmi.GpuInfo.to_json`), the ``hostGpus`` output."""
         return [g.to_json() for g in self.gpus]
 
+    def topology_json(self) -> dict[str, Any]:
+        """The ``hostTopology`` output (:func:`gpulab.host_topology.output_json`)."""
+        from gpulab.host_topology import output_json
+
+        return output_json(self)
+
     def to_json(self) -> dict[str, Any]:
         """The whole result as plain JSON: ``gpus`` (see :meth:`gpus_json`), ``driverVersion``,
-        ``maxCuda``, ``source``, ``simulated``, ``warnings``, ``notes``."""
-        return {
+        ``maxCuda``, ``source``, ``simulated``, ``warnings``, ``notes``, and ``migDevices``
+        (``[{"gpuIndex", "deviceIndex", "profile", "uuid"}]``) only when they were listed."""
+        doc: dict[str, Any] = {
             "gpus": self.gpus_json(),
             "driverVersion": self.driver_version,
             "maxCuda": self.max_cuda,
@@ -89,6 +108,16 @@ class HostFacts:
             "warnings": list(self.warnings),
             "notes": list(self.notes),
         }
+        if self.mig_devices is not None:
+            doc["migDevices"] = [
+                {"gpuIndex": d.gpu_index, "deviceIndex": d.device_index, "profile": d.profile, "uuid": d.uuid}
+                for d in self.mig_devices
+            ]
+        if self.topology is not None or self.topology_note is not None:
+            # Only when the probe read it: saved probes from before the topology step stay equal.
+            doc["topology"] = self.topology.to_json() if self.topology is not None else None
+            doc["topologyNote"] = self.topology_note
+        return doc
 
 
 def facts_from_json(doc: dict[str, Any]) -> HostFacts:
@@ -118,7 +147,21 @@ def facts_from_json(doc: dict[str, Any]) -> HostFacts:
         simulated=bool(doc["simulated"]),
         warnings=tuple(doc.get("warnings", ())),
         notes=tuple(doc.get("notes", ())),
+        mig_devices=None
+        if doc.get("migDevices") is None
+        else tuple(
+            nvsmi.MigDevice(int(d["gpuIndex"]), int(d["deviceIndex"]), str(d["profile"]), str(d["uuid"]))
+            for d in doc["migDevices"]
+        ),
+        topology=_topology_from_json(doc.get("topology")),
+        topology_note=doc.get("topologyNote"),
     )
+
+
+def _topology_from_json(doc: dict[str, Any] | None) -> Topology | None:
+    from gpulab.host_topology import topology_from_json
+
+    return None if doc is None else topology_from_json(doc)
 
 
 #: Per-GPU fields :func:`compare_facts` compares (``compute_cap`` only where both sides have it:
@@ -263,8 +306,9 @@ def probe_host(run: Runner = run_command, nvml_loader: Callable[[], Any] | None 
     """
     from gpulab import nvml
 
+    loader = nvml_loader or nvml.load_pynvml
     try:
-        return nvml.probe_nvml(nvml_loader or nvml.load_pynvml)
+        return with_topology(with_mig_listing(nvml.probe_nvml(loader), run), run, loader)
     except nvml.NvmlUnavailable as exc:
         nvml_finding = exc.finding
     try:
@@ -272,14 +316,42 @@ def probe_host(run: Runner = run_command, nvml_loader: Callable[[], Any] | None 
     except PreflightError as exc:
         raise PreflightError([nvml_finding, *exc.failures]) from exc
     note = f"NVML not used ({nvml_finding.message}); read with nvidia-smi"
-    return replace(facts, notes=(note, *facts.notes))
+    return with_topology(with_mig_listing(replace(facts, notes=(note, *facts.notes)), run), run, None)
+
+
+def with_topology(
+    facts: HostFacts, run: Runner = run_command, nvml_loader: Callable[[], Any] | None = None
+) -> HostFacts:
+    """``facts`` with the host's topology (:func:`gpulab.host_topology.read_host_topology`:
+    NVML through ``nvml_loader`` when given, else ``nvidia-smi topo -m``). A failure is a note
+    (``topology_note`` and ``notes``), never a preflight failure."""
+    from gpulab.host_topology import read_host_topology
+
+    topo, note = read_host_topology(run, nvml_loader, facts.count)
+    return replace(facts, topology=topo, topology_note=note, notes=(*facts.notes, *([note] if note else [])))
+
+
+def with_mig_listing(facts: HostFacts, run: Runner = run_command) -> HostFacts:
+    """``facts`` with :attr:`HostFacts.mig_devices` from ``nvidia-smi -L`` when a GPU has MIG
+    enabled (otherwise unchanged: no command runs). A failing or unreadable listing leaves
+    them None and adds a note; it never fails the probe."""
+    if not any(g.mig_mode == "Enabled" for g in facts.gpus):
+        return facts
+    rc, out, err = run(["nvidia-smi", "-L"])
+    try:
+        if rc != 0:
+            raise nvsmi.NvidiaSmiParseError(f"exit {rc}: {(err or out).strip()[:200]!r}")
+        return replace(facts, mig_devices=tuple(nvsmi.parse_list_mig(out)))
+    except nvsmi.NvidiaSmiParseError as exc:
+        return replace(facts, notes=(*facts.notes, f"MIG devices unknown: nvidia-smi -L: {exc}"))
 
 
 def probe_capture(name: str, captures_dir: Path = CAPTURES_DIR) -> HostFacts:
     """Read the shipped capture ``name`` (e.g. ``"h200-1gpu"``); the result is simulated.
 
     A capture may carry ``query-mig.csv`` (the output of
-    :func:`gpulab.nvsmi.mig_query_command`); without it the MIG mode is None.
+    :func:`gpulab.nvsmi.mig_query_command`; without it the MIG mode is None) and
+    ``nvidia-smi-L.txt`` (``nvidia-smi -L``: the MIG devices; without it they are None).
 
     Raises:
         FileNotFoundError: no such capture (names the directory searched).
@@ -289,11 +361,23 @@ def probe_capture(name: str, captures_dir: Path = CAPTURES_DIR) -> HostFacts:
     if not csv_path.is_file() or not table_path.is_file():
         known = sorted(p.name for p in captures_dir.iterdir()) if captures_dir.is_dir() else []
         raise FileNotFoundError(f"capture {name!r} not found in {captures_dir} (known: {known})")
-    mig_path = d / "query-mig.csv"
-    return facts_from_outputs(
+    mig_path, list_path = d / "query-mig.csv", d / "nvidia-smi-L.txt"
+    facts = facts_from_outputs(
         csv_path.read_text(),
         table_path.read_text(),
         f"capture:{name}",
         simulated=True,
         mig_csv=mig_path.read_text() if mig_path.is_file() else None,
     )
+    if list_path.is_file():
+        facts = replace(facts, mig_devices=tuple(nvsmi.parse_list_mig(list_path.read_text())))
+    return with_capture_topology(facts, d)
+
+
+def with_capture_topology(facts: HostFacts, directory: Path) -> HostFacts:
+    """``facts`` with the capture's topology (``topo-m.txt``, gpulab.host_topology); without
+    one, a note says so."""
+    from gpulab.host_topology import read_capture_topology
+
+    topo, note = read_capture_topology(directory, facts.count)
+    return replace(facts, topology=topo, topology_note=note, notes=(*facts.notes, *([note] if note else [])))

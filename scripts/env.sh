@@ -37,7 +37,8 @@ case $GPULAB_TOOLCHAIN_MODE in
     ;;
   *) export GPULAB_PULUMI="" ;;
 esac
-[[ "${GPULAB_STACK:-}" == sim ]] && _gpulab_path="$GPULAB_CACHE/sim/bin:$_gpulab_path"
+# The simulated lab's stacks: sim, and its variants sim-<name> (e.g. sim-mig).
+[[ "${GPULAB_STACK:-}" == sim || "${GPULAB_STACK:-}" == sim-* ]] && _gpulab_path="$GPULAB_CACHE/sim/bin:$_gpulab_path"
 export PATH="$_gpulab_path:$PATH"
 unset _gpulab_path
 

@@ -125,7 +125,7 @@ def decide(
     """
     floor = versions["PULUMI_CLI_FLOOR"]
     pinned = "v" + versions["PULUMI_VERSION"]
-    need_sim = stack == "sim" or purpose == "tests"
+    need_sim = stack == "sim" or stack.startswith("sim-") or purpose == "tests"
     have_go = which("go") is not None
     build: list[str] = []
     offline_flag = env.get("GPULAB_OFFLINE", "") not in ("", "0")

@@ -80,6 +80,7 @@ OPERATOR_FIELDS: Final[tuple[str, ...]] = (
     out.CAPACITY_GPUS,
     out.CLUSTER_POLICY_STATE,
     out.DEVICE_PLUGIN_PODS,
+    out.MIG_RESOURCES,
     out.SMOKE_PHASE,
     out.SMOKE_DRIVER_VERSION,
     out.SMOKE_CUDA_VERSION,
@@ -94,6 +95,7 @@ HOST_FIELDS: Final[tuple[str, ...]] = (
     out.HOST_GPUS,
     out.HOST_DRIVER_VERSION,
     out.HOST_MAX_CUDA,
+    out.HOST_TOPOLOGY,
 )
 
 

@@ -14,8 +14,11 @@ passed (``not-observable-in-simulation`` counts as passed); 1 an item failed or 
 evaluated; 2 usage error or unreadable input (the message names the file and the problem).
 
 JSON schema ``gpulab.dev/baseline-card/v1``, top-level keys: ``schema``, ``generatedAt``,
-``simulated``, ``simulatedFields``, ``host``, ``cluster``, ``operator``, ``smoke``,
-``checklist`` (``result``, ``exitCode``, ``items``), ``measuredTflops``, ``measurements``
+``simulated``, ``simulatedFields``, ``host``, ``cluster``, ``operator``, ``smoke``, ``compute``,
+``topology`` (the ``hostTopology`` fact: links, CPU affinity, NUMA node per GPU) and ``dcgm``
+(the ``dcgmMetrics`` fact with ``status`` and ``why``: :mod:`~gpulab.card.hardware`),
+``checklist`` (``result``, ``exitCode``, ``items``), ``measuredTflops`` (burst, sustained and
+reference: :mod:`~gpulab.card.tflops`), ``measurements``
 (``runAt`` and, per measurement, ``measuredAt`` and ``freshness``: :mod:`~gpulab.card.timing`),
 ``toolVersions``, ``capabilityBoundary``, ``redacted``. Each fact in
 ``host``/``cluster``/``operator``/``smoke`` is ``{"value": ..., "source": <output key>,
@@ -28,7 +31,8 @@ Secrets never reach the card: the ``kubeconfig`` output is dropped, and any stri
 ``"[secret]"`` (how ``pulumi stack output`` prints a secret) or looks like a kubeconfig or a
 PEM block is replaced by ``"[redacted]"``, its place listed under ``redacted``.
 
-Modules: :mod:`~gpulab.card.model` (the JSON document), :mod:`~gpulab.card.timing`,
+Modules: :mod:`~gpulab.card.model` (the JSON document), :mod:`~gpulab.card.tflops`,
+:mod:`~gpulab.card.hardware` (topology, DCGM and TFLOPS rows), :mod:`~gpulab.card.timing`,
 :mod:`~gpulab.card.markdown`, :mod:`~gpulab.card.html` (Jinja2, ``templates/``),
 :mod:`~gpulab.card.summary` and :mod:`~gpulab.card.cli`.
 """

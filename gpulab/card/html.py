@@ -4,7 +4,8 @@ Rendered from the same document as the Markdown (a card from :func:`gpulab.card.
 with Jinja2 (autoescaped) and the template ``gpulab/card/templates/baseline-card.html.j2``
 (package data). Nothing is fetched when the page is viewed: the style is inline and the
 TFLOPS-versus-datasheet chart is inline SVG, drawn only from measured values
-(:func:`tflops_chart`); with nothing measured the page says "not measured" instead.
+(:func:`tflops_chart`: per dtype the burst and the sustained rate over the datasheet peak); with
+nothing measured the page says "not measured" instead.
 
 The page marks what a person must not misread: the checklist rows coloured by status
 (``data-item``/``data-status`` on each row), every simulated value tagged, and every fact not
@@ -19,7 +20,7 @@ from typing import Any, Final
 
 import jinja2
 
-from gpulab.card import timing
+from gpulab.card import hardware, timing
 from gpulab.card.markdown import REMEASURE, SECTIONS, absent
 from gpulab.card.model import HOW_TO_MEASURE
 from gpulab.card.summary import summary_line
@@ -27,11 +28,13 @@ from gpulab.card.summary import summary_line
 TEMPLATE: Final = "baseline-card.html.j2"
 
 #: Chart geometry (SVG user units): overall width, label column, bar height and row pitch.
-CHART_WIDTH: Final = 720
+CHART_WIDTH: Final = 980
 CHART_LABEL: Final = 64
-CHART_BAR: Final = 22
+CHART_BAR: Final = 24
 CHART_ROW: Final = 58
-CHART_TEXT: Final = 210  # room on the right for "578.7 TFLOP/s, 58% of 989.5"
+CHART_TEXT: Final = 420  # room on the right for "burst 790.9 / sustained 667.9 TFLOP/s, 80% / 67% of 989.5"
+#: Bar colours: the burst rate, the sustained rate, a single rate (a method-v1 document), the peak.
+COLOURS: Final = {"burst": "#86aee8", "sustained": "#1f4fa3", "measured": "#2f6fd1", "peak": "#dfe5ee"}
 
 
 def plain(value: Any) -> str:
@@ -96,46 +99,79 @@ def _scale(largest: float) -> tuple[float, float]:
     return math.ceil(largest / step) * step, step
 
 
+def _bars(r: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """(kind, rate) of one dtype: burst and sustained where measured, else its one rate."""
+    two = [
+        (kind, float(r[kind]["tflops"]))
+        for kind in ("burst", "sustained")
+        if isinstance(r.get(kind), Mapping) and isinstance(r[kind].get("tflops"), (int, float))
+    ]
+    if two:
+        return two
+    return [("measured", float(r["tflops"]))] if isinstance(r.get("tflops"), (int, float)) else []
+
+
+def _row_text(bars: list[tuple[str, float]], peak: Any) -> str:
+    rates = " / ".join(f"{kind} {rate:g}" if kind != "measured" else f"{rate:g}" for kind, rate in bars)
+    if not peak:
+        return f"{rates} TFLOP/s (no datasheet peak)"
+    shares = " / ".join(f"{rate / float(peak):.0%}" for _, rate in bars)
+    return f"{rates} TFLOP/s, {shares} of {float(peak):g}"
+
+
 def tflops_chart(tf: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Bars for the chart: one row per dtype with a measured rate, the datasheet peak behind it.
+    """Bars for the chart: per dtype the burst and the sustained rate (or the one rate of a v1
+    document) over the datasheet peak behind them.
 
     Returns None when nothing was measured (no chart then, never made-up bars); otherwise
-    ``{"width", "height", "axis": [{"x", "label"}], "rows": [{"dtype", "y", "rate", "peak",
-    "rate_w", "peak_w", "fraction", "text", "text_x"}]}`` in SVG user units, the x scale
-    running from 0 to the largest rate or peak.
+    ``{"width", "height", "label_x", "bar", "axis": [{"x", "label"}], "axis_y", "rows":
+    [{"dtype", "y", "rate" (headline), "peak", "peak_w", "fraction", "bars": [{"kind", "rate",
+    "w", "y", "h", "fill"}], "text", "text_x"}]}`` in SVG user units, the x scale running from 0
+    to the largest rate or peak.
     """
     if tf.get("status") != "measured":
         return None
     measured = [
-        (str(dtype), float(r["tflops"]), r.get("peak"), r.get("fraction"))
-        for dtype, r in (tf.get("results") or {}).items()
-        if isinstance(r, Mapping) and isinstance(r.get("tflops"), (int, float))
+        (str(dtype), r, _bars(r)) for dtype, r in (tf.get("results") or {}).items() if isinstance(r, Mapping)
     ]
+    measured = [m for m in measured if m[2]]
     if not measured:
         return None
-    top, step = _scale(max(max(rate, float(peak or 0)) for _, rate, peak, _ in measured))
+    top, step = _scale(
+        max(max(max(b for _, b in bars), float(r.get("peak") or 0)) for _, r, bars in measured)
+    )
     span = CHART_WIDTH - CHART_LABEL - CHART_TEXT
-    rows = []
-    for i, (dtype, rate, peak, fraction) in enumerate(measured):
+    rows: list[dict[str, Any]] = []
+    kinds: set[str] = set()
+    for i, (dtype, r, bars) in enumerate(measured):
+        kinds.update(kind for kind, _ in bars)
         y = 16 + i * CHART_ROW
+        peak = r.get("peak")
         peak_w = round(span * float(peak) / top, 1) if peak else None
-        rate_w = max(round(span * rate / top, 1), 1.0)
-        text = f"{rate:g} TFLOP/s" + (
-            f", {fraction:.0%} of {float(peak):g}" if peak and fraction is not None else ""
-        )
-        if not peak:
-            text += " (no datasheet peak)"
+        h = (CHART_BAR - 6) / len(bars) - (1 if len(bars) > 1 else 0)
+        widths = [max(round(span * rate / top, 1), 1.0) for _, rate in bars]
+        drawn = [
+            {
+                "kind": kind,
+                "rate": rate,
+                "w": widths[k],
+                "y": round(y + 3 + k * (h + 2), 1),
+                "h": round(h, 1),
+                "fill": COLOURS[kind],
+            }
+            for k, (kind, rate) in enumerate(bars)
+        ]
         rows.append(
             {
                 "dtype": dtype,
                 "y": y,
-                "rate": rate,
+                "rate": r.get("tflops"),
                 "peak": peak,
-                "rate_w": rate_w,
                 "peak_w": peak_w,
-                "fraction": fraction,
-                "text": text,
-                "text_x": CHART_LABEL + max(rate_w, peak_w or 0) + 8,
+                "fraction": r.get("fraction"),
+                "bars": drawn,
+                "text": _row_text(bars, peak),
+                "text_x": CHART_LABEL + max(*widths, peak_w or 0.0) + 8,
             }
         )
     axis = [
@@ -150,6 +186,8 @@ def tflops_chart(tf: Mapping[str, Any]) -> dict[str, Any] | None:
         "axis": axis,
         "axis_y": 16 + len(rows) * CHART_ROW,
         "rows": rows,
+        "kinds": sorted(kinds, key=list(COLOURS).index),
+        "colours": COLOURS,
     }
 
 
@@ -161,6 +199,28 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+
+
+def _topology(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if section is None:
+        return None
+    return {
+        "about": hardware.topology_about(section),
+        "note": hardware.TOPOLOGY_NOTE,
+        "simulated": bool(section.get("simulated")),
+        "rows": hardware.topology_rows(section),
+    }
+
+
+def _dcgm(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if section is None:
+        return None
+    return {
+        "about": hardware.dcgm_about(section),
+        "status": section.get("status"),
+        "rows": hardware.dcgm_rows(section),
+        "note": hardware.DCGM_NOTE,
+    }
 
 
 def render_html(card: Mapping[str, Any]) -> str:
@@ -188,6 +248,12 @@ def render_html(card: Mapping[str, Any]) -> str:
         "tflops_measured": timing.label(tf.get("measuredAt"), fresh_tf),
         "tflops_fresh": fresh_tf,
         "chart": tflops_chart(tf),
+        "tflops_rows": hardware.tflops_rows(tf) if tf.get("status") == "measured" else [],
+        "tflops_two": bool(tf.get("headline")),
+        "tflops_means": list((tf.get("means") or {}).values()),
+        "tflops_reference": hardware.reference_text(tf),
         "how_to_measure": tf.get("howTo", HOW_TO_MEASURE),
+        "topology": _topology(card.get("topology")),
+        "dcgm": _dcgm(card.get("dcgm")),
     }
     return _environment().get_template(TEMPLATE).render(**context)

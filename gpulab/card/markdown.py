@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from gpulab.card import timing
+from gpulab.card import hardware, timing
 from gpulab.card.model import HOW_TO_MEASURE
 
 #: What a person runs to measure the gate, the smoke test and the compute check again.
@@ -179,6 +179,8 @@ def render_markdown(card: Mapping[str, Any]) -> str:
             for key, title, labels in SECTIONS
             for line in (f"## {title}", "", *_facts_table(card[key], labels), "")
         ),
+        *(hardware.markdown_topology(card["topology"]) if "topology" in card else []),
+        *(hardware.markdown_dcgm(card["dcgm"]) if "dcgm" in card else []),
         "## Checklist",
         "",
         "| Item | Status | Observed | Expected | First fix |",
@@ -211,15 +213,8 @@ def render_markdown(card: Mapping[str, Any]) -> str:
             f"Dense matmul, {about}{sim}. Peaks are dense datasheet figures (no sparsity)"
             + (f": {tf['peakSource']}." if tf.get("peakSource") else "."),
             "",
-            "| dtype | TFLOP/s | Datasheet peak | Fraction of peak |",
-            "| --- | --- | --- | --- |",
+            *hardware.markdown_tflops_table(tf, " *(simulated)*" if tf.get("simulated") else ""),
         ]
-        for dtype, r in tf["results"].items():
-            frac = r.get("fraction")
-            out.append(
-                f"| {dtype} | {_cell(r.get('tflops'))}{sim} | {_cell(r.get('peak'))} | "
-                f"{'-' if frac is None else f'{frac:.1%}'} |"
-            )
         notes = tf.get("notes") or {}
         if notes:
             out += ["", *(f"- {dtype}: {_cell(note)}" for dtype, note in notes.items())]

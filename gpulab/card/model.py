@@ -9,25 +9,24 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from gpulab import checklist, peaks
+from gpulab import checklist
 from gpulab import outputs as o
-from gpulab.card import timing
+from gpulab.card import hardware, timing
+from gpulab.card.tflops import HOW_TO_MEASURE, tflops_section
+
+__all__ = ["CAPABILITY_BOUNDARY", "HOW_TO_MEASURE", "REDACTED", "SCHEMA", "build_card", "sanitize"]
 
 SCHEMA: Final = "gpulab.dev/baseline-card/v1"
 REDACTED: Final = "[redacted]"
-HOW_TO_MEASURE: Final = (
-    "on the GPU host: .venv/bin/python -m gpulab.tflops --json > .state/tflops.json (needs PyTorch "
-    "or CuPy), then make card (it reads .state/tflops.json); make lab and make verify do both "
-    "where PyTorch is installed"
-)
-
 #: The chapter's table 3 (表 3, what you have and still lack): capability, status, where next.
+#: :func:`_boundary` adjusts the sharing and metrics rows to this lab's configuration.
 CAPABILITY_BOUNDARY: Final[tuple[tuple[str, str, str], ...]] = (
     ("GPU scheduled as nvidia.com/gpu", "have", "this chapter"),
     (
         "GPU sharing: one card for several Pods, memory-level quota",
-        "missing: the whole card is the smallest unit",
-        "data plane: MIG, HAMi, DRA",
+        "partial: time-slicing (timeSlicingReplicas) and MIG (migStrategy) as configured; "
+        "no memory-level quota or fair sharing of one card",
+        "data plane: HAMi, DRA",
     ),
     (
         "Queues, quotas, priorities, fair sharing",
@@ -36,12 +35,14 @@ CAPABILITY_BOUNDARY: Final[tuple[tuple[str, str, str], ...]] = (
     ),
     (
         "Topology-aware placement (NVLink/NUMA)",
-        "missing: the scheduler has no topology view",
+        "partial: topology shown on the card (hostTopology: links, NVLink count, CPU affinity, "
+        "NUMA node), not used for placement",
         "NUMA-aware scheduling, placement policies",
     ),
     (
         "Metrics semantics: GPU utilisation, memory, health",
-        "partial: DCGM exporter deployed, semantics not built",
+        "have: DCGM exporter's per-GPU metrics scraped and checked (dcgm-reports-gpus: "
+        "utilisation, framebuffer, power, temperature per GPU UUID)",
         "observability and acceptance",
     ),
     (
@@ -127,92 +128,6 @@ def _memory_per_gpu(gpus: Any) -> list[int | None] | None:
     return [g.get("memoryMiB") if isinstance(g, Mapping) else None for g in gpus]
 
 
-def _first_model(outputs: Mapping[str, Any]) -> str | None:
-    models = outputs.get(o.HOST_GPU_MODELS)
-    if isinstance(models, list) and models and isinstance(models[0], str):
-        return models[0]
-    return None
-
-
-def _validate_tflops(doc: Mapping[str, Any]) -> Mapping[str, Any]:
-    results = doc.get("results")
-    if not isinstance(results, Mapping) or not results:
-        raise ValueError("a gpulab.tflops document needs a non-empty 'results' object")
-    for dtype, r in results.items():
-        if not isinstance(r, Mapping) or not (
-            r.get("tflops") is None or isinstance(r.get("tflops"), (int, float))
-        ):
-            raise ValueError(f"results.{dtype} must be an object with a numeric 'tflops' or null")
-    return results
-
-
-def _tflops_section(facts: _Facts, tflops: Mapping[str, Any] | None, redacted: list[str]) -> dict[str, Any]:
-    outputs = facts.outputs
-    host_model = _first_model(outputs)
-    if tflops is not None:
-        results = _validate_tflops(tflops)
-        gpu = str(tflops.get("gpu") or host_model or "")
-        section: dict[str, Any] = {
-            "status": "measured",
-            "source": "gpulab.tflops document (--tflops)",
-            "simulated": tflops.get("simulated") is True,
-            "gpu": gpu or None,
-            "driver": tflops.get("driver"),
-            "backend": tflops.get("backend"),
-            "size": tflops.get("size"),
-            "measuredAt": tflops.get("measuredAt"),
-            "peakSource": tflops.get("peakSource") or _peak_source(gpu),
-            "notes": tflops.get("notes") or {},
-            "results": {},
-        }
-        for dtype, r in results.items():
-            rate = r.get("tflops")
-            peak = r.get("peak")
-            if peak is None and dtype in peaks.DTYPES and gpu:
-                peak = peaks.peak_for(gpu, dtype)
-            fraction = r.get("fraction")
-            if fraction is None and isinstance(rate, (int, float)) and peak:
-                fraction = round(rate / peak, 3)
-            section["results"][str(dtype)] = {"tflops": rate, "peak": peak, "fraction": fraction}
-        warnings = []
-        if host_model and gpu and gpu != host_model:
-            warnings.append(f"measured on {gpu}, but the host's GPU is {host_model}")
-        host_driver = outputs.get(o.HOST_DRIVER_VERSION)
-        if tflops.get("driver") and host_driver and tflops.get("driver") != host_driver:
-            warnings.append(f"measured with driver {tflops.get('driver')}, the host's is {host_driver}")
-        if warnings:
-            section["warning"] = "; ".join(warnings)
-        return dict(sanitize(section, "measuredTflops", redacted))
-    stored = outputs.get(o.MEASURED_TFLOPS)
-    if isinstance(stored, Mapping) and stored:
-        gpu = host_model or ""
-        out: dict[str, Any] = {
-            "status": "measured",
-            "source": f"stack output {o.MEASURED_TFLOPS}",
-            "simulated": facts.is_simulated(o.MEASURED_TFLOPS),
-            "gpu": gpu or None,
-            "measuredAt": outputs.get(o.TFLOPS_MEASURED_AT),
-            "peakSource": _peak_source(gpu),
-            "results": {},
-        }
-        for dtype, v in stored.items():
-            rate = v.get("tflops") if isinstance(v, Mapping) else v
-            rate = rate if isinstance(rate, (int, float)) else None
-            peak = peaks.peak_for(gpu, dtype) if gpu and dtype in peaks.DTYPES else None
-            out["results"][str(dtype)] = {
-                "tflops": rate,
-                "peak": peak,
-                "fraction": round(rate / peak, 3) if rate is not None and peak else None,
-            }
-        return dict(sanitize(out, "measuredTflops", redacted))
-    return {"status": "not measured", "simulated": False, "howTo": HOW_TO_MEASURE}
-
-
-def _peak_source(gpu: str) -> str | None:
-    row = peaks.row_for(gpu) if gpu else None
-    return row.source if row else None
-
-
 def _replicas(outputs: Mapping[str, Any]) -> int:
     comps = outputs.get(o.OPERATOR_COMPONENTS)
     if isinstance(comps, Mapping):
@@ -223,14 +138,46 @@ def _replicas(outputs: Mapping[str, Any]) -> int:
 
 
 def _boundary(outputs: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The capability rows, the sharing and metrics rows as this lab is configured."""
     comps = outputs.get(o.OPERATOR_COMPONENTS)
     dcgm_off = isinstance(comps, Mapping) and comps.get("dcgmExporter") is False
+    replicas, strategy = _replicas(outputs), outputs.get(o.MIG_STRATEGY)
     rows = []
     for capability, status, where in CAPABILITY_BOUNDARY:
-        if capability.startswith("Metrics") and dcgm_off:
-            status = "missing: DCGM exporter switched off in this lab, semantics not built"
+        if capability.startswith("GPU sharing"):
+            here = f"here: {replicas} replica(s) per GPU, migStrategy {strategy or 'none'}"
+            status = f"{status} ({here})"
+        if capability.startswith("Metrics"):
+            if dcgm_off:
+                status = "missing: DCGM exporter switched off in this lab (dcgmExporter=false)"
+            elif outputs.get(o.SIMULATED) is True:
+                status = f"{status}; not observable in simulation (no exporter runs in the simulated lab)"
         rows.append({"capability": capability, "status": status, "where": where})
     return rows
+
+
+def _dcgm_section(facts: _Facts, group: str | None) -> dict[str, Any]:
+    """The ``dcgm`` section: the ``dcgmMetrics`` fact, its ``status`` and ``why``
+    (gpulab.card.hardware)."""
+    outputs = facts.outputs
+    comps = outputs.get(o.OPERATOR_COMPONENTS)
+    fact = facts.fact(o.DCGM_METRICS, group=group)
+    if isinstance(comps, Mapping) and comps.get("dcgmExporter") is False:
+        status, why = (
+            hardware.NOT_TESTED,
+            "not tested: the DCGM exporter is switched off (dcgmExporter=false)",
+        )
+    elif facts.simulated_lab:
+        status, why = (
+            hardware.NOT_OBSERVABLE,
+            "not observable in simulation: no DCGM exporter runs in the simulated lab "
+            "(kwok runs no containers)",
+        )
+    elif isinstance(fact["value"], Mapping):
+        status, why = hardware.MEASURED, None
+    else:
+        status, why = hardware.NOT_RECORDED, "not recorded: no scrape of the DCGM exporter in the outputs"
+    return {**fact, "status": status, "why": why}
 
 
 def build_card(
@@ -267,19 +214,24 @@ def build_card(
     if o.KUBECONFIG in outputs:
         redacted.append(o.KUBECONFIG)
     facts = _Facts(clean, redacted, {})
-    tflops_section = _tflops_section(facts, tflops, redacted)
-    when = timing.measurements(clean, tflops_section)
+    tflops_part = tflops_section(
+        clean,
+        tflops,
+        output_simulated=facts.is_simulated(o.MEASURED_TFLOPS),
+        sanitize=lambda value, path: sanitize(value, path, redacted),
+    )
+    when = timing.measurements(clean, tflops_part)
     facts.groups = when["groups"]
     if "tflops" in when["groups"]:
-        tflops_section["freshness"] = when["groups"]["tflops"]["freshness"]
+        tflops_part["freshness"] = when["groups"]["tflops"]["freshness"]
     f = facts.fact
     gpus = clean.get(o.HOST_GPUS)
     # No compute Pod ran (computeCheck off): its facts are configuration, not measurements.
     compute_group = "compute" if "compute" in when["groups"] else None
 
     eval_outputs = dict(clean)
-    if tflops_section["status"] == "measured":
-        eval_outputs[o.MEASURED_TFLOPS] = {k: v["tflops"] for k, v in tflops_section["results"].items()}
+    if tflops_part["status"] == "measured":
+        eval_outputs[o.MEASURED_TFLOPS] = {k: v["tflops"] for k, v in tflops_part["results"].items()}
     replicas = time_slicing_replicas or _replicas(clean)
     items = checklist.evaluate(eval_outputs, time_slicing_replicas=replicas)
 
@@ -326,12 +278,14 @@ def build_card(
             "phase": f(o.COMPUTE_PHASE, group=compute_group),
             "image": f(o.COMPUTE_IMAGE),
         },
+        "topology": {**f(o.HOST_TOPOLOGY, group="host"), "shownNotUsed": hardware.TOPOLOGY_NOTE},
+        "dcgm": _dcgm_section(facts, "dcgm" if "dcgm" in when["groups"] else None),
         "checklist": {
             "result": checklist.overall(items),
             "exitCode": checklist.exit_code(items),
             "items": [sanitize(i.to_json(), f"checklist.{i.id}", redacted) for i in items],
         },
-        "measuredTflops": tflops_section,
+        "measuredTflops": tflops_part,
         "measurements": when,
         "toolVersions": sanitize(dict(tool_versions or {}), "toolVersions", redacted),
         "capabilityBoundary": _boundary(clean),

@@ -39,7 +39,8 @@ def _marks(*facts: Mapping[str, Any]) -> str:
 
 
 def _compute(check: Mapping[str, Any], tf: Mapping[str, Any]) -> str:
-    """``compute passed``, TFLOP/s per dtype, both, or ``compute not tested``."""
+    """``compute passed``, TFLOP/s per dtype (the sustained headline, its share of the peak and
+    the burst rate), both, or ``compute not tested``."""
     parts = []
     result = check.get("result") or {}
     if result.get("known") and result.get("value") not in (None, timing.NOT_TESTED):
@@ -49,8 +50,12 @@ def _compute(check: Mapping[str, Any], tf: Mapping[str, Any]) -> str:
         for dtype, r in (tf.get("results") or {}).items():
             rate = r.get("tflops")
             if isinstance(rate, (int, float)):
+                # The headline is the sustained rate; the burst (boost clock) follows it.
                 frac = r.get("fraction")
-                rates.append(f"{dtype} {rate:g}" + (f" ({frac:.0%} of peak)" if frac else ""))
+                burst = (r.get("burst") or {}).get("tflops")
+                about = [f"{frac:.0%} of peak"] if frac else []
+                about += [f"burst {burst:g}"] if isinstance(burst, (int, float)) else []
+                rates.append(f"{dtype} {rate:g}" + (f" ({'; '.join(about)})" if about else ""))
         text = ", ".join(rates) + " TFLOP/s" if rates else "TFLOPS measured, no rate recorded"
         marks = _marks({"simulated": tf.get("simulated"), "freshness": tf.get("freshness", timing.UNKNOWN)})
         parts.append(("" if parts else "compute ") + text + marks)

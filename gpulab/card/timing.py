@@ -36,6 +36,7 @@ GROUPS: Final[dict[str, tuple[str, str]]] = {
     "gate": (o.GATE_MEASURED_AT, "readiness gate (allocatable, ClusterPolicy, device plugin)"),
     "smoke": (o.SMOKE_MEASURED_AT, "smoke test (phase, driver and CUDA from its log, events)"),
     "compute": (o.COMPUTE_MEASURED_AT, "compute check (a CUDA kernel in a Pod)"),
+    "dcgm": (o.DCGM_MEASURED_AT, "DCGM metrics (the exporter scraped per GPU)"),
     "tflops": (o.TFLOPS_MEASURED_AT, "TFLOPS measurement (dense matmul)"),
 }
 
@@ -67,7 +68,8 @@ def measurements(outputs: Mapping[str, Any], tflops: Mapping[str, Any] | None = 
 
     ``tflops`` is the card's ``measuredTflops`` section: its group is there only when its
     ``status`` is ``"measured"``, stamped with its ``measuredAt``. The compute group is there
-    only when the outputs say a compute Pod ran (``computeResult`` other than ``not-tested``).
+    only when the outputs say a compute Pod ran (``computeResult`` other than ``not-tested``),
+    the DCGM group only when the exporter was scraped (``dcgmMetrics`` an object).
 
     Returns ``{"runAt": str|None, "groups": {group: {"measuredAt": str|None, "source": key,
     "what": str, "freshness": str}}}`` for the groups of :data:`GROUPS`. The host group has no
@@ -83,6 +85,10 @@ def measurements(outputs: Mapping[str, Any], tflops: Mapping[str, Any] | None = 
         elif group == "compute":
             if outputs.get(o.COMPUTE_RESULT) in (None, NOT_TESTED):
                 continue
+            stamp = outputs.get(key)
+        elif group == "dcgm":
+            if not isinstance(outputs.get(o.DCGM_METRICS), Mapping):
+                continue  # nothing scraped (simulated lab, exporter off): no measurement
             stamp = outputs.get(key)
         elif group == "host":
             stamp = None if outputs.get(o.HOST_PROBE_SOURCE) == "off" else run_at

@@ -14,7 +14,10 @@ Rows (``Diagnosis.row``), the first five from the chapter's table 2 (单机 GPU 
 ``allocatable-zero``           allocatable 输出 0. Variants: ``not-registered`` (the key
                                is missing on every node), ``unhealthy`` (0 with capacity
                                > 0: devices marked unhealthy, e.g. XID errors),
-                               ``no-devices`` (0 with capacity 0)
+                               ``no-devices`` (0 with capacity 0); MIG
+                               (:mod:`~gpulab.diagnose.mig`): ``mig-not-registered``
+                               (``mixed``, no ``nvidia.com/mig-*``), ``mig-invalid``
+                               (``single``, GFD's ``-MIG-INVALID`` label)
 ``operator-pending``           Operator Pod 一直 Pending (Insufficient cpu/memory)
 ``smoke-container-creating``   gpu-smoke 一直 ContainerCreating. Variants:
                                ``toolkit-not-ready``, ``runtime``
@@ -22,27 +25,41 @@ Rows (``Diagnosis.row``), the first five from the chapter's table 2 (单机 GPU 
                                ``unsatisfied condition: cuda>=X.Y`` at container start
 ``minikube-start-failed``      ``minikube start`` 卡死或报 GPU 相关错误
                                (``variants.minikube.diagnose``)
-``allocatable-mismatch``       allocatable differs from the expected GPU count
+``allocatable-mismatch``       allocatable differs from the expected GPU count;
+                               variant ``mig``: the MIG resources differ
 ``gpu-insufficient``           ``Insufficient nvidia.com/gpu`` while the GPUs are held
                                by other pods (names the holders)
-``device-plugin-crashloop``    device plugin restarting; variant ``nvml-not-injected``
-                               when its log says it cannot load NVML
+``device-plugin-crashloop``    device plugin restarting; variant: the known message
+                               its log shows (``nvml-not-injected``, ...), else ``other``
+``device-plugin-idle``         device plugin running but its log says it found no usable
+                               GPU (``No devices found``, MIG, NVML): variant the message
 ``daemonset-no-nodes``         ``desiredNumberScheduled: 0``: no node matches the
                                DaemonSet's nodeSelector
 ``daemonset-not-ready``        ready < desired, with no pod-level cause found
-``validator-stuck``            ``nvidia-operator-validator`` stuck in an init container
+``validator-stuck``            ``nvidia-operator-validator`` stuck or failing in an init
+                               container (or its workload Pods failing), with how long;
+                               variant: the known message, else the init container
 ``pod-init-waiting``           an operand stuck in an init container (usually waits on
                                an earlier component)
 ``dcgm-exporter-failing``      DCGM exporter failing: ``blocking=False`` (reported in the
                                card, does not block the lab)
 ``image-pull-failed``          ``ErrImagePull`` / ``ImagePullBackOff``
-``pod-crashloop``              any other container crash loop or start error
+``pod-crashloop``              any other container crash loop, start error or error exit
+                               (variant: the known message, else the waiting reason)
+``namespace-terminating``      a namespace stuck Terminating: what holds it (variants
+                               ``finalizers``, ``discovery``, ``content``, ``waiting``)
 ``pod-unschedulable``          Pending for a reason other than the above
 ``pod-not-ready``              Running, not Ready
 ``pod-failed``                 phase ``Failed`` (e.g. admission refused the GPU)
 ``node-not-ready``             node condition Ready is not True
 ``helm-*``                     Helm errors (:func:`diagnose_helm_error`)
 ============================== ======================================================
+
+Known messages (:mod:`~gpulab.diagnose.messages`): the log, status and event messages of a
+failing or stuck container are searched for the failure messages the upstream trackers
+report most (driver not visible in the container, host driver too old, runtime handler or
+RuntimeClass missing, toolkit and validator states, DCGM exporter, device plugin); a match
+names the cause and its fix and becomes the variant, the row stays the failing object's.
 
 Order: :func:`diagnose_cluster` sorts along the lab's dependency chain (node, operator,
 DaemonSet placement, driver validation, toolkit, device plugin, allocatable, scheduling,
@@ -55,6 +72,7 @@ shortages), :mod:`~gpulab.diagnose.pods` (Pending, not Ready, Failed),
 :mod:`~gpulab.diagnose.init_containers` (the validator and other init waits),
 :mod:`~gpulab.diagnose.smoke` (the smoke Pod: CUDA too new, ContainerCreating),
 :mod:`~gpulab.diagnose.daemonsets` (operand placement and readiness),
+:mod:`~gpulab.diagnose.namespaces` (a namespace stuck Terminating),
 :mod:`~gpulab.diagnose.helm` (the operator's release); a variant's own failures live in its
 folder (``variants.minikube.diagnose``: ``minikube start``); :mod:`~gpulab.diagnose.cluster`
 runs the cluster checks and orders them, :mod:`~gpulab.diagnose.formatting` renders them.
@@ -69,6 +87,7 @@ from gpulab.diagnose.cluster import diagnose_cluster
 from gpulab.diagnose.formatting import render
 from gpulab.diagnose.gpus import gpu_holders, gpu_request
 from gpulab.diagnose.helm import diagnose_helm_error
+from gpulab.diagnose.namespaces import diagnose_namespace
 from gpulab.diagnose.record import GPU_RESOURCE, Diagnosis
 
 __all__ = [
@@ -76,6 +95,7 @@ __all__ = [
     "Diagnosis",
     "diagnose_cluster",
     "diagnose_helm_error",
+    "diagnose_namespace",
     "gpu_holders",
     "gpu_request",
     "render",

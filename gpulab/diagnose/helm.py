@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from gpulab import fixes_operator
 from gpulab.config import DEFAULT_CHART_REPO
 from gpulab.diagnose.cluster import diagnose_cluster
 from gpulab.diagnose.fields import _last_line, _one_line
@@ -13,6 +14,12 @@ from gpulab.diagnose.record import DEFAULT_PROFILE, Diagnosis, Json
 from gpulab.names import OPERATOR_NAMESPACE, OPERATOR_RELEASE
 
 _EXISTS_RE: Final = re.compile(r'(?P<kind>[A-Za-z]+) "(?P<name>[^"]+)" in namespace "(?P<ns>[^"]*)" exists')
+# The API server's refusal while a namespace terminates (k8s.io/apiserver, NamespaceLifecycle
+# admission), and the Kubernetes provider's when it re-creates the namespace too early.
+_TERMINATING_RE: Final = re.compile(
+    r"in namespace (?P<ns>[a-z0-9-]+) because it is being terminated|"
+    r'object is being deleted: namespaces "(?P<ns2>[a-z0-9-]+)" already exists'
+)
 _KUBEVERSION_RE: Final = re.compile(
     r"chart requires kubeVersion: (?P<want>\S+) which is incompatible with Kubernetes "
     r"(?P<have>\S+)"
@@ -38,7 +45,8 @@ def diagnose_helm_error(
     failed release; the fix is the exact ``helm uninstall`` command, then ``pulumi up``),
     ``helm-operation-in-progress``, ``helm-resource-exists`` (objects left by an earlier
     install, typically the CRDs, which ``helm uninstall`` keeps), ``helm-kube-version``,
-    ``helm-cluster-unreachable``, ``helm-chart-unreachable`` and ``helm-timeout``
+    ``helm-cluster-unreachable``, ``helm-chart-unreachable``, ``helm-namespace-terminating``
+    (the release's namespace is still being deleted) and ``helm-timeout``
     (``context deadline exceeded`` / ``timed out waiting for the condition``).
 
     For a timeout, pass the cluster state (same arguments as :func:`diagnose_cluster`): the
@@ -65,6 +73,17 @@ def diagnose_helm_error(
             detail=first_line,
             fix=f"helm -n {namespace} history {release}; helm -n {namespace} rollback {release} "
             f"(to the last deployed revision) or helm uninstall {release} -n {namespace}; {again}",
+        )
+    m = _TERMINATING_RE.search(text)
+    if m:
+        ns = m.group("ns") or m.group("ns2") or namespace
+        return Diagnosis(
+            row="helm-namespace-terminating",
+            object=f"namespace {ns}",
+            reason="the namespace is still being deleted (Terminating), so nothing can be created in it",
+            detail=first_line,
+            fix=f"kubectl get ns {ns} -o jsonpath='{{.status.conditions}}' (what holds it); "
+            f"{fixes_operator.namespace_held(ns)}; {again}",
         )
     m = _EXISTS_RE.search(text)
     if m and "exists and cannot be imported" in text:

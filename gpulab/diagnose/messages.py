@@ -2,8 +2,10 @@
 
 Mined from the upstream trackers (NVIDIA/gpu-operator, NVIDIA/k8s-device-plugin,
 NVIDIA/nvidia-container-toolkit and its predecessor NVIDIA/nvidia-docker, NVIDIA/dcgm-exporter
-and NVIDIA/gpu-monitoring-tools): the messages reported most often, most reported first
-within each kind. Each :class:`KnownMessage` cites the issues it comes from
+and NVIDIA/gpu-monitoring-tools): the messages reported most often. The table is in match
+order: a message that names its cause precisely comes before a vaguer one that often shares
+its log (``could not load NVML`` before ``Incompatible strategy``). Each
+:class:`KnownMessage` cites the issues it comes from
 (``sources``, ``owner/repo#number``); its unit test quotes a log line of one of them
 (tests/unit/diagnose/test_messages.py).
 
@@ -148,12 +150,12 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
     ),
     KnownMessage(
         "nvidia-smi-not-found",
-        _re(r"\"?nvidia-smi\"?: executable file not found|nvidia-smi: (?:command )?not found"),
+        _re(r'nvidia-smi\\?"?: executable file not found|nvidia-smi: (?:command )?not found'),
         "not-injected",
         "nvidia-smi is not in the container: the runtime did not inject the driver's utilities "
         "(the Pod is not under the NVIDIA runtime)",
         lambda a: fixes_operator.not_injected(a.operator_namespace, a.profile),
-        ("NVIDIA/gpu-operator#1374", "NVIDIA/nvidia-docker#1668"),
+        ("NVIDIA/gpu-operator#265", "NVIDIA/gpu-operator#1374", "NVIDIA/nvidia-docker#1668"),
     ),
     KnownMessage(
         "no-cuda-device",
@@ -179,12 +181,12 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         "runtime",
         "the Pod asks for RuntimeClass nvidia and the cluster has none",
         lambda a: fixes_operator.runtime_class(),
-        ("NVIDIA/gpu-operator#575",),
+        ("NVIDIA/gpu-operator#575", "truenas/middleware#11178"),
     ),
     # --- toolkit and validator stages ---------------------------------------------------------
     KnownMessage(
         "toolkit-not-ready",
-        _re(r"waiting for nvidia container (?:stack|toolkit) to be setup|toolkit is not ready"),
+        _re(r"waiting for nvidia container (?:stack|toolkit) to be setup"),
         "toolkit",
         "it waits for /run/nvidia/validations/toolkit-ready, which the validator writes once the "
         "container toolkit has configured the runtime",

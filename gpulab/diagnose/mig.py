@@ -42,7 +42,10 @@ def _mixed_diagnoses(ctx: _Ctx, expected: Mapping[str, int] | None) -> list[tupl
     rank = _ROLE_RANK["allocatable"]
     shown = ", ".join(f"{r}={n}" for r, n in sorted(have.items())) or "none"
     want = ", ".join(f"{r}={n}" for r, n in sorted((expected or {}).items())) or "some nvidia.com/mig-* > 0"
-    sim_fix = "simulated lab: the kwok node advertises simMigDevices (scripts/pulumi config get gpu-lab:simMigDevices)"
+    sim_fix = (
+        "simulated lab: the kwok node advertises simMigDevices "
+        "(scripts/pulumi config get gpu-lab:simMigDevices)"
+    )
     if not have or not any(have.values()):
         return [
             (

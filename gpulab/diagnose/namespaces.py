@@ -15,12 +15,28 @@ listed), ``content`` (objects remain), ``waiting`` (nothing reported yet).
 
 from __future__ import annotations
 
+import re
+from typing import Final
+
 from gpulab import fixes_operator
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _condition, _duration, _get, _name, _one_line, _parse_time
 from gpulab.diagnose.record import Diagnosis, Json
 
+# "Some resources are remaining: configmaps. has 1 resource instances, daemonsets.apps has 1 ..."
+_RESOURCE_RE: Final = re.compile(r"([a-z0-9.-]+) has \d+ resource instances")
+# "Some content in the namespace has finalizers remaining: a/b in 1 resource instances, c in 2 ..."
+_FINALIZERS_RE: Final = re.compile(r"([^\s,]+) in \d+ resource instances")
 _TERMINATING_RANK = 1  # before the operator: nothing can be created in it until it is gone
+
+
+def _finalizer_names(message: str) -> list[str]:
+    """The finalizers a ``NamespaceFinalizersRemaining`` message names (with or without the
+    ``in N resource instances`` counts newer API servers add)."""
+    names = _FINALIZERS_RE.findall(message)
+    if not names and "remaining:" in message:
+        names = [n.strip() for n in message.split("remaining:", 1)[1].split(",") if n.strip()]
+    return names
 
 
 def _true(ns: Json, kind: str) -> str:
@@ -57,7 +73,11 @@ def diagnose_namespace(ns: Json, now_seconds: float | None = None) -> Diagnosis 
     evidence = [m for m in (finalizers, remaining, discovery, failure) if m]
     if spec_finalizers:
         evidence.append(f"spec.finalizers: {', '.join(spec_finalizers)}")
-    fix = fixes_operator.namespace_held(name, remaining=remaining, finalizers=finalizers)
+    fix = fixes_operator.namespace_held(
+        name,
+        resources=[m.rstrip(".") for m in _RESOURCE_RE.findall(remaining)],
+        finalizers=_finalizer_names(finalizers),
+    )
     if discovery:
         fix = f"{discovery}: kubectl get apiservice | grep False, delete the stale one; {fix}"
     return Diagnosis(

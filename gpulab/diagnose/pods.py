@@ -30,6 +30,27 @@ def _unschedulable(pod: Json, events: Sequence[Json]) -> Json | None:
     return None
 
 
+def _idle_plugin(ctx: _Ctx, pod: Json, container: str, rank: int) -> tuple[Diagnosis, int] | None:
+    """``device-plugin-idle``: a device plugin that runs but whose log says it found no usable
+    GPU (``No devices found. Waiting indefinitely.``, MIG, NVML): it registers nothing, so
+    allocatable stays 0 or absent. None when its log says nothing known."""
+    known = _known(ctx, pod, container, [ctx.log(pod, container)])
+    if known is None or known[0].kind not in ("device-plugin", "not-injected", "host-driver"):
+        return None
+    message, line, fix = known
+    return (
+        Diagnosis(
+            row="device-plugin-idle",
+            object=_pod_obj(pod, container),
+            reason=f"device plugin runs but registers no GPU: {message.cause}",
+            detail=_one_line(f"log: {line}"),
+            fix=fix,
+            variant=message.id,
+        ),
+        rank,
+    )
+
+
 def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) -> list[tuple[Diagnosis, int]]:
     """Diagnoses for one pod as ``(Diagnosis, rank)`` pairs."""
     phase = _get(pod, "status", "phase")
@@ -139,6 +160,10 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
                     rank + (_NON_BLOCKING_RANK if non_blocking else 0),
                 )
             )
+        elif role == "device-plugin" and _get(cs, "state", "running") is not None:
+            idle = _idle_plugin(ctx, pod, cname, rank)
+            if idle is not None:
+                out.append(idle)
     if out:
         return out
 

@@ -9,8 +9,10 @@ Layout: one policy per module, under a folder that says what it governs:
 ``namespace``, ``chart_source``, ``toolkit_fits_runtime``), ``smoke/`` (the smoke Pod:
 ``gpu_limit``, ``restart_never``, ``image_pinned``, ``cuda_fits_host``), ``minikube/``
 (``start_gpu``, ``start_resources``), ``secrets/`` (``no_plaintext_secrets``),
-``device_plugin/`` (``single_owner``); each defines its check and its ``SPEC``. The five
-checklist items share one check factory in :mod:`~policy.validators.checklist_items`.
+``device_plugin/`` (``single_owner``), ``compute/`` (the compute Pod: ``check_configured``),
+``release/`` also ``toolkit_redundant`` (advisory) and ``operand_images_pinned``; each defines
+its check and its ``SPEC``. The six checklist items share one check factory in
+:mod:`~policy.validators.checklist_items`.
 :mod:`~policy.validators.pack` orders the specs and builds the pulumi-policy objects.
 Shared: :mod:`~policy.validators.findings` (statuses, :class:`Finding`, the ledger),
 :mod:`~policy.validators.props` (reading props; unknown values, "not evaluated"),
@@ -82,6 +84,7 @@ from policy.validators.smoke.cuda_fits_host import derive_max_cuda
 from policy.validators.spec import Spec
 from policy.validators.tokens import (
     T_COMMAND,
+    T_COMPUTE,
     T_GPU_OPERATOR,
     T_HOST_PROBE,
     T_POD,
@@ -101,6 +104,7 @@ __all__ = [
     "PASS",
     "SPECS",
     "T_COMMAND",
+    "T_COMPUTE",
     "T_GPU_OPERATOR",
     "T_HOST_PROBE",
     "T_POD",

@@ -1,6 +1,7 @@
 """The chapter's checklist items as stack policies, one per :mod:`gpulab.checklist` item
 (``device-plugin-stable``, ``allocatable-matches-gpus``, ``driver-version-matches``,
-``events-scheduled-and-pulled``, ``baseline-card-complete``): each runs
+``events-scheduled-and-pulled``, ``baseline-card-complete``, ``compute-works``,
+``dcgm-reports-gpus``): each runs
 :func:`gpulab.checklist.evaluate` on the stack outputs, so they share one check factory and
 live in one module."""
 
@@ -110,5 +111,19 @@ SPECS: Final[tuple[Spec, ...]] = (
         MANDATORY,
         "stack",
         checklist_check("baseline-card-complete"),
+    ),
+    Spec(
+        "compute-works",
+        "Show a CUDA kernel computing on the GPU: the compute Pod's log says Test PASSED.",
+        MANDATORY,
+        "stack",
+        checklist_check("compute-works"),
+    ),
+    Spec(
+        "dcgm-reports-gpus",
+        "Make the DCGM exporter report exactly the node's GPUs, by UUID, with their metrics.",
+        MANDATORY,
+        "stack",
+        checklist_check("dcgm-reports-gpus"),
     ),
 )

@@ -17,6 +17,7 @@ from pulumi_policy import (
 
 from policy.validators import checklist_items
 from policy.validators.adapters import validate_resource, validate_stack
+from policy.validators.compute import check_configured
 from policy.validators.device_plugin import single_owner
 from policy.validators.findings import LEDGER
 from policy.validators.minikube import start_gpu, start_resources
@@ -25,7 +26,9 @@ from policy.validators.release import (
     chart_source,
     driver_disabled,
     namespace,
+    operand_images_pinned,
     toolkit_fits_runtime,
+    toolkit_redundant,
 )
 from policy.validators.secrets import no_plaintext_secrets
 from policy.validators.smoke import cuda_fits_host, gpu_limit, image_pinned, restart_never
@@ -40,6 +43,8 @@ SPECS: Final[tuple[Spec, ...]] = (
     namespace.SPEC,
     chart_source.SPEC,
     toolkit_fits_runtime.SPEC,
+    toolkit_redundant.SPEC,
+    operand_images_pinned.SPEC,
     gpu_limit.SPEC,
     restart_never.SPEC,
     image_pinned.SPEC,
@@ -48,6 +53,7 @@ SPECS: Final[tuple[Spec, ...]] = (
     no_plaintext_secrets.SPEC,
     single_owner.SPEC,
     cuda_fits_host.SPEC,
+    check_configured.SPEC,
     *checklist_items.SPECS,
 )
 

@@ -15,6 +15,7 @@ T_COMMAND: Final = "command:local:Command"
 T_HOST_PROBE: Final = "gpulab:host_probe:HostProbe"
 T_GPU_OPERATOR: Final = "gpulab:gpu_operator:GpuOperator"
 T_SMOKE: Final = "gpulab:smoke:SmokeTest"
+T_COMPUTE: Final = "gpulab:compute:ComputeCheck"
 
 NVIDIA_HELM_REPO: Final = labconfig.DEFAULT_CHART_REPO
 OPERATOR_CHART: Final = names.OPERATOR_CHART

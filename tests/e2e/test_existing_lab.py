@@ -6,9 +6,12 @@ it with ``expectedGpus=2`` and ``simulatedOperands=true`` (no operator process r
 against kwok). It checks the preview against the live API server, then up: allocatable
 summed over both GPU nodes is 2, the smoke Pod Succeeded, the checklist's allocatable
 item passes, the leftovers are the chart's CRDs. Destroy removes what the stack created
-and leaves exactly the listed CRDs. A second round with ``removeCrds=true`` and one CRD
-that was there before the lab: destroy deletes the chart's CRDs except that one. The
-cluster is torn down at the end, whatever happened.
+and leaves exactly the listed CRDs: the leftover census (``variants.existing.ctl
+leftovers``, against the outputs saved before destroy) lists exactly what the ``leftovers``
+output promised (no namespace, no node label beyond those the nodes had before the lab) and
+the ``no-leftovers`` checklist item passes. A second round with ``removeCrds=true`` and one
+CRD that was there before the lab: destroy deletes the chart's CRDs except that one, and
+the census says so. The cluster is torn down at the end, whatever happened.
 """
 
 from __future__ import annotations
@@ -75,6 +78,35 @@ def two_gpu_nodes(project: Project, tmp_path: Path) -> Iterator[tuple[Path, str]
     assert not workdir.exists()
 
 
+def _leftover_census(
+    project: Project, kubeconfig: Path, outputs: dict[str, Any], tmp: Path
+) -> dict[str, Any]:
+    """``variants.existing.ctl leftovers`` against ``outputs`` (saved before destroy)."""
+    saved = tmp / "outputs-before-destroy.json"
+    saved.write_text(json.dumps(outputs))
+    p = subprocess.run(
+        [
+            "python3",
+            "-m",
+            "variants.existing.ctl",
+            "leftovers",
+            "--kubeconfig-path",
+            str(kubeconfig),
+            "--outputs",
+            str(saved),
+        ],
+        cwd=project.dir,
+        env=project.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode in (0, 1), p.stderr[-3000:]
+    doc: dict[str, Any] = json.loads(p.stdout)
+    assert (p.returncode == 0) == (doc["item"]["status"] == "pass"), doc
+    return doc
+
+
 def _crds(api: Any) -> set[str]:
     from kubernetes import client
 
@@ -82,7 +114,7 @@ def _crds(api: Any) -> set[str]:
 
 
 def test_existing_cluster_with_two_gpu_nodes_up_checks_destroy_and_leftovers(
-    project: Project, two_gpu_nodes: tuple[Path, str]
+    project: Project, two_gpu_nodes: tuple[Path, str], tmp_path: Path
 ) -> None:
     from kubernetes import client
 
@@ -119,6 +151,10 @@ def test_existing_cluster_with_two_gpu_nodes_up_checks_destroy_and_leftovers(
         assert o[out.CLUSTER_POLICY_STATE] == "ready"
         assert len(o[out.DEVICE_PLUGIN_PODS]) == 2, "one stand-in device-plugin pod per GPU node"
         assert o["leftovers"] == [CRD_PREFIX + c for c in chart_crds]
+        # The census before the chart recorded the nodes' own nvidia.com/ labels (kwok's).
+        before = o[out.GPU_LABELS_BEFORE]
+        assert set(before) == {"gpu-sim-node", "gpu-sim-node-2"}, before
+        assert all(labels.get("nvidia.com/gpu.present") == "true" for labels in before.values())
         items = {i.id: i for i in checklist.evaluate(o)}
         assert items["allocatable-matches-gpus"].status == checklist.PASS, items["allocatable-matches-gpus"]
 
@@ -131,6 +167,10 @@ def test_existing_cluster_with_two_gpu_nodes_up_checks_destroy_and_leftovers(
         assert {n.metadata.name for n in core.list_node().items} == {"gpu-sim-node", "gpu-sim-node-2"}
         left = _crds(api)
         assert set(chart_crds) <= left, f"the listed leftovers must still be there: {sorted(left)}"
+        census = _leftover_census(project, path, o, tmp_path)
+        assert census["leftovers"] == o["leftovers"], census
+        assert census["namespace"] is None and census["labels"] == {} and census["labelsBaseline"] is True
+        assert census["item"]["id"] == "no-leftovers" and census["item"]["status"] == "pass", census["item"]
 
         # Round two: the user removed the leftovers but one CRD that was there before the lab.
         keep = "gpuclusters.nvidia.com"
@@ -159,6 +199,9 @@ def test_existing_cluster_with_two_gpu_nodes_up_checks_destroy_and_leftovers(
         assert o[out.ALLOCATABLE_GPUS] == 2 and o[out.SMOKE_PHASE] == "Succeeded"
         project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "existing", timeout=900)
         assert _crds(api) & set(chart_crds) == {keep}, "only the CRD from before the lab may remain"
+        census = _leftover_census(project, path, o, tmp_path)
+        assert census["leftovers"] == o["leftovers"] == [CRD_PREFIX + keep], census
+        assert census["item"]["status"] == "pass", census["item"]
     finally:
         project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "existing", check=False, timeout=900)
     export = json.loads(project.pulumi("stack", "export", "--stack", "existing").stdout)

@@ -223,9 +223,11 @@ def _delete_by_hand_then_destroy(project: Project) -> None:
     t = _teardown(project)
     assert t.returncode == 0, t.stderr
     assert "is gone (the sim cluster directory" in t.stderr, t.stderr
-    pruned = "gpu-operator-namespace, gpu-operator-release, gpu-operator-sim-device-plugin, smoke-pod"
+    pruned = (
+        "gpu-operator-namespace, gpu-operator-release, gpu-operator-sim-device-plugin, smoke-pod, compute-pod"
+    )
     assert (
-        f"removed its 4 unreachable Kubernetes resource(s) from the sim stack's state ({pruned})" in t.stderr
+        f"removed its 5 unreachable Kubernetes resource(s) from the sim stack's state ({pruned})" in t.stderr
     )
     project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", timeout=600)
     export = json.loads(project.pulumi("stack", "export", "--stack", "sim").stdout)

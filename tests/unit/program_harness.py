@@ -29,6 +29,7 @@ GATE_AT, SMOKE_AT, TFLOPS_AT = (
     "2026-12-01T09:00:30+00:00",
 )
 COMPUTE_AT = "2026-12-01T09:00:25+00:00"
+DCGM_AT = "2026-12-01T09:00:32+00:00"
 
 
 @dataclass
@@ -113,6 +114,19 @@ def fake_stdout(purpose: str, gpus: int = 1) -> str:
                 "measuredAt": COMPUTE_AT,
             }
         )
+    if purpose == "dcgm-scrape":
+        gpu = {"gpu": "0", "modelName": "NVIDIA H200", "pciBusId": "00000000:00:06.0", "hostname": "n1"}
+        reading = {"driverVersion": "580.159.04", "utilPercent": 7.0, "fbUsedMiB": 493.0, "powerW": 143.8}
+        metrics = {
+            "endpoint": "gpu-operator/nvidia-dcgm-exporter:9400/metrics (API server service proxy)",
+            "scrapes": 6,
+            "seconds": 10.0,
+            "statistic": "max",
+            "gpus": {"GPU-00000000-0000-4000-8000-000000000000": {**gpu, **reading, "tempC": 39.0}},
+            "hostnames": ["n1"],
+            "error": None,
+        }
+        return json.dumps({"dcgmMetrics": metrics, "measuredAt": DCGM_AT})
     if purpose == "benchmark-result":
         results = {"bf16": {"tflops": 578.7}, "fp32": {"tflops": 51.3}}
         return json.dumps({"gpu": "NVIDIA H200", "results": results, "measuredAt": TFLOPS_AT})

@@ -75,5 +75,6 @@ def test_steps_of_the_lab_and_of_each_variant() -> None:
     assert argv.step_of(enc(["python", "-m", "variants.sim.ctl", "up"])) == "sim-cluster"
     assert argv.step_of(enc(["python", "-m", "variants.existing.ctl", "census"])) == "existing-census"
     assert argv.step_of(enc(["/usr/local/bin/minikube", "start", "-p", "x"])) == "minikube-start"
+    assert argv.step_of(enc(["python", "-m", "gpulab.crd_check", "--chart", "/c"])) == "operator-crds"
     assert argv.step_of(enc(["python", "-m", "variants.sim.ctl", "down"])) is None
     assert argv.step_of("not json") is None and argv.step_of(None) is None

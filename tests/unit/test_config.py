@@ -86,3 +86,27 @@ def test_sim_smoke_pod_cannot_ask_for_more_gpus_than_the_node_offers() -> None:
 def test_shell_characters_in_an_image_are_named_as_such() -> None:
     with pytest.raises(ConfigError, match="is not a valid image reference"):
         parse_config({"gpu-lab:smokeImage": "nvidia/cuda:12.4.1-base-ubuntu22.04;rm"}, env={})
+
+
+# --- the compute check ---------------------------------------------------------------
+def test_the_compute_check_is_on_by_default_with_nvidias_vectoradd_sample() -> None:
+    cfg = parse_config({}, env={})
+    assert cfg.compute_check is True
+    assert cfg.compute_image == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+    assert parse_config({"gpu-lab:computeCheck": "false"}, env={}).compute_check is False
+
+
+@pytest.mark.parametrize(
+    ("image", "needle"),
+    [
+        ("nvcr.io/nvidia/k8s/cuda-sample:latest", "is not pinned"),
+        ("nvcr.io/nvidia/k8s/cuda-sample", "is not pinned"),
+        ("cuda sample", "is not a valid image reference"),
+    ],
+)
+def test_the_compute_image_is_validated_like_the_smoke_image(image: str, needle: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"gpu-lab:computeImage": image}, env={})
+    assert f"gpu-lab:computeImage={image!r} {needle}" in str(err.value)
+    digest = "nvcr.io/nvidia/k8s/cuda-sample@sha256:" + "a" * 64
+    assert parse_config({"gpu-lab:computeImage": digest}, env={}).compute_image == digest

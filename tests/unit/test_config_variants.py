@@ -100,3 +100,43 @@ def test_existing_default_path_is_home_kube_config(tmp_path: Path, monkeypatch: 
     _kubeconfig(tmp_path).rename(tmp_path / ".kube" / "config")
     cfg = parse_config({"gpu-lab:cluster": "existing", "gpu-lab:expectedGpus": "1"}, env={})
     assert cfg.kubeconfig_path == str(tmp_path / ".kube" / "config")
+
+
+# --- the operator's toolkit: "auto" fits the node, an explicit value is kept ------------------
+@pytest.mark.parametrize(
+    ("cluster", "toolkit", "on"),
+    [
+        # minikube --gpus=all runs the nvidia runtime as its node's Docker default already.
+        ("minikube", None, False),
+        ("minikube", "auto", False),
+        ("minikube", "true", True),
+        ("minikube", "false", False),
+        ("k3s", None, True),
+        ("k3s", "false", False),
+        ("sim", None, True),
+        ("sim", "false", False),
+        ("kind", None, False),
+        ("kind", "false", False),
+    ],
+)
+def test_toolkit_auto_follows_the_variant_and_an_explicit_value_wins(
+    cluster: str, toolkit: str | None, on: bool
+) -> None:
+    raw = {"gpu-lab:cluster": cluster, **({"gpu-lab:toolkit": toolkit} if toolkit else {})}
+    assert parse_config(raw, env={}).operator.toolkit is on
+
+
+def test_toolkit_true_is_still_refused_on_kind_and_nonsense_everywhere() -> None:
+    with pytest.raises(ConfigError, match=r"toolkit=true with cluster=kind"):
+        parse_config({"gpu-lab:cluster": "kind", "gpu-lab:toolkit": "TRUE"}, env={})
+    with pytest.raises(ConfigError, match=r"toolkit='maybe' is not one of auto, true, false"):
+        parse_config({"gpu-lab:toolkit": "maybe"}, env={})
+
+
+def test_k3s_nri_plugin_needs_the_toolkit_on_not_merely_unset_false() -> None:
+    with pytest.raises(ConfigError, match=r"k3sNriPlugin=true needs toolkit=true"):
+        parse_config(
+            {"gpu-lab:cluster": "k3s", "gpu-lab:k3sNriPlugin": "true", "gpu-lab:toolkit": "false"}, env={}
+        )
+    cfg = parse_config({"gpu-lab:cluster": "k3s", "gpu-lab:k3sNriPlugin": "true"}, env={})
+    assert cfg.operator.toolkit is True

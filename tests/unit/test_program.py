@@ -165,6 +165,8 @@ def test_helm_release_from_repository_pins_version_and_disables_driver() -> None
         "dcgmExporter": {"enabled": True},
         "nfd": {"enabled": True},
         "cdi": {"enabled": True},
+        # Always set: the chart's default is single, the lab's none (gpulab.mig).
+        "mig": {"strategy": "none"},
     }
 
 
@@ -228,6 +230,7 @@ def test_outputs_of_the_simulated_lab(chart: str) -> None:
         out.MEASURED_TFLOPS,
         out.TFLOPS_MEASURED_AT,
         out.LEFTOVERS,
+        out.GPU_LABELS_BEFORE,
     }
     o = run.outputs
     assert o[out.CLUSTER_KIND] == "sim"
@@ -315,7 +318,11 @@ def test_benchmark_pod_measures_after_the_smoke_test_and_exports_tflops() -> Non
     )
     # One GPU Pod at a time: after the compute check, which runs after the smoke check.
     assert run.urn_of("compute-check") in run.by_name("benchmark").dependencies
-    assert run.outputs[out.MEASURED_TFLOPS] == {"bf16": 578.7, "fp32": 51.3}
+    # A v1-shaped document (one rate per dtype): burst and sustained unknown (gpulab.tflops_report).
+    assert run.outputs[out.MEASURED_TFLOPS] == {
+        "bf16": {"tflops": 578.7, "burst": None, "sustained": None},
+        "fp32": {"tflops": 51.3, "burst": None, "sustained": None},
+    }
     assert run.outputs[out.TFLOPS_MEASURED_AT] == TFLOPS_AT
 
 

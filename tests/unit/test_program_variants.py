@@ -254,10 +254,14 @@ def test_existing_cluster_has_no_lifecycle_only_operator_smoke_and_checks(
     commands = {r.name: r.step for r in run.registrations if r.typ == COMMAND}
     assert commands == {
         "existing-census": "existing-census",
+        # The chart's CRDs compared with what the cluster has, before the release (no --apply:
+        # the lab does not own this cluster).
+        "gpu-operator-crds": "operator-crds",
         "gpu-operator-gate": "operator-gate",
         "smoke-check": "smoke-check",
         "compute-check": "compute-check",
     }
+    assert "--apply" not in argv(run, "gpu-operator-crds")
     census = run.by_name("existing-census")
     assert not census.inputs.get("delete"), "reading a cluster must not delete anything"
     assert argv(run, "existing-census") == [

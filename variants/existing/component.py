@@ -20,7 +20,9 @@ line, and a rotated token still works at destroy time).
 
 ``leftovers``: what destroy leaves in the cluster, as ``customresourcedefinition/<name>``
 (Helm never deletes a chart's CRDs): every CRD of the chart, or with ``remove_crds`` only
-those that existed before the lab.
+those that existed before the lab. ``gpuLabelsBefore``: the nodes' ``nvidia.com/`` labels
+before the chart, so the leftover census after destroy (``variants.existing.ctl leftovers``)
+can tell the labels the operator set from those that were there already.
 """
 
 from __future__ import annotations
@@ -60,8 +62,9 @@ class ExistingCluster(pulumi.ComponentResource, ClusterOutputs):
 
     Outputs: ``kubeconfig`` (secret str), ``kubernetes_version`` (str), ``context`` (str),
     ``gpu_nodes`` (list of ``{"name", "allocatable", "capacity"}`` before the operator ran),
-    ``leftovers`` (list[str]). ``release_after``: the resources the Helm release must
-    depend on (the census, and the CRD clean-up when on).
+    ``leftovers`` (list[str]), ``gpu_labels_before`` (``{node: {key: value}}``: the nodes'
+    ``nvidia.com/`` labels before the chart, the census' ``gpuLabels``). ``release_after``:
+    the resources the Helm release must depend on (the census, and the CRD clean-up when on).
     """
 
     kind = "existing"
@@ -114,8 +117,9 @@ class ExistingCluster(pulumi.ComponentResource, ClusterOutputs):
         self.kubernetes_version = info.apply(lambda i: i["kubernetesVersion"])
         self.context = pulumi.Output.from_input(context)
         self.gpu_nodes = info.apply(lambda i: i.get("gpuNodes"))
+        self.gpu_labels_before = info.apply(lambda i: i.get("gpuLabels") or {})
         self.ready = self.census
-        self.extra_outputs = {out.LEFTOVERS: self.leftovers}
+        self.extra_outputs = {out.LEFTOVERS: self.leftovers, out.GPU_LABELS_BEFORE: self.gpu_labels_before}
         self.register_outputs(
             {
                 "kubeconfig": self.kubeconfig,
@@ -123,5 +127,6 @@ class ExistingCluster(pulumi.ComponentResource, ClusterOutputs):
                 "context": self.context,
                 "gpuNodes": self.gpu_nodes,
                 "leftovers": self.leftovers,
+                "gpuLabelsBefore": self.gpu_labels_before,
             }
         )

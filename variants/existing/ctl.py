@@ -11,15 +11,22 @@ simulated control plane). This module holds what that needs:
 * a CLI run by the ExistingCluster component as ``python3 -m variants.existing.ctl ...``:
 
   - ``census --kubeconfig-path P --context C --crd NAME...`` asks the API server for its
-    version, the nodes that advertise or are labelled with GPUs, and which of the listed
-    CRDs exist already (before the chart is installed). Prints one JSON object:
-    ``{"kubernetesVersion", "gpuNodes": [{"name", "allocatable", "capacity"}],
-    "preexistingCrds": [...]}``. Read-only.
+    version, the nodes that advertise or are labelled with GPUs, which of the listed CRDs
+    exist already (before the chart is installed) and the nodes' ``nvidia.com/`` labels.
+    Prints one JSON object: ``{"kubernetesVersion", "gpuNodes": [{"name", "allocatable",
+    "capacity"}], "preexistingCrds": [...], "gpuLabels": {node: {key: value}}}``. Read-only.
   - ``crd-plan --crd NAME... [--keep NAME...]`` prints ``{"remove": [...], "keep": [...]}``
     without contacting the cluster.
   - ``remove-crds --kubeconfig-path P --context C --crd NAME... [--keep NAME...]`` deletes
     every listed CRD that is not kept and waits until each is gone (the API server deletes
     its custom resources first); a CRD that is already gone is success.
+  - ``leftovers --kubeconfig-path P --context C --outputs FILE [--crd NAME...]`` after
+    destroy: the leftover census (:mod:`variants.existing.leftovers`: the chart's CRDs, the
+    operator's namespace, the ``nvidia.com/`` node labels that were not there before the
+    lab) and the ``no-leftovers`` checklist item against the stack outputs saved before
+    destroy (``FILE``, ``pulumi stack output --json``: ``leftovers``, ``gpuLabelsBefore``,
+    and the chart and NFD setting the CRD list comes from unless ``--crd`` names them).
+    Exit 0 when destroy left only what ``leftovers`` listed, 1 otherwise. Read-only.
 
 The kubeconfig is read by path and context at the time the command runs, so a rotated
 token or an exec credential plugin keeps working at destroy time; no credential is ever on
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -45,6 +53,7 @@ import yaml
 from gpulab.errors import GpuLabError
 from gpulab.names import GPU_RESOURCE
 from variants.base import Action, ctl_main
+from variants.existing import leftovers
 
 #: CRDs the gpu-operator chart v26.7.0 installs from ``crds/`` (checked against the chart
 #: by tests/unit/test_existing_ctl.py), used when the chart comes from a repository.
@@ -298,7 +307,39 @@ def census(path: str, context: str, crds: Sequence[str]) -> dict[str, Any]:
         "nodes": len(nodes),
         "gpuNodes": gpu_nodes(nodes),
         "preexistingCrds": sorted(c for c in crds if c in present),
+        # The labels before the lab: destroy's leftovers are the ones added after (leftovers.py).
+        "gpuLabels": leftovers.gpu_labels(nodes),
     }
+
+
+def leftover_census(
+    path: str, context: str, outputs: Mapping[str, Any], crds: Sequence[str]
+) -> dict[str, Any]:
+    """The leftover census after destroy, with the ``no-leftovers`` item (``"item"``) judged
+    against the stack ``outputs`` saved before it; ``crds`` (empty: from the outputs' chart
+    source and NFD setting, :func:`operator_crds`) are the chart's CRDs to look for.
+
+    Raises:
+        ClusterError: the cluster cannot be reached or read.
+    """
+    from kubernetes.client.rest import ApiException
+
+    from gpulab import checklist_leftovers
+    from gpulab import outputs as out
+
+    if not crds:
+        source = str(outputs.get(out.CHART_SOURCE) or "")
+        nfd = bool((outputs.get(out.OPERATOR_COMPONENTS) or {}).get("nfd", True))
+        crds = operator_crds(source[len("local:") :] if source.startswith("local:") else None, nfd)
+    before = outputs.get(out.GPU_LABELS_BEFORE)
+    api = _api(path, context)
+    try:
+        doc = leftovers.read(api, crds, before if isinstance(before, Mapping) else None)
+    except (ApiException, OSError) as exc:
+        raise ClusterError(f"the API server of context {context!r} did not answer: {exc}") from exc
+    doc["promised"] = [str(x) for x in outputs.get(out.LEFTOVERS) or []]
+    doc["item"] = checklist_leftovers.evaluate(outputs, doc).to_json()
+    return doc
 
 
 def remove_crds(
@@ -386,7 +427,20 @@ def _parser() -> argparse.ArgumentParser:
     where(r)
     crds(r, keep=True)
     r.add_argument("--timeout", type=float, default=300)
+    left = sub.add_parser("leftovers", help="after destroy: what it left, against the outputs (read-only)")
+    where(left)
+    crds(left, keep=False)
+    left.add_argument("--outputs", required=True, help="the stack outputs JSON saved before destroy")
     return ap
+
+
+def _leftovers(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    try:
+        outputs = json.loads(Path(args.outputs).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ClusterError(f"cannot read the stack outputs {args.outputs}: {exc}") from exc
+    doc = leftover_census(args.kubeconfig_path, args.context, outputs, args.crd)
+    return doc, 0 if doc["item"]["status"] == "pass" else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -399,6 +453,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             remove_crds(args.kubeconfig_path, args.context, args.crd, args.keep, args.timeout),
             0,
         ),
+        "leftovers": lambda: _leftovers(args),
     }
     return ctl_main("existing_ctl", actions[args.cmd], (ClusterError,), sort_keys=True)
 

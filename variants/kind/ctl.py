@@ -305,7 +305,8 @@ def up(spec: UpSpec) -> dict[str, Any]:
         raise PreflightError(failed)
     spec.workdir.mkdir(parents=True, exist_ok=True)
     kubeconfig_file = spec.workdir / KUBECONFIG_FILE
-    if cluster_listed(cmd.check(get_clusters_argv()).stdout, spec.name):
+    reused = cluster_listed(cmd.check(get_clusters_argv()).stdout, spec.name)
+    if reused:
         _log(f"kind cluster {spec.name} exists; not creating it")
     else:
         config_file = spec.workdir / CONFIG_FILE
@@ -316,6 +317,18 @@ def up(spec: UpSpec) -> dict[str, Any]:
     workers = gpu_workers(cmd.check(get_nodes_argv(spec.name)).stdout, spec.name)
     if not workers:
         raise KindError(f"kind cluster {spec.name} has no worker node; delete it and run again")
+    if reused:  # made by the lab's config? (variants/kind/reuse.py)
+        from variants.kind.reuse import mounts_argv, worker_findings
+
+        checks: list[Finding] = []
+        for node in workers:
+            inspected = cmd.run(mounts_argv(node))
+            checks.append(
+                worker_findings(spec.name, node, inspected.stdout if inspected.ok else None, DEVICES_ALL)
+            )
+        failed = [f for f in checks if not f.ok]
+        if failed:
+            raise PreflightError(failed)
     for node in workers:
         if cmd.run(node_exec_argv(node, NODE_HAS_NVIDIA_RUNTIME)).ok:
             _log(f"{node}: containerd already has the nvidia runtime")

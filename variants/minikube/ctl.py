@@ -117,8 +117,43 @@ def _start(spec: StartSpec) -> None:
         raise StartError(f"{exc}\n\n{diagnose.render([found])}") from exc
 
 
+class ReusedProfileError(GpuLabError, RuntimeError):
+    """The profile exists but was not made the way the lab needs; the message lists each
+    failed check (:mod:`variants.minikube.reuse`) with its fix."""
+
+
+def check_reused(spec: StartSpec) -> None:
+    """When the profile exists, check it before anything waits on it (:mod:`variants.minikube.reuse`).
+
+    Raises:
+        ReusedProfileError: a failed check (no GPU device request, another Kubernetes
+            version, fewer CPUs or less memory), each with ``minikube delete -p P && make lab``.
+    """
+    from variants.minikube import reuse
+
+    config = reuse.profile_config(cmd.run(["minikube", "profile", "list", "-o", "json"]).stdout, spec.profile)
+    if config is None:
+        return
+    inspected = cmd.run(reuse.inspect_argv(spec.profile))
+    found = reuse.reuse_findings(
+        spec.profile,
+        spec.cpus,
+        spec.memory_mib,
+        spec.kubernetes_version,
+        inspected.stdout if inspected.ok else None,
+        config,
+    )
+    failed = [f for f in found if not f.ok]
+    if failed:
+        raise ReusedProfileError("\n".join(f"- {f.check}: {f.message}\n  fix: {f.fix}" for f in failed))
+    print(f"minikube profile {spec.profile} exists and fits the lab: reusing it", file=sys.stderr)
+
+
 def up(spec: StartSpec) -> dict[str, str]:
-    """Start the profile if needed; return kubeconfig and server version (see module doc)."""
+    """Start the profile if needed; return kubeconfig and server version (see module doc).
+
+    A profile that exists is checked first (:func:`check_reused`)."""
+    check_reused(spec)
     st = cmd.run(status_argv(spec.profile))
     if is_running(st.stdout):
         print(f"minikube profile {spec.profile} already running; not starting", file=sys.stderr)

@@ -65,6 +65,10 @@ class Sim(Variant):
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.sim.component import SimArgs, SimCluster
+        from variants.sim.ctl.render import CAPTURES
+
+        # The helper picks the capture by GPU count; name it only when config chose another.
+        default_capture = CAPTURES.get(cfg.sim_gpus or 1)
 
         return SimCluster(
             "sim",
@@ -73,7 +77,7 @@ class Sim(Variant):
                 replicas=cfg.operator.time_slicing_replicas,
                 mig_devices=cfg.gpu.sim_mig_devices,
                 mig_strategy=cfg.gpu.mig_strategy,
-                capture=cfg.effective_capture,
+                capture=None if cfg.effective_capture == default_capture else cfg.effective_capture,
                 **self.named_cluster(cfg),
             ),
             opts,

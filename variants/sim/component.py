@@ -70,9 +70,11 @@ class SimCluster(CommandCluster):
                 args.name,
                 args.workdir,
                 args.gpus,
-                *([args.replicas, mig.format_devices(dict(args.mig_devices)), args.mig_strategy]
-                  if args.replicas != 1 or args.mig_devices
-                  else []),
+                *(
+                    [args.replicas, mig.format_devices(dict(args.mig_devices)), args.mig_strategy]
+                    if args.replicas != 1 or args.mig_devices
+                    else []
+                ),
             ],
             timeout=args.timeout_seconds,
             opts=opts,

@@ -24,9 +24,10 @@ from policy.validators.tokens import (
 )
 
 
-def fix_cuda(image: str, needed: str | None, max_cuda: str | None) -> str:
-    """The first fix for a smoke image the driver may not run (表 2, :func:`gpulab.fixes.cuda_image`)."""
-    return fixes.cite(fixes.cuda_image(image, needed, max_cuda), fixes.CUDA_NEWER)
+def fix_cuda(image: str, needed: str | None, max_cuda: str | None, key: str = "smokeImage") -> str:
+    """The first fix for an image the driver may not run (表 2, :func:`gpulab.fixes.cuda_image`),
+    set through config ``key`` (``smokeImage``, ``computeImage``)."""
+    return fixes.cite(fixes.cuda_image(image, needed, max_cuda, key), fixes.CUDA_NEWER)
 
 
 def derive_max_cuda(driver: str) -> str | None:
@@ -119,59 +120,56 @@ def check_cuda_fits(resources: list[Res], cfg: Settings, ctx: StackContext) -> l
                 urn,
             )
         ]
-    findings = []
-    for image in images:
-        need = cuda.image_cuda_version(image)
-        if facts is None or facts.max_cuda is None:
-            reason = (
-                "no host facts: the host probe is off and pack config gives neither hostMaxCuda nor "
-                "hostDriverVersion"
-            )
-            findings.append(
-                Finding(
-                    item,
-                    NOT_EVALUATED,
-                    f"{reason} (image {image})",
-                    "image CUDA <= host max CUDA",
-                    fix_cuda(image, need, None),
-                    urn,
-                )
-            )
-            continue
-        expected = f"image CUDA <= {facts.max_cuda}"
-        if need is None:
-            findings.append(
-                Finding(
-                    item,
-                    NOT_EVALUATED,
-                    f"image {image} carries no CUDA X.Y in its tag (not a tagged nvidia/cuda image)",
-                    expected,
-                    fix_cuda(image, None, facts.max_cuda),
-                    urn,
-                )
-            )
-            continue
-        newest = cuda.newest_fitting_tag(image, facts.max_cuda)
-        observed = (
-            f"image {image} needs CUDA {need}; host "
-            f"{'driver ' + facts.driver if facts.driver else '(driver not given)'} supports CUDA "
-            f"{facts.max_cuda} at most (from {facts.origin})"
+    return [image_cuda_finding(item, image, facts, urn) for image in images]
+
+
+def image_cuda_finding(
+    item: str, image: str, facts: HostFacts | None, urn: str | None, key: str = "smokeImage"
+) -> Finding:
+    """Whether ``image``'s CUDA (its tag: :func:`gpulab.cuda.image_cuda_version`) fits the
+    host's max CUDA: pass, fail (naming the newest tag that fits), or not evaluated (no host
+    facts, or no CUDA X.Y in the tag). ``key``: the config key named in the fix."""
+    need = cuda.image_cuda_version(image)
+    if facts is None or facts.max_cuda is None:
+        reason = (
+            "no host facts: the host probe is off and pack config gives neither hostMaxCuda nor "
+            "hostDriverVersion"
         )
-        fits = cuda.cuda_fits(need, facts.max_cuda)
-        if not fits:
-            observed += f"; newest tag that fits: {newest or 'none known'}"
-        fix = fix_cuda(image, need, facts.max_cuda)
-        findings.append(
-            Finding(
-                item,
-                PASS if fits else FAIL,
-                observed,
-                f"{expected}; newest fitting tag {newest or 'none known'}",
-                fix,
-                urn,
-            )
+        return Finding(
+            item,
+            NOT_EVALUATED,
+            f"{reason} (image {image})",
+            "image CUDA <= host max CUDA",
+            fix_cuda(image, need, None, key),
+            urn,
         )
-    return findings
+    expected = f"image CUDA <= {facts.max_cuda}"
+    if need is None:
+        return Finding(
+            item,
+            NOT_EVALUATED,
+            f"image {image} carries no CUDA X.Y in its tag (not a tagged nvidia/cuda or cuda-sample image)",
+            expected,
+            fix_cuda(image, None, facts.max_cuda, key),
+            urn,
+        )
+    newest = cuda.newest_fitting_tag(image, facts.max_cuda)
+    observed = (
+        f"image {image} needs CUDA {need}; host "
+        f"{'driver ' + facts.driver if facts.driver else '(driver not given)'} supports CUDA "
+        f"{facts.max_cuda} at most (from {facts.origin})"
+    )
+    fits = cuda.cuda_fits(need, facts.max_cuda)
+    if not fits:
+        observed += f"; newest tag that fits: {newest or 'none known'}"
+    return Finding(
+        item,
+        PASS if fits else FAIL,
+        observed,
+        f"{expected}; newest fitting tag {newest or 'none known'}",
+        fix_cuda(image, need, facts.max_cuda, key),
+        urn,
+    )
 
 
 SPEC: Final = Spec(

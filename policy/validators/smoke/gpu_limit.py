@@ -1,9 +1,11 @@
-"""``smoke-pod-gpu-limit``: the smoke Pod requests a GPU in its limits."""
+"""``smoke-pod-gpu-limit``: the smoke Pod requests a GPU in its limits: ``nvidia.com/gpu``, or
+under MIG ``mixed`` a ``nvidia.com/mig-<profile>`` (gpulab.mig)."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from gpulab.mig import RESOURCE
 from gpulab.names import SMOKE_POD
 from policy.stack_context import StackContext
 from policy.validators.findings import Finding, _finding
@@ -21,9 +23,10 @@ def check_smoke_gpu_limit(
     containers = _smoke_containers(rtype, props, cfg)
     if containers is None:
         return []
-    limits = [dig(c, "resources", "limits", GPU_RESOURCE) for c in containers]
+    names = [_gpu_key(c) for c in containers]
+    limits = [dig(c, "resources", "limits", n) for c, n in zip(containers, names, strict=True)]
     observed = ", ".join(
-        f"{dig(c, 'name')}: limits[{GPU_RESOURCE}]={show(v)}" for c, v in zip(containers, limits, strict=True)
+        f"{dig(c, 'name')}: limits[{n}]={show(v)}" for c, n, v in zip(containers, names, limits, strict=True)
     )
 
     def positive(v: Any) -> bool:
@@ -37,11 +40,19 @@ def check_smoke_gpu_limit(
             "smoke-pod-gpu-limit",
             any(positive(v) for v in limits),
             observed or "no containers",
-            f"a container with resources.limits[{GPU_RESOURCE}] >= 1",
+            f"a container with resources.limits[{GPU_RESOURCE}] (or nvidia.com/mig-<profile>) >= 1",
             "request the GPU as the chapter's step 5 does: resources.limits nvidia.com/gpu: 1 "
             "(pulumi config set smokeGpus 1); without it the Pod is scheduled anywhere and gets no GPU",
         )
     ]
+
+
+def _gpu_key(container: Any) -> str:
+    """The GPU resource a container's limits name: a MIG one when there is one, else
+    ``nvidia.com/gpu``."""
+    limits = dig(container, "resources", "limits") or {}
+    mig = [k for k in limits if isinstance(k, str) and RESOURCE.match(k) and k != GPU_RESOURCE]
+    return mig[0] if mig else GPU_RESOURCE
 
 
 SPEC: Final = Spec(

@@ -17,5 +17,5 @@ def load(name: str) -> dict[str, Any]:
 
 
 def tflops_fixture() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((DATA / "tflops" / "h200-torch.json").read_text())
+    data: dict[str, Any] = json.loads((DATA / "tflops" / "h200-torch-v2.json").read_text())
     return data

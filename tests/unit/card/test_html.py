@@ -48,13 +48,51 @@ def test_chart_from_measured_tflops_only(real: dict[str, Any]) -> None:
     chart = tflops_chart(c["measuredTflops"])
     assert chart is not None
     bf16 = next(r for r in chart["rows"] if r["dtype"] == "bf16")
-    assert bf16["rate"] == 578.7 and bf16["peak"] == 989.5
-    assert bf16["rate_w"] == pytest.approx(bf16["peak_w"] * 578.7 / 989.5, rel=0.01)
+    assert bf16["rate"] == 667.9 and bf16["peak"] == 989.5
+    burst, sustained = bf16["bars"]
+    assert (burst["kind"], burst["rate"], sustained["kind"], sustained["rate"]) == (
+        "burst",
+        790.9,
+        "sustained",
+        667.9,
+    )
+    assert sustained["w"] == pytest.approx(bf16["peak_w"] * 667.9 / 989.5, rel=0.01)
+    assert burst["w"] == pytest.approx(bf16["peak_w"] * 790.9 / 989.5, rel=0.01)
+    assert bf16["text"] == "burst 790.9 / sustained 667.9 TFLOP/s, 80% / 67% of 989.5"
     html = render_html(c)
     assert '<svg class="chart" id="tflops-chart"' in html
-    assert html.count('<rect class="measured"') == len(c["measuredTflops"]["results"])
-    assert 'data-dtype="bf16" data-tflops="578.7" data-peak="989.5"' in html
+    n = len(c["measuredTflops"]["results"])
+    assert html.count('<rect class="burst"') == n and html.count('<rect class="sustained"') == n
+    assert html.count('<rect class="peak"') == n
+    bar = 'data-dtype="bf16" data-tflops="667.9" data-peak="989.5" data-burst="790.9" data-sustained="667.9"'
+    assert bar in html
     assert 'id="tflops-not-measured"' not in html
+
+
+def test_html_table_says_which_rate_is_which_with_clock_and_power(real: dict[str, Any]) -> None:
+    html = render_html(card.build_card(real, tflops=tflops_fixture(), now=NOW))
+    assert "<th>Burst TFLOP/s (SM clock, power)</th><th>Sustained TFLOP/s (SM clock, power)</th>" in html
+    row = re.search(r'<tr data-dtype="bf16">(.*?)</tr>', html)
+    assert row is not None
+    assert "790.9 (1980 MHz, 120 W)" in row.group(1) and "667.9 (1470 MHz, 687 W)" in row.group(1)
+    assert "sustained (headline)" in html and "burst: a short run right after an idle rest" in html
+    assert "797.8 TFLOP/s at 1980 MHz; burst / reference 0.991 (within 3%)" in html
+
+
+def test_a_single_rate_document_draws_one_bar_per_dtype(real: dict[str, Any]) -> None:
+    """A method-v1 document (tests/data/tflops/h200-torch.json): one rate, no burst/sustained."""
+    import json
+
+    from tests.unit.card.samples import DATA
+
+    v1 = json.loads((DATA / "tflops" / "h200-torch.json").read_text())
+    c = card.build_card(real, tflops=v1, now=NOW)
+    chart = tflops_chart(c["measuredTflops"])
+    assert chart is not None
+    assert {b["kind"] for r in chart["rows"] for b in r["bars"]} == {"measured"}
+    html = render_html(c)
+    assert html.count('<rect class="measured"') == len(c["measuredTflops"]["results"])
+    assert "<th>TFLOP/s</th>" in html and "Burst TFLOP/s" not in html
 
 
 def test_not_measured_says_so_and_draws_no_bars(sim: dict[str, Any]) -> None:
@@ -112,7 +150,8 @@ def test_chromium_renders_every_item_and_the_chart(pages: dict[str, Path], tmp_p
         for item in card.build_card({}, now=NOW)["checklist"]["items"]:
             assert f'data-item="{item["id"]}"' in dom, (name, item["id"])
     real_dom = chromium.dump_dom(pages["real"])
-    assert real_dom.count('class="measured"') == 4 and 'id="tflops-chart"' in real_dom
+    assert real_dom.count('class="burst"') == 4 and real_dom.count('class="sustained"') == 4
+    assert 'id="tflops-chart"' in real_dom and 'id="topology"' in real_dom and 'id="dcgm"' in real_dom
     sim_dom = chromium.dump_dom(pages["sim"])
     assert 'id="tflops-not-measured"' in sim_dom and "<svg" not in sim_dom
 

@@ -147,8 +147,16 @@ def test_real_card_with_h200_tflops_fixture(real: dict[str, Any]) -> None:
     assert bf16["fraction"] == pytest.approx(bf16["tflops"] / 989.5, abs=1e-3)
     assert "warning" not in tf
     assert c["checklist"]["result"] == "pass"
+    assert bf16["tflops"] == 667.9 and tf["headline"] == "sustained"
+    assert bf16["burst"]["tflops"] == 790.9 and bf16["burst"]["smClockMHz"] == 1980
+    assert bf16["sustained"]["smClockMHz"] == 1470 and bf16["sustained"]["powerW"] == 687.1
+    assert bf16["burst"]["fraction"] == 0.799 and bf16["sustained"]["fraction"] == 0.675
+    assert tf["reference"]["tflops"] == 797.8 and tf["reference"]["burstOverReference"] == 0.991
     md = card.render_markdown(c)
-    assert f"| bf16 | {bf16['tflops']} | 989.5 | {bf16['fraction']:.1%} |" in md
+    assert "| bf16 | 790.9 (1980 MHz, 120 W) | 667.9 (1470 MHz, 687 W) | 989.5 | 79.9% / 67.5% |" in md
+    assert "Reference (plain bf16 `c = a @ b`, 10 products): 797.8 TFLOP/s at 1980 MHz; " in md
+    assert "burst / reference 0.991 (within 3%)" in md
+    assert "- sustained: back to back after the ramp" in md and "the headline rate" in md
     assert "dense datasheet figures" in md
     assert "H200 Tensor Core GPU datasheet" in md
 
@@ -157,7 +165,14 @@ def test_tflops_from_stack_output_gets_peaks_from_the_host_model(real: dict[str,
     real[o.MEASURED_TFLOPS] = {"bf16": 791.4, "fp32": 51.0}
     tf = card.build_card(real, now=NOW)["measuredTflops"]
     assert tf["source"] == "stack output measuredTflops"
-    assert tf["results"]["bf16"] == {"tflops": 791.4, "peak": 989.5, "fraction": 0.8}
+    assert tf["results"]["bf16"] == {
+        "tflops": 791.4,
+        "peak": 989.5,
+        "fraction": 0.8,
+        "burst": None,
+        "sustained": None,
+    }
+    assert tf["headline"] is None  # the older output: one rate, no burst/sustained split
     assert tf["results"]["fp32"]["fraction"] == pytest.approx(51.0 / 67.0, abs=1e-3)
 
 
@@ -197,16 +212,21 @@ def test_card_sections_and_boundary_table(real: dict[str, Any]) -> None:
     md = card.render_markdown(c)
     assert "## What the lab still lacks" in md
     for needle in (
-        "MIG, HAMi, DRA",
+        "time-slicing (timeSlicingReplicas) and MIG (migStrategy) as configured",
+        "here: 1 replica(s) per GPU, migStrategy none",
+        "HAMi, DRA",
+        "missing: no governance yet",
         "Kueue, Volcano",
-        "NVLink/NUMA",
-        "DCGM exporter deployed, semantics not built",
-        "NVIDIA path only",
+        "topology shown on the card",
+        "not used for placement",
+        "DCGM exporter's per-GPU metrics scraped and checked (dcgm-reports-gpus",
+        "missing: NVIDIA path only",
     ):
-        assert needle in md
+        assert needle in md, needle
+    assert "semantics not built" not in md
     real[o.OPERATOR_COMPONENTS]["dcgmExporter"] = False
     md_off = card.render_markdown(card.build_card(real, now=NOW))
-    assert "DCGM exporter switched off" in md_off
+    assert "missing: DCGM exporter switched off in this lab" in md_off
 
 
 def test_unknown_values_are_not_evaluated(real: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from tests.unit.card.samples import DATA, NOW, tflops_fixture
 def test_simulated_lab_summary(sim: dict[str, Any]) -> None:
     assert summary_line(card.build_card(sim, now=NOW)) == (
         "gpu-lab: GPUs 1 allocatable / 1 physical (simulated); smoke Succeeded (simulated); "
-        "driver 580.159.04 in Pod / 580.159.04 on host (simulated); compute not tested; "
+        "driver 580.159.04 in Pod / 580.159.04 on host (simulated); compute passed (simulated); "
         "checklist pass (simulated lab)"
     )
 
@@ -27,8 +27,8 @@ def test_gpu_lab_summary_with_compute(real: dict[str, Any]) -> None:
     assert line == (
         "gpu-lab: GPUs 1 allocatable / 1 physical; smoke Succeeded; "
         "driver 580.159.04 in Pod / 580.159.04 on host; "
-        "compute bf16 578.7 (58% of peak), fp16 562.8 (57% of peak), fp32 51.3 (76% of peak), "
-        "tf32 355.6 (72% of peak) TFLOP/s; "
+        "compute passed, bf16 667.9 (68% of peak; burst 790.9), fp16 639.5 (65% of peak; burst 764.2), "
+        "fp32 51.3 (76% of peak; burst 51.2), tf32 345.3 (70% of peak; burst 405.2) TFLOP/s; "
         "checklist pass"
     )
     assert "\n" not in line
@@ -105,7 +105,7 @@ def test_compute_check_passed_with_and_without_tflops(real: dict[str, Any]) -> N
     assert c["compute"]["result"]["freshness"] == "current"
     assert "; compute passed; checklist pass" in summary_line(c)
     line = summary_line(card.build_card(real, tflops=tflops_fixture(), now=NOW))
-    assert "; compute passed, bf16 578.7 (58% of peak), " in line
+    assert "; compute passed, bf16 667.9 (68% of peak; burst 790.9), " in line
     assert "| Result (vector add on the GPU) | passed | 2026-11-29 23:32:30 UTC (this run) |" in (
         card.render_markdown(c)
     )

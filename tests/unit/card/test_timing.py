@@ -37,6 +37,7 @@ def test_one_run_every_fact_is_current(sim: dict[str, Any]) -> None:
         "host": "current",
         "gate": "current",
         "smoke": "current",
+        "compute": "current",
     }
     assert c["cluster"]["allocatableGpus"]["measuredAt"] == sim[o.GATE_MEASURED_AT]
     assert c["smoke"]["phase"]["measuredAt"] == sim[o.SMOKE_MEASURED_AT]
@@ -50,13 +51,16 @@ def test_a_no_op_run_flags_the_gate_and_smoke_facts(sim: dict[str, Any]) -> None
     # `pulumi up` with nothing to change: the program ran (runAt), the gate and smoke did not.
     sim[o.RUN_AT] = "2026-11-30T09:30:00+00:00"
     c = card.build_card(sim, now=NOW)
-    assert timing.stale(c["measurements"]) == ["gate", "smoke"]
+    assert timing.stale(c["measurements"]) == ["gate", "smoke", "compute"]
     fact = c["smoke"]["driverVersion"]
     assert fact["freshness"] == "earlier-run" and fact["measuredAt"] == sim[o.SMOKE_MEASURED_AT]
     assert c["host"]["driverVersion"]["freshness"] == "current"
     md = card.render_markdown(c)
     assert "| Phase | Succeeded *(simulated)* | **2026-11-30 07:58:16 UTC (earlier run)** |" in md
-    assert "> **Not measured in the newest run (or when is not recorded):** readiness gate, smoke test." in md
+    assert (
+        "> **Not measured in the newest run (or when is not recorded):** "
+        "readiness gate, smoke test, compute check." in md
+    )
     assert "`make verify` measures them again" in md
 
 
@@ -71,13 +75,13 @@ def test_outputs_without_stamps_are_never_current(real: dict[str, Any]) -> None:
 
 def test_tflops_from_before_the_run_is_an_earlier_runs(real: dict[str, Any]) -> None:
     tf = tflops_fixture()
-    c = card.build_card(real, tflops=tf, now=NOW)  # measured 23:47, after the run at 23:30
+    c = card.build_card(real, tflops=tf, now=NOW)  # measured 12-01 09:12, after the run 11-29 23:30
     assert c["measuredTflops"]["freshness"] == "current"
-    real[o.RUN_AT] = "2026-11-30T06:00:00+00:00"
+    real[o.RUN_AT] = "2026-12-02T06:00:00+00:00"
     c = card.build_card(real, tflops=tf, now=NOW)
     assert c["measuredTflops"]["freshness"] == "earlier-run"
     assert "tflops" in timing.stale(c["measurements"])
-    assert "**(2026-11-29 23:47:17 UTC (earlier run))**" in card.render_markdown(c)
+    assert "**(2026-12-01 09:12:11 UTC (earlier run))**" in card.render_markdown(c)
 
 
 def test_benchmark_pod_stamp_dates_the_stack_output_tflops(real: dict[str, Any]) -> None:

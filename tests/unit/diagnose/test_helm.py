@@ -77,3 +77,18 @@ def test_helm_leftover_crd() -> None:
 
 def test_helm_unknown_error_is_none() -> None:
     assert diagnose.diagnose_helm_error("Error: something nobody has seen") is None
+
+
+def test_release_into_a_namespace_that_is_still_terminating() -> None:
+    msg = (
+        'Error: INSTALLATION FAILED: create: failed to create: secrets "sh.helm.release.v1.gpu-operator.v1" '
+        "is forbidden: unable to create new content in namespace gpu-operator because it is being terminated"
+    )
+    d = diagnose.diagnose_helm_error(msg)
+    assert d is not None and d.row == "helm-namespace-terminating"
+    assert d.object == "namespace gpu-operator"
+    assert "kubectl get ns gpu-operator" in d.fix
+    provider = diagnose.diagnose_helm_error(
+        'object is being deleted: namespaces "gpu-operator" already exists'
+    )
+    assert provider is not None and provider.row == "helm-namespace-terminating"

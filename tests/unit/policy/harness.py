@@ -26,6 +26,7 @@ STACK_URN = "urn:pulumi:sim::gpu-lab::pulumi:pulumi:Stack::gpu-lab-sim"
 NVIDIA = "https://helm.ngc.nvidia.com/nvidia"
 SMOKE_OK = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 SMOKE_131 = "nvidia/cuda:13.1.0-base-ubuntu24.04"
+COMPUTE_OK = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
 
 
 # --- harness ------------------------------------------------------------------------
@@ -156,6 +157,9 @@ def good_outputs(**over: Any) -> dict[str, Any]:
         out.SMOKE_CUDA_VERSION: "13.0",
         out.SMOKE_EVENTS: ["Scheduled", "Pulling", "Pulled", "Created", "Started"],
         out.SMOKE_IMAGE: SMOKE_OK,
+        out.COMPUTE_RESULT: "passed",
+        out.COMPUTE_PHASE: "Succeeded",
+        out.COMPUTE_IMAGE: COMPUTE_OK,
     }
     o.update(over)
     return o
@@ -176,11 +180,12 @@ def host_probe(
     return res(validators.T_HOST_PROBE, props, "host")
 
 
-#: The five checklist items, in pack order.
+#: The checklist items, in pack order.
 ITEMS = (
     "device-plugin-stable",
     "allocatable-matches-gpus",
     "driver-version-matches",
     "events-scheduled-and-pulled",
     "baseline-card-complete",
+    "compute-works",
 )

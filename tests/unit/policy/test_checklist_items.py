@@ -26,6 +26,7 @@ VIOLATING = {
     "driver-version-matches": {out.SMOKE_DRIVER_VERSION: "570.26"},
     "events-scheduled-and-pulled": {out.SMOKE_EVENTS: ["Scheduled", "Started"]},
     "baseline-card-complete": {out.HOST_GPU_MODELS: []},
+    "compute-works": {out.COMPUTE_RESULT: "failed", out.COMPUTE_PHASE: "Failed"},
 }
 
 
@@ -72,6 +73,8 @@ def test_at_preview_every_item_is_not_evaluated_never_passed_nor_violated(item: 
         out.SMOKE_DRIVER_VERSION: UNK,
         out.SMOKE_EVENTS: UNK,
         out.SMOKE_PHASE: UNK,
+        out.COMPUTE_RESULT: UNK,
+        out.COMPUTE_PHASE: UNK,
     }
     o = check_stack(item, [stack(good_outputs(**computed))])
     assert not o.violations and o.not_applicable is not None

@@ -46,3 +46,17 @@ def test_simulated_fields_are_the_host_and_operator_keys() -> None:
     sim = parse_config({"cluster": "sim"}, env={})
     assert sim.variant.simulated_fields(sim) == [*HOST_FIELDS, *OPERATOR_FIELDS]
     assert out.ALLOCATABLE_GPUS in OPERATOR_FIELDS and out.HOST_GPU_COUNT in HOST_FIELDS
+
+
+@pytest.mark.parametrize("name", variants.NAMES)
+def test_the_operator_toolkit_defaults_off_only_where_the_node_runtime_injects_gpus(name: str) -> None:
+    v = variants.get(name)
+    assert v.operator_toolkit(None) is (not v.runtime_injects_gpus)
+    assert v.operator_toolkit(False) is False
+    if name != "kind":  # kind's node gets the host's toolkit, always (true is refused in config)
+        assert v.operator_toolkit(True) is True
+    assert variants.get("minikube").runtime_injects_gpus and variants.get("kind").runtime_injects_gpus
+
+
+def test_the_compute_pods_keys_are_simulated_where_the_smoke_pods_are() -> None:
+    assert {out.COMPUTE_PHASE, out.COMPUTE_RESULT} <= set(OPERATOR_FIELDS)

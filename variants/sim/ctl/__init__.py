@@ -18,7 +18,8 @@ controllers are real; the GPU node, container execution and the logs are simulat
 
 CLI (``python -m variants.sim.ctl``; every diagnostic goes to stderr):
 
-* ``up --name N --workdir DIR [--gpus 1] [--nodes 1] [--bin-dir B] [--node-name gpu-sim-node]
+* ``up --name N --workdir DIR [--gpus 1] [--replicas 1] [--mig 1g.18gb=7 --mig-strategy mixed]
+  [--capture h200-1gpu-mig] [--nodes 1] [--bin-dir B] [--node-name gpu-sim-node]
   [--log-namespace default]... [--log-pod gpu-smoke]... [--timeout 300]
   [--apiserver-advertise-address IP]`` prints one JSON object: ``{"kubeconfig",
   "kubernetesVersion", "apiServer", "node" (the first), "nodes", "gpus" (per node),
@@ -37,6 +38,8 @@ Modules: :mod:`~variants.sim.ctl.render` (the kwokctl config, the nodes, the Sta
 logs; its pure helpers :func:`render_kwokctl_config`, :func:`render_node_manifest`,
 :func:`render_cri_log`, :func:`parse_capture`, ... have no side effects on import or call
 beyond reading package data, and are unit-tested without binaries),
+:mod:`~variants.sim.ctl.gpus` (what a node advertises: ``nvidia.com/gpu`` x replicas,
+nothing for ``--gpus 0``, the MIG resources and GFD's labels),
 :mod:`~variants.sim.ctl.process` (binaries, processes, ports, directories),
 :mod:`~variants.sim.ctl.cluster` (``up``, ``down``, ``status``) and
 :mod:`~variants.sim.ctl.cli`.

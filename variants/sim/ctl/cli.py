@@ -57,9 +57,13 @@ def _parser() -> argparse.ArgumentParser:
         "nvidia.com/gpu at all), or 0..8 with --capture",
     )
     sp_up.add_argument("--replicas", type=int, default=1, help="time-slicing replicas of nvidia.com/gpu")
-    sp_up.add_argument("--mig", default="", help="MIG devices of the GPUs, PROFILE=COUNT,... (e.g. 1g.18gb=7)")
+    sp_up.add_argument(
+        "--mig", default="", help="MIG devices of the GPUs, PROFILE=COUNT,... (e.g. 1g.18gb=7)"
+    )
     sp_up.add_argument("--mig-strategy", choices=STRATEGIES, default="none", help="what --mig advertises")
-    sp_up.add_argument("--capture", default=None, help="nvidia-smi capture served as the log (gpulab/captures)")
+    sp_up.add_argument(
+        "--capture", default=None, help="nvidia-smi capture served as the log (gpulab/captures)"
+    )
     sp_up.add_argument("--node-name", default=DEFAULT_NODE_NAME, help="name of the (first) node")
     sp_up.add_argument(
         "--nodes",

@@ -349,7 +349,8 @@ def _wait_usable(opts: UpOptions, tools: Tools, paths: Paths, names: Sequence[st
             node = pending[0] if pending else names[-1]
             raise SimClusterError(
                 f"node {node} not usable after {opts.timeout:.0f}s (Ready={ready}, "
-                f"allocatable {GPU_RESOURCE}={(alloc or {}).get(GPU_RESOURCE)!r}, want {want}; default ServiceAccount "
+                f"allocatable {GPU_RESOURCE}={(alloc or {}).get(GPU_RESOURCE)!r}, want {want}; "
+                "default ServiceAccount "
                 f"{'present' if sa.returncode == 0 else 'missing'}); kwok log {kwok_log}:\n{_tail(kwok_log)}",
                 "check the kwok-controller and kube-controller-manager logs in that directory",
             )

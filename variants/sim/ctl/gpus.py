@@ -86,7 +86,10 @@ class NodeGpus:
         label of the full GPU (e.g. ``NVIDIA-H200``)."""
         labels = {"nvidia.com/gpu.count": str(self.gpus)}
         if self.replicas > 1 and not self.mig:
-            labels |= {"nvidia.com/gpu.replicas": str(self.replicas), "nvidia.com/gpu.product": f"{model}-SHARED"}
+            labels |= {
+                "nvidia.com/gpu.replicas": str(self.replicas),
+                "nvidia.com/gpu.product": f"{model}-SHARED",
+            }
         if not self.mig:
             return labels
         labels |= {

@@ -16,3 +16,13 @@ def test_smoke_gpu_limit() -> None:
     pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
     o = check_resource("smoke-pod-gpu-limit", validators.T_POD, pod)
     assert "limits[nvidia.com/gpu]=unset" in o.text
+
+
+def test_a_mig_device_is_a_gpu_limit_too() -> None:
+    """Under migStrategy mixed the smoke Pod asks for nvidia.com/mig-<profile> (gpulab.mig)."""
+    pod = smoke_pod()
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/mig-1g.18gb": "1"}}
+    o = check_resource("smoke-pod-gpu-limit", validators.T_POD, pod)
+    assert o.passed, o.text
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/mig-1g.18gb": "0"}}
+    assert not check_resource("smoke-pod-gpu-limit", validators.T_POD, pod).passed

@@ -16,6 +16,8 @@ from gpulab.config import DEFAULT_KIND_NODE_IMAGE
 from variants.kind import ctl as kind_ctl
 
 DOCKER_OK = {"Runtimes": {"nvidia": {}, "runc": {}}, "DefaultRuntime": "nvidia"}
+#: Written `docker container inspect --format '{{json .Mounts}}'` outputs (README there).
+DATA = Path(__file__).resolve().parents[3] / "data" / "docker-inspect"
 
 
 # --------------------------------------------------------------------------- kind config
@@ -188,6 +190,8 @@ if sys.argv[1] == "info":
     print(json.dumps({"Runtimes": {"nvidia": {}}, "DefaultRuntime": "nvidia"}))
 elif sys.argv[1] == "exec" and "containerd config dump" in sys.argv[-1]:
     sys.exit(0 if os.environ.get("FAKE_NODE_READY") else 1)
+elif sys.argv[1:3] == ["container", "inspect"]:  # a reused cluster's worker: its mounts
+    print(open(os.environ["FAKE_WORKER_MOUNTS"]).read())
 """
 
 
@@ -204,6 +208,7 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_KIND_STATE", str(tmp_path / "clusters"))
     monkeypatch.setenv("FAKE_KIND_LOG", str(log))
+    monkeypatch.setenv("FAKE_WORKER_MOUNTS", str(DATA / "kind-worker-gpus.mounts.json"))
     conf = tmp_path / "config.toml"
     conf.write_text("accept-nvidia-visible-devices-as-volume-mounts = true\n")
     monkeypatch.setattr(kind_ctl, "RUNTIME_CONFIG", conf)
@@ -261,3 +266,19 @@ def test_up_stops_before_creating_when_the_host_is_not_prepared(
     )
     assert code == 1
     assert not any(c.startswith("create") for c in fakes.read_text().splitlines())
+
+
+def test_up_refuses_a_reused_cluster_whose_worker_lacks_the_gpu_mount(
+    fakes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kind cluster of that name made by hand (no lab config): no /dev/null mount at
+    /var/run/nvidia-container-devices/all, so the host's runtime hands its worker no GPU."""
+    (tmp_path / "clusters").write_text("lab")  # it exists already
+    monkeypatch.setenv("FAKE_WORKER_MOUNTS", str(DATA / "kind-worker-no-gpus.mounts.json"))
+    with pytest.raises(kind_ctl.PreflightError) as exc:
+        kind_ctl.up(kind_ctl.UpSpec("lab", DEFAULT_KIND_NODE_IMAGE, tmp_path / "w"))
+    assert "reused-worker-gpus" in str(exc.value) and "/var/run/nvidia-container-devices/all" in str(
+        exc.value
+    )
+    assert "kind delete cluster --name lab && make lab" in str(exc.value)
+    assert not any(c.startswith("docker exec") for c in fakes.read_text().splitlines())

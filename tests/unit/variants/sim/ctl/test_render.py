@@ -289,3 +289,25 @@ def test_every_node_gets_the_same_gpus_and_its_own_hostname_label() -> None:
     ]
     assert all(m["status"]["allocatable"]["nvidia.com/gpu"] == "1" for m in manifests)
     assert all(m["metadata"]["annotations"]["gpulab.dev/simulated"] == "true" for m in manifests)
+
+
+def test_the_compute_pod_gets_the_vectoradd_log_in_the_same_namespaces() -> None:
+    from variants.sim.ctl import render
+
+    text = sc.render_kwokctl_config(
+        kube_version="v1.36.3",
+        bin_dir=Path("/work/bin"),
+        log_file=Path("/work/sim/logs/nvidia-smi.log"),
+        log_namespaces=("default", "lab"),
+        compute_log_file=Path("/work/sim/logs/vectoradd.log"),
+    )
+    logs = {d["metadata"]["name"]: d for d in yaml.safe_load_all(text) if d["kind"] == "ClusterLogs"}
+    assert set(logs) == {"gpulab-nvidia-smi", "gpulab-vectoradd"}
+    compute = logs["gpulab-vectoradd"]["spec"]
+    assert compute["selector"] == {"matchNamespaces": ["default", "lab"], "matchNames": ["gpu-compute"]}
+    assert compute["logs"][0]["logsFile"] == "/work/sim/logs/vectoradd.log"
+    # The served log: the simulated banner first, then NVIDIA's documented vectorAdd output.
+    served = sc.render_cri_log(render.load_vectoradd(), dt.datetime(2026, 12, 1, tzinfo=dt.UTC))
+    lines = [line.split(" stdout F ", 1)[1] for line in served.splitlines()]
+    assert "gpu-lab simulated" in lines[0]
+    assert "Test PASSED" in lines and lines[-1] == "Done"

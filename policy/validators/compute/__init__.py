@@ -1,0 +1,1 @@
+"""Policies on the compute check's Pod (one per module)."""

@@ -1,0 +1,147 @@
+"""The compute check (gpulab.kube_compute, ``python -m gpulab.kube compute``) against a fake API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gpulab.kube
+import gpulab.kube_diagnose
+from gpulab import kube, kube_compute
+from gpulab.kube_compute import read_vectoradd_log
+
+ROOT = Path(__file__).resolve().parents[2]
+#: NVIDIA's documented vectorAdd output (the sim lab serves the same text).
+PASSED_LOG = (ROOT / "gpulab" / "captures" / "cuda-vectoradd.txt").read_text()
+#: What vectorAdd prints when the image's CUDA is newer than the driver (cudaGetErrorString).
+TOO_NEW_LOG = (
+    "[Vector addition of 50000 elements]\n"
+    "Failed to allocate device vector A (error code CUDA driver version is insufficient for CUDA "
+    "runtime version)!\n"
+)
+NO_DEVICE_LOG = (
+    "[Vector addition of 50000 elements]\n"
+    "Failed to allocate device vector A (error code no CUDA-capable device is detected)!\n"
+)
+
+
+def test_the_documented_output_passes() -> None:
+    read = read_vectoradd_log(PASSED_LOG)
+    assert read.passed and not read.simulated and read.hint == ""
+    assert read.tail.splitlines()[-1] == "Done"
+
+
+def test_a_simulated_log_says_so_on_its_first_line() -> None:
+    read = read_vectoradd_log(
+        "# gpu-lab simulated: kwok serves this capture; no container ran\n" + PASSED_LOG
+    )
+    assert read.passed and read.simulated
+
+
+@pytest.mark.parametrize(
+    "log",
+    ["", "Test FAILED\n", "[Vector addition of 50000 elements]\n", "echo Test PASSED later\n"],
+)
+def test_no_exact_test_passed_line_is_no_pass(log: str) -> None:
+    assert not read_vectoradd_log(log).passed
+
+
+def test_cuda_errors_name_their_meaning_and_first_fix() -> None:
+    assert "computeImage" in read_vectoradd_log(TOO_NEW_LOG).hint
+    assert "/dev/nvidia-uvm" in read_vectoradd_log(NO_DEVICE_LOG).hint
+
+
+def test_the_tail_is_the_last_lines() -> None:
+    log = "\n".join(f"line {i}" for i in range(50))
+    tail = read_vectoradd_log(log).tail.splitlines()
+    assert len(tail) == kube_compute.TAIL_LINES and tail[-1] == "line 49"
+
+
+class _Api:
+    """An ApiClient stand-in: the fake CoreV1Api hands back plain dicts already."""
+
+    def sanitize_for_serialization(self, obj: Any) -> Any:
+        return obj
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A one-Pod cluster: set ``phase`` and ``log``; the diagnosis is a marker."""
+    state: dict[str, Any] = {"phase": "Succeeded", "log": PASSED_LOG}
+
+    class Core:
+        def __init__(self, api: Any) -> None:
+            pass
+
+        def read_namespaced_pod(self, name: str, namespace: str) -> dict[str, Any]:
+            meta = {"annotations": state.get("annotations", {})}
+            return {"metadata": meta, "spec": {"nodeName": "n1"}, "status": {"phase": state["phase"]}}
+
+        def read_namespaced_pod_log(self, name: str, namespace: str, **kw: Any) -> str:
+            log = state["log"]
+            return str(log() if callable(log) else log)
+
+    from kubernetes import client
+
+    monkeypatch.setattr(client, "CoreV1Api", Core)
+    monkeypatch.setattr(gpulab.kube, "_diagnose", lambda api, ctx: "DIAGNOSIS")
+    monkeypatch.setattr(gpulab.kube_diagnose, "diagnosis", lambda api, ctx: "DIAGNOSIS")
+    return state
+
+
+def test_a_succeeded_pod_with_test_passed_is_passed(cluster: dict[str, Any]) -> None:
+    facts = kube.compute(_Api(), "default", "gpu-compute", 5)
+    assert facts["computePhase"] == "Succeeded" and facts["computeResult"] == "passed"
+    assert facts["computeNode"] == "n1" and facts["computeLogSimulated"] is False
+    assert facts["measuredAt"].endswith("+00:00")
+
+
+def test_a_succeeded_pod_without_test_passed_fails_with_the_tail_and_diagnosis(
+    cluster: dict[str, Any],
+) -> None:
+    cluster["log"] = "[Vector addition of 50000 elements]\nResult verification failed at element 7!\n"
+    with pytest.raises(kube.GateError) as err:
+        kube.compute(_Api(), "default", "gpu-compute", 5)
+    text = str(err.value)
+    assert "has no 'Test PASSED' line" in text and "Result verification failed" in text
+    assert "DIAGNOSIS" in text
+
+
+def test_a_failed_pod_fails_with_the_tail_the_cuda_hint_and_diagnosis(cluster: dict[str, Any]) -> None:
+    cluster["phase"], cluster["log"] = "Failed", TOO_NEW_LOG
+    with pytest.raises(kube.GateError) as err:
+        kube.compute(_Api(), "default", "gpu-compute", 5)
+    text = str(err.value)
+    assert "compute Pod default/gpu-compute failed; log tail" in text
+    assert "driver version is insufficient" in text and "computeImage" in text and "DIAGNOSIS" in text
+
+
+def test_the_cli_prints_the_facts_or_the_diagnosis(
+    cluster: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(kube, "load_clients", lambda: _Api())
+    assert kube.main(["compute", "--timeout", "5", "--profile", "lab"]) == 0
+    assert '"computeResult": "passed"' in capsys.readouterr().out
+    cluster["phase"] = "Failed"
+    assert kube.main(["compute", "--timeout", "5"]) == 1
+    assert "failed; log tail" in capsys.readouterr().err
+
+
+def test_a_pod_without_a_served_log_fails_saying_why(cluster: dict[str, Any]) -> None:
+    from kubernetes.client.rest import ApiException
+
+    def no_log() -> str:
+        raise ApiException(status=400, reason="Bad Request")
+
+    cluster["log"] = no_log
+    with pytest.raises(kube.GateError) as err:
+        kube.compute(_Api(), "default", "gpu-compute", 5)
+    assert "(no log: 400 Bad Request" in str(err.value)
+    assert "the node served no log" in str(err.value)
+
+    cluster["annotations"] = {"gpulab.dev/simulated-execution": "true"}
+    with pytest.raises(kube.GateError) as err:
+        kube.compute(_Api(), "default", "gpu-compute", 5)
+    assert "make destroy && make lab" in str(err.value)

@@ -1,0 +1,145 @@
+"""The program under mocks: the compute check (components/compute.py), the toolkit default that
+fits the node, and the operand images pinned in config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import variants.base
+import variants.minikube.host
+from gpulab import outputs as out
+
+from .program_harness import COMMAND, COMPUTE_AT, run_program
+
+MINIKUBE = {"cluster": "minikube", "hostProbe": "capture"}
+
+
+@pytest.fixture(autouse=True)
+def no_host_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This machine has neither minikube nor a GPU: the host checks are tested elsewhere."""
+    monkeypatch.setattr(variants.base.Variant, "missing_tools", lambda self, *_: [])
+    monkeypatch.delenv("GPULAB_CHART_PATH", raising=False)
+    monkeypatch.setattr(variants.minikube.host, "minikube_host_findings", lambda cfg: [])
+
+
+@pytest.fixture
+def chart(tmp_path: Path) -> str:
+    (tmp_path / "Chart.yaml").write_text("name: gpu-operator\nversion: v26.7.0\n")
+    return str(tmp_path)
+
+
+def sim(chart: str, **extra: Any) -> dict[str, Any]:
+    return {"cluster": "sim", "chartPath": chart, **extra}
+
+
+def test_the_compute_pod_runs_nvidias_vectoradd_once_on_one_gpu_after_the_smoke_check() -> None:
+    run = run_program(MINIKUBE)
+    assert run.error is None, run.error
+    compute = run.by_name("compute")
+    assert compute.typ == "gpulab:compute:ComputeCheck" and compute.parent == run.urn_of("gpu-lab")
+    # One GPU at a time: the compute Pod only once the smoke check is done with it.
+    assert run.urn_of("smoke-check") in compute.dependencies
+    pod = run.by_name("compute-pod")
+    assert pod.parent == compute.urn and "::k8s::" in pod.provider and pod.delete_before_replace
+    assert pod.inputs["metadata"]["name"] == "gpu-compute"
+    assert pod.inputs["metadata"]["namespace"] == run.by_name("smoke-pod").inputs["metadata"]["namespace"]
+    assert "gpulab.dev/simulated-execution" not in pod.inputs["metadata"]["annotations"]
+    spec = pod.inputs["spec"]
+    assert spec["restartPolicy"] == "Never"
+    (c,) = spec["containers"]
+    assert c["image"] == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+    assert "command" not in c  # the image's own entrypoint is vectorAdd
+    assert (
+        c["resources"]["limits"]
+        == run.by_name("smoke-pod").inputs["spec"]["containers"][0]["resources"]["limits"]
+    )
+    check = run.by_name("compute-check")
+    assert check.typ == COMMAND and check.parent == compute.urn
+    argv = check.argv()
+    assert argv[:4] == ["python", "-m", "gpulab.kube", "compute"]
+    assert argv[argv.index("--pod") + 1] == "gpu-compute"
+    assert argv[argv.index("--timeout") + 1] == "300"
+    assert argv[argv.index("--host-max-cuda") + 1] == "13.0"
+    assert "GPULAB_KUBECONFIG" in check.inputs["environment"]["value"]
+
+
+def test_the_compute_outputs(chart: str) -> None:
+    real = run_program(MINIKUBE).outputs
+    assert real[out.COMPUTE_RESULT] == "passed" and real[out.COMPUTE_PHASE] == "Succeeded"
+    assert real[out.COMPUTE_IMAGE] == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+    assert real[out.COMPUTE_MEASURED_AT] == COMPUTE_AT
+    assert real[out.SIMULATED_FIELDS] == []
+    simulated = run_program(sim(chart))
+    pod = simulated.by_name("compute-pod").inputs
+    assert pod["metadata"]["annotations"]["gpulab.dev/simulated-execution"] == "true"
+    assert {out.COMPUTE_PHASE, out.COMPUTE_RESULT} <= set(simulated.outputs[out.SIMULATED_FIELDS])
+
+
+def test_compute_check_off_exports_not_tested_and_lists_nothing_as_simulated(chart: str) -> None:
+    run = run_program(sim(chart, computeCheck="false"))
+    assert run.error is None, run.error
+    assert "compute-pod" not in run.names() and "compute-check" not in run.names()
+    o = run.outputs
+    assert o[out.COMPUTE_RESULT] == "not-tested"
+    assert (
+        o[out.COMPUTE_PHASE] is None and o[out.COMPUTE_IMAGE] is None and o[out.COMPUTE_MEASURED_AT] is None
+    )
+    assert not {out.COMPUTE_PHASE, out.COMPUTE_RESULT} & set(o[out.SIMULATED_FIELDS])
+
+
+def test_the_benchmark_waits_for_the_smoke_check_when_the_compute_check_is_off() -> None:
+    run = run_program({**MINIKUBE, "benchmarkPod": "true", "computeCheck": "false"})
+    assert run.urn_of("smoke-check") in run.by_name("benchmark").dependencies
+
+
+def test_a_preview_knows_the_compute_image_not_its_result() -> None:
+    run = run_program(MINIKUBE, preview=True)
+    assert run.error is None, run.error
+    assert run.outputs[out.COMPUTE_IMAGE] == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+    assert out.COMPUTE_RESULT in run.exported and out.COMPUTE_RESULT not in run.outputs
+
+
+def test_minikube_leaves_the_toolkit_to_its_node_unless_asked() -> None:
+    values = run_program(MINIKUBE).by_name("gpu-operator-release").inputs["values"]
+    assert values["toolkit"] == {"enabled": False}
+    on = run_program({**MINIKUBE, "toolkit": "true"})
+    assert on.by_name("gpu-operator-release").inputs["values"]["toolkit"] == {"enabled": True}
+    assert on.outputs[out.OPERATOR_COMPONENTS]["toolkit"] is True
+
+
+def test_the_simulated_lab_keeps_the_toolkit_on(chart: str) -> None:
+    values = run_program(sim(chart)).by_name("gpu-operator-release").inputs["values"]
+    assert values["toolkit"] == {"enabled": True}
+
+
+def test_pinned_operand_images_reach_the_chart_and_the_outputs(chart: str) -> None:
+    digest = "sha256:" + "b" * 64
+    run = run_program(
+        sim(
+            chart,
+            devicePluginImage="nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
+            validatorImage=f"nvcr.io/nvidia/gpu-operator@{digest}",
+        )
+    )
+    assert run.error is None, run.error
+    values = run.by_name("gpu-operator-release").inputs["values"]
+    assert values["devicePlugin"] == {
+        "enabled": True,
+        "repository": "nvcr.io/nvidia",
+        "image": "k8s-device-plugin",
+        "version": "v0.20.0",
+    }
+    assert values["validator"] == {"repository": "nvcr.io/nvidia", "image": "gpu-operator", "version": digest}
+    assert "repository" not in values["toolkit"]
+    assert run.outputs[out.OPERAND_IMAGES] == {
+        "devicePlugin": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
+        "toolkit": None,
+        "dcgmExporter": None,
+        "validator": f"nvcr.io/nvidia/gpu-operator@{digest}",
+    }
+    # The simulated stand-in DaemonSet runs the image the operator would.
+    ds = run.by_name("gpu-operator-sim-device-plugin").inputs["spec"]["template"]["spec"]
+    assert ds["containers"][0]["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"

@@ -1,0 +1,141 @@
+"""What destroy left in an existing cluster: the leftover census.
+
+Destroy removes what the stack created (the release, the smoke Pod, the operator's
+namespace) but not what Helm and the operator leave by design: the chart's CRDs (Helm keeps
+``crds/``), and the node labels the operator's stack sets (``nvidia.com/gpu.present``,
+``nvidia.com/gpu.product``, ``nvidia.com/gpu.deploy.*``, ... : NVIDIA/gpu-operator#1391).
+A namespace can also hang in ``Terminating`` when objects in it wait on finalizers.
+
+:func:`census` (pure) lists them as one JSON document::
+
+    {"crds": [...],                  # the chart's CRDs still present
+     "namespace": None | {"name", "phase", "reason", "detail", "fix"},   # still there
+     "labels": {node: [key, ...]},   # nvidia.com/ labels not on the node before the lab
+     "labelsBaseline": bool,         # whether the before-picture was known
+     "leftovers": [...]}             # all of them as resource strings (see below)
+
+Resource strings: ``customresourcedefinition/<name>`` (as the ``leftovers`` output lists
+them), ``namespace/<name>``, ``node/<name> label <key>``. :func:`read` takes the census of
+a live cluster; ``python -m variants.existing.ctl leftovers`` prints it with the
+``no-leftovers`` checklist item (:mod:`gpulab.checklist_leftovers`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from gpulab.diagnose import diagnose_namespace
+from gpulab.names import OPERATOR_NAMESPACE
+
+#: Node labels of the operator's stack (GFD, the operator's node labelling, NFD rules).
+LABEL_PREFIX: Final = "nvidia.com/"
+
+Json = Mapping[str, Any]
+
+
+def crd_resource(crd: str) -> str:
+    """``customresourcedefinition/<crd>``, the form the ``leftovers`` output lists."""
+    return f"customresourcedefinition/{crd}"
+
+
+def gpu_labels(nodes: Sequence[Json]) -> dict[str, dict[str, str]]:
+    """``{node: {key: value}}`` of the ``nvidia.com/`` labels on each node (JSON dicts);
+    nodes without any are left out."""
+    found: dict[str, dict[str, str]] = {}
+    for n in nodes:
+        meta = n.get("metadata") or {}
+        labels = {
+            str(k): str(v) for k, v in (meta.get("labels") or {}).items() if str(k).startswith(LABEL_PREFIX)
+        }
+        if labels:
+            found[str(meta.get("name"))] = dict(sorted(labels.items()))
+    return found
+
+
+def census(
+    *,
+    present_crds: Sequence[str],
+    chart_crds: Sequence[str],
+    namespace: Json | None,
+    nodes: Sequence[Json],
+    labels_before: Mapping[str, Mapping[str, str]] | None,
+    now_seconds: float | None = None,
+) -> dict[str, Any]:
+    """The census document (module docstring) from what the cluster holds now.
+
+    ``present_crds``: CRD names in the cluster; ``chart_crds``: the chart's; ``namespace``:
+    the operator's namespace object, None when gone; ``nodes``: the nodes now;
+    ``labels_before``: :func:`gpu_labels` of the nodes before the lab (the existing census'
+    ``gpuLabels``), None when unknown (labels are then not counted: a label cannot be told
+    from one that was there before); ``now_seconds``: POSIX time, for how long a namespace
+    has been terminating."""
+    present = set(present_crds)
+    crds = sorted(c for c in set(chart_crds) if c in present)
+    ns_doc: dict[str, Any] | None = None
+    if namespace is not None:
+        meta = namespace.get("metadata") or {}
+        diag = diagnose_namespace(namespace, now_seconds)
+        ns_doc = {
+            "name": str(meta.get("name")),
+            "phase": (namespace.get("status") or {}).get("phase"),
+            "reason": diag.reason if diag else "",
+            "detail": diag.detail if diag else "",
+            "fix": diag.fix if diag else f"kubectl delete namespace {meta.get('name')}",
+        }
+    labels: dict[str, list[str]] = {}
+    if labels_before is not None:
+        for node, now in gpu_labels(nodes).items():
+            before = labels_before.get(node) or {}
+            new = sorted(k for k in now if k not in before)
+            if new:
+                labels[node] = new
+    leftovers = [crd_resource(c) for c in crds]
+    if ns_doc is not None:
+        leftovers.append(f"namespace/{ns_doc['name']}")
+    leftovers += [f"node/{node} label {key}" for node, keys in sorted(labels.items()) for key in keys]
+    return {
+        "crds": crds,
+        "namespace": ns_doc,
+        "labels": labels,
+        "labelsBaseline": labels_before is not None,
+        "leftovers": leftovers,
+    }
+
+
+def read(
+    api: Any,
+    chart_crds: Sequence[str],
+    labels_before: Mapping[str, Mapping[str, str]] | None,
+    namespace: str = OPERATOR_NAMESPACE,
+) -> dict[str, Any]:
+    """:func:`census` of the cluster ``api`` (a kubernetes ``ApiClient``) reaches.
+
+    Raises:
+        kubernetes.client.rest.ApiException: a read other than the namespace's 404 failed.
+    """
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    core = client.CoreV1Api(api)
+    present = [
+        str(c.metadata.name)
+        for c in client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+        if c.metadata is not None
+    ]
+    try:
+        ns_obj: Json | None = api.sanitize_for_serialization(core.read_namespace(namespace))
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        ns_obj = None
+    nodes = [api.sanitize_for_serialization(n) for n in core.list_node().items]
+    return census(
+        present_crds=present,
+        chart_crds=chart_crds,
+        namespace=ns_obj,
+        nodes=nodes,
+        labels_before=labels_before,
+        now_seconds=time.time(),
+    )
