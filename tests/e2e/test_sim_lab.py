@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulab import diagnose
+from gpulab import card, checklist, diagnose
 from gpulab import outputs as out
 from gpulab.sandbox import Project, shared_chart
 
@@ -76,6 +76,26 @@ def test_simulated_lab_up_noop_contention_destroy(project: Project) -> None:
         project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False)
 
 
+def _topology_shown_dcgm_not_observable(o: dict[str, Any]) -> None:
+    """The capture's topology is exported and labelled simulated; no DCGM exporter runs, so its
+    checklist item is not observable (issue #15 points 2 and 3)."""
+    topo = o[out.HOST_TOPOLOGY]
+    assert topo["source"] == "capture:h200-1gpu (nvidia-smi topo -m)", topo
+    assert [(g["index"], g["cpuAffinity"], g["numaNode"], g["links"]) for g in topo["gpus"]] == [
+        (0, "0-15", 0, [])
+    ]
+    assert out.HOST_TOPOLOGY in o[out.SIMULATED_FIELDS]
+    # Nothing scraped: the outputs are null, which `pulumi stack output --json` leaves out.
+    assert o.get(out.DCGM_METRICS) is None and o.get(out.DCGM_MEASURED_AT) is None
+    items = {i.id: i for i in checklist.evaluate(o)}
+    assert items["dcgm-reports-gpus"].status == checklist.NOT_OBSERVABLE, items["dcgm-reports-gpus"]
+    c = card.build_card(o)
+    assert c["topology"]["simulated"] is True and c["dcgm"]["status"] == "not-observable-in-simulation"
+    md = card.render_markdown(c)
+    assert "read with capture:h200-1gpu (nvidia-smi topo -m) *(simulated)*" in md
+    assert "not observable in simulation: no DCGM exporter runs" in md
+
+
 def _up_noop_contention_destroy(project: Project) -> None:
     up_s, _ = project.timed("up", "--yes", "--skip-preview", "--stack", "sim")
     o = project.outputs("sim")
@@ -89,6 +109,7 @@ def _up_noop_contention_destroy(project: Project) -> None:
     assert o[out.CLUSTER_POLICY_STATE] == "ready"
     assert o[out.KUBERNETES_VERSION] == "v1.36.3"
     assert o[out.KUBECONFIG] == "[secret]"
+    _topology_shown_dcgm_not_observable(o)
 
     noop_s, noop = project.timed("up", "--yes", "--skip-preview", "--stack", "sim", "--expect-no-changes")
     assert "unchanged" in noop.stdout, noop.stdout
@@ -171,6 +192,8 @@ def test_two_simulated_gpus(project: Project) -> None:
         assert o[out.ALLOCATABLE_GPUS] == 2 and o[out.CAPACITY_GPUS] == 2
         assert o[out.HOST_GPU_COUNT] == 2
         assert o[out.HOST_PROBE_SOURCE] == "capture:h200-2gpu"
+        links = [[lk["code"] for lk in g["links"]] for g in o[out.HOST_TOPOLOGY]["gpus"]]
+        assert links == [["NV18"], ["NV18"]]  # the synthesized 2-GPU matrix (gpulab/captures/README.md)
     finally:
         project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False)
     assert not (project.dir / ".state" / "sim" / "e2e-two").exists()

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.sim
 
 SENTINEL = "gpulab-e2e-sentinel-0c5b7d21e9"
 CONFIG_SENTINEL = "gpulab-e2e-config-sentinel-44f0a3"
-REPLACED = {"gpu-operator-gate", "smoke-pod", "smoke-check"}
+REPLACED = {"gpu-operator-gate", "smoke-pod", "smoke-check", "compute-pod", "compute-check"}
 SUMMARY = re.compile(
     r"^gpu-lab: GPUs 1 allocatable / 1 physical \(simulated\); smoke Succeeded \(simulated\); "
 )
@@ -99,7 +99,8 @@ def _lab_verify_bundle(project: Project) -> None:
     p = project.lab("verify")
     timings["verify"] = time.monotonic() - t0
     lines = _ok(p, "scripts/lab verify")
-    assert "re-running the readiness gate and the smoke test (a fresh smoke Pod)" in p.stderr
+    assert "re-running the readiness gate, the smoke test (a fresh smoke Pod)" in p.stderr, p.stderr
+    assert "the compute check (a fresh compute Pod)" in p.stderr, p.stderr
     assert SUMMARY.match(lines[-1]) and lines[-1].endswith("checklist pass (simulated lab)"), lines[-1]
     after = _resources(project)
     assert set(after) == set(before)

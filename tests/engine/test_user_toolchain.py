@@ -47,7 +47,9 @@ def _user_machine(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     for extra in ("scripts", "toolchain", "Makefile", "requirements-dev.txt"):
         src = ROOT / extra
         if src.is_dir():
-            shutil.copytree(src, proj.dir / extra, ignore=shutil.ignore_patterns("__pycache__", "go"))
+            shutil.copytree(
+                src, proj.dir / extra, ignore=shutil.ignore_patterns("__pycache__", "go"), dirs_exist_ok=True
+            )
         else:
             shutil.copy2(src, proj.dir / extra)
     env = dict(proj.env)

@@ -172,18 +172,19 @@ def test_scrape_through_the_api_servers_service_proxy(cluster: Cluster, exporter
     assert metrics["scrapes"] >= 2 and "/metrics" in _Exporter.hits
 
 
-def test_a_service_without_endpoints_is_reported_not_raised(
-    cluster: Cluster, exporter: tuple[str, int]
-) -> None:
+def test_an_exporter_not_ready_is_reported_not_raised(cluster: Cluster, exporter: tuple[str, int]) -> None:
+    """The exporter's Pod not Ready (its readiness probe waits 45 s): the endpoint is listed
+    under ``notReadyAddresses`` and the proxy answers 503."""
     _stand_in_pod(cluster, exporter[0])
-    cluster.kubectl("apply", "-f", "-", input_text=_service(*exporter))
-    cluster.kubectl("-n", "gpu-operator", "delete", "endpoints", "nvidia-dcgm-exporter")
+    not_ready = _service(*exporter).replace("- addresses:", "- notReadyAddresses:")
+    cluster.kubectl("apply", "-f", "-", input_text=not_ready)
     time.sleep(2)  # the EndpointSlice mirror follows
     metrics = kube_dcgm.dcgm_scrape(_api(cluster), seconds=1, interval=1, wait=3)["dcgmMetrics"]
     assert metrics["gpus"] == {} and metrics["error"] is not None
     assert metrics["error"].startswith(
         "no answer from gpu-operator/nvidia-dcgm-exporter:9400/metrics in 3s: HTTP 503"
     )
+    assert "no endpoints available" in metrics["error"]
 
 
 def test_no_such_service_is_reported(cluster: Cluster) -> None:

@@ -260,6 +260,8 @@ def test_existing_cluster_has_no_lifecycle_only_operator_smoke_and_checks(
         "gpu-operator-gate": "operator-gate",
         "smoke-check": "smoke-check",
         "compute-check": "compute-check",
+        # The DCGM exporter's metrics, read through the API server (the cluster's GPUs are real).
+        "dcgm-scrape": "dcgm-scrape",
     }
     assert "--apply" not in argv(run, "gpu-operator-crds")
     census = run.by_name("existing-census")
