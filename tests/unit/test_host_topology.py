@@ -179,3 +179,22 @@ def test_json_round_trip_keeps_the_topology_and_old_probes_stay_equal() -> None:
     old = json.loads((FINAL / "probe-nvml.json").read_text())
     assert "topology" not in old and probe.facts_from_json(old).topology is None
     assert "topology" not in probe.facts_from_json(old).to_json()
+
+
+def test_the_h200_run_of_both_paths_agrees_with_these_readers() -> None:
+    """tests/data/device-h200/topology-probe.json: probe_host on a real H200, NVML and then
+    nvidia-smi topo -m; here the same readers on that machine's saved outputs."""
+    saved = json.loads((DATA / "device-h200" / "topology-probe.json").read_text())
+    assert saved["same"] is True
+    by_nvml, by_smi = saved["nvml"]["hostTopology"], saved["nvidia-smi"]["hostTopology"]
+    assert (by_nvml["source"], by_smi["source"]) == ("nvml", "nvidia-smi topo -m")
+    assert by_nvml["note"] is None and by_smi["note"] is None
+
+    def missing() -> Any:
+        from gpulab import nvml
+
+        raise nvml.NvmlUnavailable(nvml.Finding(nvml.CHECK_NVML, False, "no binding", "pip"))
+
+    here = probe.probe_host(runner()[0], nvml_loader=missing).topology_json()
+    assert here == by_smi
+    assert probe.probe_host(runner()[0], nvml_loader=FakeNvml).topology_json()["gpus"] == by_nvml["gpus"]
