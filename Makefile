@@ -61,7 +61,7 @@ destroy: venv
 card: venv
 	@stack=$$(scripts/choose-variant) && export GPULAB_STACK=$$stack && . scripts/env.sh && \
 	  scripts/pulumi stack output --json --stack $$stack > .state/outputs-$$stack.json && \
-	  tf=(); [[ -f .state/tflops.json ]] && tf=(--tflops .state/tflops.json); \
+	  tf=(); [[ -s .state/tflops.json ]] && tf=(--tflops .state/tflops.json); \
 	  $(PY) -m gpulab.card --outputs .state/outputs-$$stack.json "$${tf[@]}" --out-dir .
 
 lint: venv

@@ -134,7 +134,8 @@ class GpuOperatorArgs:
 class GpuOperator(pulumi.ComponentResource):
     """The GPU Operator and its readiness gate (see module docstring).
 
-    Outputs: ``chart_version``, ``chart_source``, ``components`` (dict of bools),
+    Outputs: ``chart_version``, ``chart_source``, ``components`` (dict of bools, and
+    ``timeSlicingReplicas``: int),
     ``allocatable_gpus`` / ``capacity_gpus`` (int|None), ``cluster_policy_state``,
     ``device_plugin_pods`` (list[dict]), ``mig_resources`` (``{"nvidia.com/mig-1g.18gb": 7}``,
     ``{}`` without MIG), ``server_version``, ``measured_at`` (when the gate read them: UTC
@@ -250,6 +251,8 @@ class GpuOperator(pulumi.ComponentResource):
                 "dcgmExporter": op.dcgm_exporter,
                 "nfd": op.nfd,
                 "cdi": op.cdi,
+                # Read by the card's allocatable check (gpulab.card.model: GPUs x replicas).
+                "timeSlicingReplicas": op.time_slicing_replicas,
             }
         )
         self.allocatable_gpus = facts.apply(lambda f: f.get("allocatableGpus"))

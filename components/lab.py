@@ -29,7 +29,7 @@ from components.edge import mig_plan, simulated_fields
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
 from components.smoke import SmokeArgs, SmokeTest
-from gpulab import mig, operand_images, tflops_report
+from gpulab import gpu_config, mig, operand_images, tflops_report
 from gpulab import outputs as out
 from gpulab.config import LabConfig
 from gpulab.probe import HostFacts
@@ -100,7 +100,14 @@ class Lab(pulumi.ComponentResource):
             SmokeArgs(
                 image=cfg.smoke_image,
                 kubeconfig=self.cluster.kubeconfig,
-                gpus=cfg.smoke_gpus,
+                # smokeGpus all: every GPU of this host where one Pod can hold them all.
+                gpus=gpu_config.smoke_gpu_count(
+                    cfg.smoke_gpus,
+                    None if facts is None or expect.from_config else len(facts.gpus),
+                    cfg.operator.time_slicing_replicas,
+                    self.mig_plan.smoke_resource,
+                    cfg.gpu.mig_strategy,
+                ),
                 resource=self.mig_plan.smoke_resource,
                 timeout_seconds=cfg.smoke_timeout_seconds,
                 simulated=cfg.simulated,
@@ -189,6 +196,8 @@ class Lab(pulumi.ComponentResource):
             out.SMOKE_EVENTS: smoke.events,
             out.SMOKE_IMAGE: smoke.image,
             out.SMOKE_NODE: smoke.node,
+            out.SMOKE_GPUS: smoke.gpus,
+            out.SMOKE_GPU_UUIDS: smoke.gpu_uuids,
             out.OPERAND_IMAGES: operand_images.exported(cfg.operator.operand_images),
             out.RUN_AT: self.run_at,
             out.GATE_MEASURED_AT: operator.measured_at,

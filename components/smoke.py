@@ -1,13 +1,13 @@
 """SmokeTest component: the chapter's first GPU Pod, and the proof that it ran.
 
-* Pod ``gpu-smoke`` (namespace ``default``): ``nvidia-smi`` in the configured CUDA base
-  image, ``limits: nvidia.com/gpu: N``, ``restartPolicy: Never``. A
+* Pod ``gpu-smoke`` (namespace ``default``): ``nvidia-smi && nvidia-smi -L`` in the
+  configured CUDA base image, ``limits: nvidia.com/gpu: N``, ``restartPolicy: Never``. A
   run-to-completion Pod is never "Ready", so ``pulumi.com/waitFor`` makes "created"
   mean "accepted by the API server"; replaced delete-first (same name), and the delete
   waits until the old Pod is gone.
 * The check (``python3 -m gpulab.kube smoke``): waits for phase ``Succeeded`` (a Pod has
   no ``complete`` condition), reads the log's nvidia-smi header (driver and CUDA
-  versions) and the Pod's events.
+  versions), the UUIDs of the GPUs it saw (``nvidia-smi -L``) and the Pod's events.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.command import kube_command, parse_json_stdout, pod_uid
-from gpulab import names
+from gpulab import names, smoke_gpus
 
 POD_NAME = names.SMOKE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
@@ -56,7 +56,8 @@ def pod_spec(
             {
                 "name": "cuda",
                 "image": image,
-                "command": ["nvidia-smi"],
+                # The table (versions), then one line per GPU the Pod got (their UUIDs).
+                "command": ["sh", "-c", smoke_gpus.SMOKE_SCRIPT],
                 "resources": {"limits": {resource: str(gpus)}},
             }
         ],
@@ -70,6 +71,8 @@ class SmokeTest(pulumi.ComponentResource):
     """The smoke Pod and its check (see module docstring).
 
     Outputs: ``phase``, ``driver_version``, ``cuda_version`` (None on old drivers),
+    ``gpus`` (how many it requested), ``gpu_uuids`` (the GPUs it saw, None when its log lists
+    none),
     ``events`` (list of event reasons), ``node``, ``image``, ``measured_at`` (when the check
     read them: UTC ISO 8601).
     """
@@ -124,6 +127,8 @@ class SmokeTest(pulumi.ComponentResource):
         self.cuda_version = facts.apply(lambda f: f.get("smokeCudaVersion"))
         self.events = facts.apply(lambda f: f.get("smokeEvents"))
         self.node = facts.apply(lambda f: f.get("smokeNode"))
+        self.gpus = pulumi.Output.from_input(args.gpus)
+        self.gpu_uuids = facts.apply(lambda f: f.get("smokeGpuUuids"))
         self.image = pulumi.Output.from_input(args.image)
         self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
         self.register_outputs(
@@ -133,6 +138,8 @@ class SmokeTest(pulumi.ComponentResource):
                 "cudaVersion": self.cuda_version,
                 "events": self.events,
                 "node": self.node,
+                "gpus": self.gpus,
+                "gpuUuids": self.gpu_uuids,
                 "image": self.image,
                 "measuredAt": self.measured_at,
             }

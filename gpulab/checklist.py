@@ -17,6 +17,8 @@ The items, each with a stable kebab-case id:
                                 (:mod:`gpulab.checklist_compute`)
 ``dcgm-reports-gpus``           the DCGM exporter's metrics name exactly the host's GPUs
                                 (:mod:`gpulab.checklist_dcgm`)
+``pods-see-every-gpu``          ``nvidia-smi -L`` in the smoke Pod lists the host's GPU UUIDs
+                                (:mod:`gpulab.checklist_gpus`)
 =============================== =============================================================
 
 Each item is the lab's one finding record (:class:`gpulab.findings.Finding`, named
@@ -45,7 +47,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from gpulab import checklist_compute, checklist_dcgm, checklist_leftovers, checklist_mig, fixes
+from gpulab import (
+    checklist_compute,
+    checklist_dcgm,
+    checklist_gpus,
+    checklist_leftovers,
+    checklist_mig,
+    fixes,
+)
 from gpulab import outputs as o
 from gpulab.findings import Finding, Status
 from gpulab.names import DEFAULT_PROFILE
@@ -82,6 +91,7 @@ ITEM_IDS: Final[tuple[str, ...]] = (
     "baseline-card-complete",
     checklist_compute.ITEM,
     checklist_dcgm.ITEM_ID,
+    checklist_gpus.ITEM_ID,
 )
 
 KNOWN_AFTER_DEPLOYMENT: Final = "known after deployment"
@@ -405,8 +415,8 @@ def _card_complete(view: _View) -> Item:
     tflops_note = (
         "measured TFLOPS recorded"
         if measured
-        else "measured TFLOPS not recorded (optional: python -m gpulab.tflops --json, then "
-        "python -m gpulab.card --tflops FILE); not a failure of the lab"
+        else f"measured TFLOPS not recorded (optional, on a GPU host: {fixes.measure_tflops()}); "
+        "not a failure of the lab"
     )
     if missing:
         return _item(
@@ -452,6 +462,7 @@ def evaluate(
         _card_complete(view),
         checklist_compute.compute_works(view),
         checklist_dcgm.dcgm_reports_gpus(view),
+        checklist_gpus.pods_see_every_gpu(view, time_slicing_replicas),
         *checklist_leftovers.items(outputs, leftover_census),
     ]
 

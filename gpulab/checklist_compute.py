@@ -50,9 +50,9 @@ class View(Protocol):
 
 def _fix() -> str:
     return (
-        f"kubectl logs {COMPUTE_POD} and kubectl describe pod {COMPUTE_POD}: a CUDA error in the "
-        "log, or unsatisfied condition: cuda>=X.Y in the events (pick an older computeImage); "
-        "no CUDA device: " + fixes.toolkit(then="re-create the compute Pod (pulumi up)")
+        f"scripts/kubectl logs {COMPUTE_POD} and scripts/kubectl describe pod {COMPUTE_POD}: a CUDA "
+        "error in the log, or unsatisfied condition: cuda>=X.Y in the events (pick an older computeImage); "
+        "no CUDA device: " + fixes.toolkit(then=f"re-create the compute Pod: {fixes.REMEASURE}")
     )
 
 
@@ -69,7 +69,7 @@ def compute_works(view: View) -> Finding:
         return item(
             Status.NOT_TESTED,
             f"not tested: no compute Pod ran ({why}); nvidia-smi alone does not show the GPU computing",
-            "pulumi config set computeCheck true && pulumi up",
+            fixes.config_set(("computeCheck", "true")),
         )
     if view.unknown(o.COMPUTE_RESULT) or result is None:
         return item(Status.NOT_EVALUATED, f"known after deployment ({o.COMPUTE_RESULT} not known yet)")

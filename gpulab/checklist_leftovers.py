@@ -44,11 +44,11 @@ def _fix(census: Mapping[str, Any], unpromised: list[str]) -> str:
     if crds:
         steps.append(
             fixes_operator.remove_leftover_crds(crds)
-            + "; to have destroy remove them: pulumi config set removeCrds true"
+            + "; to have destroy remove them: scripts/pulumi config set gpu-lab:removeCrds true"
         )
     ns = census.get("namespace") or {}
     if any(x.startswith("namespace/") for x in unpromised):
-        steps.append(str(ns.get("fix") or f"kubectl get ns {ns.get('name')} -o yaml"))
+        steps.append(str(ns.get("fix") or f"scripts/kubectl get ns {ns.get('name')} -o yaml"))
     labels = census.get("labels") or {}
     for node, keys in sorted(labels.items()):
         keys = [k for k in keys if f"node/{node} label {k}" in unpromised]

@@ -135,7 +135,7 @@ class LabConfig:
     capture: str = "h200-1gpu"
     sim_gpus: int = 1
     smoke_image: str = DEFAULT_PROBE_IMAGE
-    smoke_gpus: int = 1
+    smoke_gpus: int = 0  # smokeGpus: 0 is "all" (gpulab.gpu_config.smoke_gpu_count)
     smoke_timeout_seconds: int = 300
     #: Run the compute check (a CUDA vectorAdd Pod after the smoke Pod) in ``compute_image``.
     compute_check: bool = True
@@ -197,7 +197,6 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "capture": ("str", ""),
     "simGpus": ("int", LabConfig.sim_gpus),
     "smokeImage": ("str", LabConfig.smoke_image),
-    "smokeGpus": ("int", LabConfig.smoke_gpus),
     "smokeTimeoutSeconds": ("int", LabConfig.smoke_timeout_seconds),
     "computeCheck": ("bool", LabConfig.compute_check),
     "computeImage": ("str", LabConfig.compute_image),
@@ -229,7 +228,7 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "expectedGpus": ("int", LabConfig.expected_gpus),
     "removeCrds": ("bool", LabConfig.remove_crds),
     "simulatedOperands": ("bool", LabConfig.simulated_operands),
-    **gpu_config.SCHEMA,  # gpuGraceSeconds, migStrategy, expectedMigDevices, smokeResource, simMigDevices
+    **gpu_config.SCHEMA,  # gpuGraceSeconds, migStrategy, ..., smokeGpus
 }
 
 
@@ -344,7 +343,7 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
             "would register nvidia.com/gpu; set devicePlugin=false"
         )
     replicas = pos_int("timeSlicingReplicas")
-    smoke_gpus = pos_int("smokeGpus")
+    smoke_gpus = gpu_config.parse_smoke_gpus(get("smokeGpus"), problems, NAMESPACE)
     resolved = _variant_settings(chosen, values, get, problems, env)
     timeouts = {
         k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")

@@ -229,7 +229,8 @@ def compare(
             "newer",
             chart.file,
             (f"it names chart version {labelled}, newer than {version}",),
-            f"use chart {labelled} or newer (pulumi config set chartVersion {labelled}), or apply "
+            f"use chart {labelled} or newer (scripts/pulumi config set gpu-lab:chartVersion {labelled}), "
+            "or apply "
             f"{chart.file} on purpose: {fixes_operator.apply_crds(chart_dir, [chart.file])}",
         )
     reasons = []

@@ -262,8 +262,8 @@ def summarize(
 def exporter_logs_fix(namespace: str = OPERATOR_NAMESPACE) -> str:
     """The first reaction when the exporter does not answer or reports other GPUs."""
     return (
-        f"read the exporter's logs: kubectl -n {namespace} logs ds/{DCGM_EXPORTER_SERVICE} "
-        f"(and kubectl -n {namespace} get pods -l app={DCGM_EXPORTER_SERVICE} -o wide: one Ready "
+        f"read the exporter's logs: scripts/kubectl -n {namespace} logs ds/{DCGM_EXPORTER_SERVICE} "
+        f"(and scripts/kubectl -n {namespace} get pods -l app={DCGM_EXPORTER_SERVICE} -o wide: one Ready "
         "Pod per GPU node); a GPU it does not list is one DCGM cannot see (check nvidia-smi on the "
         "node), one it lists that the host lacks means it runs on another node"
     )

@@ -3,7 +3,13 @@
 The host preflight, the checklist, the policies, the diagnosis and the variants all quote
 these functions, so a reaction reads the same wherever a finding reports it. Each takes
 what varies (the profile, a namespace, an image, the ask); the defaults are the lab's
-(:mod:`gpulab.names`). :func:`cite` appends the troubleshooting row a fix answers. The fixes
+(:mod:`gpulab.names`). :func:`cite` appends the troubleshooting row a fix answers.
+
+Every command is printed so that it works as printed from the checkout: cluster commands
+go through :data:`KUBECTL` (``scripts/kubectl``: kubectl against the lab's own cluster, the
+sim and kind labs included), config through ``scripts/pulumi config set gpu-lab:<key>`` then
+``make lab``, a fresh measurement through :data:`REMEASURE` (``make verify``); host commands
+(``minikube``, ``docker``, ``nvidia-ctk``, ``sudo ...``) are run as they are. The fixes
 for the GPU Operator stack's own failures (the known messages of the device plugin, toolkit,
 validator and DCGM exporter, stuck namespaces, CRDs, leftovers) are in
 :mod:`gpulab.fixes_operator`, written the same way.
@@ -30,12 +36,15 @@ from gpulab.names import (
 __all__ = [
     "ALLOCATABLE_ZERO",
     "CUDA_NEWER",
+    "KUBECTL",
     "MINIKUBE_START",
     "OPERATOR_PENDING",
+    "REMEASURE",
     "SMOKE_CREATING",
     "allocatable",
     "card",
     "cite",
+    "config_set",
     "cuda_image",
     "device_plugin_logs",
     "docker_default_runtime",
@@ -45,6 +54,7 @@ __all__ = [
     "docker_volume_mounts",
     "driver_mismatch",
     "install_toolkit",
+    "measure_tflops",
     "minimum",
     "node_nvidia_smi",
     "node_resources",
@@ -63,6 +73,22 @@ OPERATOR_PENDING: Final = "operator pods stay Pending"
 SMOKE_CREATING: Final = "gpu-smoke stays ContainerCreating"
 CUDA_NEWER: Final = "the Pod starts but reports insufficient / unsatisfied condition: cuda>=X.Y"
 MINIKUBE_START: Final = "minikube start hangs or reports a GPU error"
+
+#: kubectl against the lab's own cluster (the stack's kubeconfig), whichever variant it is.
+KUBECTL: Final = "scripts/kubectl"
+#: Measure the gate, the smoke test and the compute check again and rewrite the card.
+REMEASURE: Final = "make verify"
+
+
+def config_set(*pairs: tuple[str, object]) -> str:
+    """Set stack config and apply it: ``scripts/pulumi config set gpu-lab:K V && ... && make lab``."""
+    sets = " && ".join(f"scripts/pulumi config set gpu-lab:{k} {v}" for k, v in pairs)
+    return f"{sets} && make lab"
+
+
+def measure_tflops() -> str:
+    """Measure this host's TFLOP/s and put them on the card (gpulab.tflops, then ``make card``)."""
+    return ".venv/bin/python -m gpulab.tflops --json > .state/tflops.json, then make card"
 
 
 def cite(fix: str, row: str) -> str:
@@ -130,23 +156,23 @@ def minimum(cpus: int = MIN_CPUS, memory_mib: int = MIN_MEMORY_MIB) -> str:
 
 
 def set_resources(cpus: int = MIN_CPUS, memory_mib: int = MIN_MEMORY_MIB) -> str:
-    """The stack config that asks for ``cpus`` CPUs and ``memory_mib`` MiB."""
-    return f"pulumi config set cpus {cpus} && pulumi config set memoryMiB {memory_mib}"
+    """The stack config that asks for ``cpus`` CPUs and ``memory_mib`` MiB, applied (``make lab``)."""
+    return config_set(("cpus", cpus), ("memoryMiB", memory_mib))
 
 
 def node_resources(profile: str) -> str:
     """Operator pods Pending for CPU or memory: give the node the lab's minimum (表 2)."""
     return (
         f"give the node {minimum()} (minikube start --cpus {MIN_CPUS} --memory "
-        f"{MIN_MEMORY_MIB // 1024}g): {set_resources()} && pulumi up (minikube cannot resize a "
-        f"profile, so the cluster is re-created); see who holds the node: kubectl describe node; "
+        f"{MIN_MEMORY_MIB // 1024}g): {set_resources()} (minikube cannot resize a profile, so the "
+        f"cluster is re-created); see who holds the node: {KUBECTL} describe node; "
         f"minikube -p {profile} ssh -- nproc"
     )
 
 
 def pending(pod: str = SMOKE_POD) -> str:
     """A Pod that is not scheduled: check the node's size, then what blocks the Pod."""
-    return f"confirm the node has {minimum()}; kubectl describe pod {pod} shows who blocks it"
+    return f"confirm the node has {minimum()}; {KUBECTL} describe pod {pod} shows who blocks it"
 
 
 # --- allocatable and the device plugin ---------------------------------------------------
@@ -160,8 +186,8 @@ def node_nvidia_smi(profile: str) -> str:
 def device_plugin_logs(namespace: str = OPERATOR_NAMESPACE, *, addon: bool = False) -> str:
     """The device plugin's log: the operator's DaemonSet, or minikube's addon (``addon``)."""
     if addon:
-        return f"kubectl -n kube-system logs ds/{DEVICE_PLUGIN_DS}"
-    return f"kubectl -n {namespace} logs -l app={DEVICE_PLUGIN_DS} --tail=50"
+        return f"{KUBECTL} -n kube-system logs ds/{DEVICE_PLUGIN_DS}"
+    return f"{KUBECTL} -n {namespace} logs -l app={DEVICE_PLUGIN_DS} --tail=50"
 
 
 def allocatable(profile: str, plugin_logs: str | None = None) -> str:
@@ -175,9 +201,9 @@ def sim_allocatable() -> str:
     """The simulated lab's allocatable comes from the kwok node and a stand-in plugin."""
     return (
         "the kwok node advertises simGpus GPUs (scripts/pulumi config get gpu-lab:simGpus; 0 makes a "
-        "node without nvidia.com/gpu, simMigDevices its MIG devices: scripts/pulumi config set "
-        "gpu-lab:simGpus 1) and the "
-        f"device plugin is a stand-in: kubectl -n {OPERATOR_NAMESPACE} get ds {DEVICE_PLUGIN_DS}"
+        "node without nvidia.com/gpu, simMigDevices its MIG devices: "
+        f"{config_set(('simGpus', 1))}) and the device plugin is a stand-in: "
+        f"{KUBECTL} -n {OPERATOR_NAMESPACE} get ds {DEVICE_PLUGIN_DS}"
     )
 
 
@@ -185,13 +211,15 @@ def driver_mismatch(profile: str) -> str:
     """The smoke Pod's driver differs from the host's baseline."""
     return (
         f"compare the node's and the host's driver: {node_nvidia_smi(profile)} and nvidia-smi on "
-        "the host; after a driver upgrade reboot the host, then pulumi up to refresh the baseline"
+        f"the host; after a driver upgrade reboot the host, then {REMEASURE} to refresh the baseline"
     )
 
 
 def card() -> str:
     """The baseline card misses a fact: read the facts again, then write the card."""
-    return "re-run the host probe and the smoke test (pulumi up), then python -m gpulab.card"
+    return (
+        f"measure the host, the gate, the smoke test and the compute check again, then the card: {REMEASURE}"
+    )
 
 
 # --- the container toolkit ---------------------------------------------------------------
@@ -199,13 +227,13 @@ def card() -> str:
 
 def toolkit_logs(namespace: str = OPERATOR_NAMESPACE) -> str:
     """The operator's container toolkit log."""
-    return f"kubectl -n {namespace} logs -l app={TOOLKIT_DS} --all-containers --tail=50"
+    return f"{KUBECTL} -n {namespace} logs -l app={TOOLKIT_DS} --all-containers --tail=50"
 
 
-def toolkit(namespace: str = OPERATOR_NAMESPACE, then: str = "re-create the smoke Pod (pulumi up)") -> str:
+def toolkit(namespace: str = OPERATOR_NAMESPACE, then: str = f"re-create the smoke Pod: {REMEASURE}") -> str:
     """A Pod stuck in ContainerCreating: the toolkit's log, wait for it, then ``then`` (表 2)."""
     return (
-        f"{toolkit_logs(namespace)}; wait for the toolkit: kubectl -n {namespace} rollout status "
+        f"{toolkit_logs(namespace)}; wait for the toolkit: {KUBECTL} -n {namespace} rollout status "
         f"ds/{TOOLKIT_DS} --timeout=10m; then {then}"
     )
 
@@ -228,7 +256,7 @@ def cuda_image(image: str, needed: str | None, max_cuda: str | None, key: str = 
         with contextlib.suppress(ValueError):
             tag = cuda.newest_fitting_tag(image, max_cuda)
     if tag:
-        fixes = [f"use {tag} (pulumi config set {key} {tag} && pulumi up)"]
+        fixes = [f"use {tag} ({config_set((key, tag))})"]
     elif max_cuda:
         fixes = [f"use an image built for CUDA <= {max_cuda} (check the baseline card's max CUDA)"]
     else:

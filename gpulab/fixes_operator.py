@@ -15,7 +15,15 @@ from __future__ import annotations
 import contextlib
 
 from gpulab import cuda
-from gpulab.fixes import device_plugin_logs, docker_runtime, node_nvidia_smi, toolkit_logs
+from gpulab.fixes import (
+    KUBECTL,
+    REMEASURE,
+    config_set,
+    device_plugin_logs,
+    docker_runtime,
+    node_nvidia_smi,
+    toolkit_logs,
+)
 from gpulab.names import DEFAULT_PROFILE, DEVICE_PLUGIN_DS, OPERATOR_NAMESPACE, TOOLKIT_DS
 
 __all__ = [
@@ -59,7 +67,7 @@ def not_injected(namespace: str = OPERATOR_NAMESPACE, profile: str = DEFAULT_PRO
         "containerd: sudo nvidia-ctk runtime configure --runtime=containerd --set-as-default && "
         f"sudo systemctl restart containerd); docker: {docker_runtime()}; {toolkit_logs(namespace)}; "
         "where nvidia is not the default runtime the Pod needs runtimeClassName: nvidia "
-        "(kubectl get runtimeclass nvidia); then delete the Pod so it starts again"
+        f"({KUBECTL} get runtimeclass nvidia); then delete the Pod so it starts again"
     )
 
 
@@ -67,7 +75,7 @@ def lost_devices(namespace: str, pod: str) -> str:
     """``Failed to initialize NVML: Unknown Error`` in a running container: systemd re-applied
     the cgroup (``systemctl daemon-reload``) without the GPU device rules (NVIDIA/nvidia-docker#1730)."""
     return (
-        f"kubectl -n {namespace} delete pod {pod} (a new container gets the devices again); to stop "
+        f"{KUBECTL} -n {namespace} delete pod {pod} (a new container gets the devices again); to stop "
         "it recurring create the /dev/char links on the node (sudo nvidia-ctk system "
         "create-dev-char-symlinks --create-all; the validator does it unless "
         "DISABLE_DEV_CHAR_SYMLINK_CREATION is set) or run with CDI (cdi.enabled=true)"
@@ -77,7 +85,7 @@ def lost_devices(namespace: str, pod: str) -> str:
 def runtime_handler(namespace: str = OPERATOR_NAMESPACE) -> str:
     """The RuntimeClass names the ``nvidia`` handler, but the node's containerd has none yet."""
     return (
-        f"the toolkit adds the nvidia handler to containerd: {toolkit_logs(namespace)}; kubectl -n "
+        f"the toolkit adds the nvidia handler to containerd: {toolkit_logs(namespace)}; {KUBECTL} -n "
         f"{namespace} rollout status ds/{TOOLKIT_DS} --timeout=10m; with the toolkit off, on the "
         "node: sudo nvidia-ctk runtime configure --runtime=containerd && sudo systemctl restart "
         "containerd (k3s: sudo systemctl restart k3s); then delete the Pod"
@@ -87,8 +95,8 @@ def runtime_handler(namespace: str = OPERATOR_NAMESPACE) -> str:
 def runtime_class() -> str:
     """The Pod asks for RuntimeClass ``nvidia`` and the cluster has none."""
     return (
-        "kubectl get runtimeclass; the operator creates nvidia once ClusterPolicy reconciles "
-        "(kubectl get clusterpolicy cluster-policy); without the operator create it (handler: "
+        f"{KUBECTL} get runtimeclass; the operator creates nvidia once ClusterPolicy reconciles "
+        f"({KUBECTL} get clusterpolicy cluster-policy); without the operator create it (handler: "
         "nvidia) or drop runtimeClassName where nvidia is the node's default runtime"
     )
 
@@ -96,7 +104,7 @@ def runtime_class() -> str:
 def driver_reload(profile: str = DEFAULT_PROFILE) -> str:
     """``Driver/library version mismatch``: the driver was upgraded, the old kernel module runs."""
     return (
-        f"reboot the host (the new driver's kernel module loads then), then pulumi up; check with "
+        f"reboot the host (the new driver's kernel module loads then), then {REMEASURE}; check with "
         f"nvidia-smi on the host and {node_nvidia_smi(profile)}"
     )
 
@@ -121,10 +129,10 @@ def dev_char_symlinks(namespace: str = OPERATOR_NAMESPACE) -> str:
     """The validator could not create ``/dev/char`` links to the NVIDIA devices."""
     return (
         "load the module the error names (e.g. sudo modprobe nvidia-modeset), or skip the links: "
-        "kubectl patch clusterpolicy cluster-policy --type=merge -p "
+        f"{KUBECTL} patch clusterpolicy cluster-policy --type=merge -p "
         '\'{"spec":{"validator":{"driver":{"env":[{"name":"DISABLE_DEV_CHAR_SYMLINK_CREATION",'
         '"value":"true"}]}}}}\' (chart value validator.driver.env, to keep it); '
-        f"kubectl -n {namespace} delete pod -l app=nvidia-operator-validator"
+        f"{KUBECTL} -n {namespace} delete pod -l app=nvidia-operator-validator"
     )
 
 
@@ -132,7 +140,7 @@ def driver_root(namespace: str = OPERATOR_NAMESPACE) -> str:
     """The toolkit or plugin looks for a driver container's root while the driver is on the host."""
     return (
         f"ls /run/nvidia/validations on the node (host-driver-ready expected); restart them: "
-        f"kubectl -n {namespace} delete pod -l app={TOOLKIT_DS}; kubectl -n {namespace} delete pod "
+        f"{KUBECTL} -n {namespace} delete pod -l app={TOOLKIT_DS}; {KUBECTL} -n {namespace} delete pod "
         f"-l app={DEVICE_PLUGIN_DS}"
     )
 
@@ -149,9 +157,9 @@ def plugin_resources(namespace: str = OPERATOR_NAMESPACE) -> str:
 def gpu_held(namespace: str = OPERATOR_NAMESPACE) -> str:
     """The validator's workload Pod could not get a GPU: another Pod holds it."""
     return (
-        "see who holds the GPUs: kubectl get pods -A -o wide (limits nvidia.com/gpu); free one, or "
+        f"see who holds the GPUs: {KUBECTL} get pods -A -o wide (limits nvidia.com/gpu); free one, or "
         "skip the validator's workload: chart value validator.plugin.env WITH_WORKLOAD=false; "
-        f"kubectl -n {namespace} delete pod -l app=nvidia-operator-validator"
+        f"{KUBECTL} -n {namespace} delete pod -l app=nvidia-operator-validator"
     )
 
 
@@ -159,15 +167,14 @@ def dcgm_profiling() -> str:
     """Profiling (DCP) metrics are not supported here: drop them or the exporter."""
     return (
         "drop the DCGM_FI_PROF_* (profiling) metrics from the exporter's metrics CSV "
-        "(dcgmExporter.config), or switch the exporter off: pulumi config set dcgmExporter false "
-        "&& pulumi up"
+        f"(dcgmExporter.config), or switch the exporter off: {config_set(('dcgmExporter', 'false'))}"
     )
 
 
 def dcgm_hostengine(namespace: str = OPERATOR_NAMESPACE) -> str:
     """The exporter is pointed at a standalone nv-hostengine that does not answer."""
     return (
-        f"kubectl -n {namespace} get pods -l app=nvidia-dcgm (the standalone engine, dcgm.enabled); "
+        f"{KUBECTL} -n {namespace} get pods -l app=nvidia-dcgm (the standalone engine, dcgm.enabled); "
         "or let the exporter run its embedded engine: chart value dcgm.enabled=false"
     )
 
@@ -202,12 +209,12 @@ def validator_init(container: str, namespace: str, pod: str, profile: str = DEFA
     what that step checks (cmd/nvidia-validator in NVIDIA/gpu-operator: driver-validation
     runs nvidia-smi in the host root, toolkit-validation nvidia-smi under the nvidia runtime
     class, cuda-validation and plugin-validation start a workload Pod each)."""
-    logs = f"kubectl -n {namespace} logs {pod} -c {container}"
+    logs = f"{KUBECTL} -n {namespace} logs {pod} -c {container}"
     hints = {
         "driver-validation": f"driver.enabled=false, so it validates the host driver: {host_driver(profile)}",
         "toolkit-validation": "it runs nvidia-smi under the nvidia runtime class, so it waits for the "
         f"toolkit: {toolkit_logs(namespace)}",
-        "cuda-validation": f"it runs a CUDA vectorAdd Pod: kubectl -n {namespace} logs -l "
+        "cuda-validation": f"it runs a CUDA vectorAdd Pod: {KUBECTL} -n {namespace} logs -l "
         "app=nvidia-cuda-validator --all-containers (a driver older than its CUDA fails there)",
         "plugin-validation": f"it waits for allocatable nvidia.com/gpu: {device_plugin_logs(namespace)}",
     }
@@ -226,21 +233,21 @@ def namespace_held(
     and, when objects wait for ``finalizers`` (``NamespaceFinalizersRemaining``), clear them."""
     kinds = ",".join(resources or [])
     listing = (
-        f"kubectl -n {namespace} get {kinds} -o name"
+        f"{KUBECTL} -n {namespace} get {kinds} -o name"
         if kinds
-        else f"kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 kubectl -n {namespace} "
-        "get --ignore-not-found -o name"
+        else f"{KUBECTL} api-resources --verbs=list --namespaced -o name | xargs -n1 {KUBECTL} "
+        f"-n {namespace} get --ignore-not-found -o name"
     )
     steps = [listing]
     if finalizers:
         steps.append(
             f"their finalizers ({', '.join(finalizers)}) wait for a controller that is gone: start it "
-            f"again, or clear them: {listing} | xargs kubectl -n {namespace} patch --type=merge -p "
+            f"again, or clear them: {listing} | xargs {KUBECTL} -n {namespace} patch --type=merge -p "
             '\'{"metadata":{"finalizers":null}}\''
         )
     elif kinds:
-        steps.append(f"{listing} | xargs kubectl -n {namespace} delete")
-    steps.append("a failing aggregated API blocks deletion too: kubectl get apiservice | grep False")
+        steps.append(f"{listing} | xargs {KUBECTL} -n {namespace} delete")
+    steps.append(f"a failing aggregated API blocks deletion too: {KUBECTL} get apiservice | grep False")
     return "; ".join(steps)
 
 
@@ -248,27 +255,27 @@ def apply_crds(chart_dir: str, files: list[str]) -> str:
     """Bring the cluster's CRDs to the chart's: Helm installs ``crds/`` once and never upgrades
     them; NVIDIA's upgrade guide applies them by hand first."""
     paths = " ".join(f"-f {chart_dir}/{f}" for f in files) or f"-f {chart_dir}/crds"
-    return f"kubectl apply --server-side --force-conflicts {paths}; then pulumi up"
+    return f"{KUBECTL} apply --server-side --force-conflicts {paths}; then make lab"
 
 
 def crd_stored_versions(crd: str, versions: str) -> str:
     """The cluster stores objects of ``crd`` in ``versions``, which the chart's CRD no longer
     serves: applying it would be refused until they are migrated or deleted."""
     return (
-        f"kubectl get {crd.split('.', 1)[0]} -A; a chart that still serves {versions} can read "
-        f"them; else back them up and delete them (or the CRD: kubectl delete crd {crd}, which "
-        "deletes every object of it), then pulumi up"
+        f"{KUBECTL} get {crd.split('.', 1)[0]} -A; a chart that still serves {versions} can read "
+        f"them; else back them up and delete them (or the CRD: {KUBECTL} delete crd {crd}, which "
+        "deletes every object of it), then make lab"
     )
 
 
 def remove_node_labels(node: str, keys: list[str]) -> str:
     """Remove node labels the operator set and destroy left behind (NVIDIA/gpu-operator#1391)."""
-    return f"kubectl label node {node} " + " ".join(f"{k}-" for k in keys)
+    return f"{KUBECTL} label node {node} " + " ".join(f"{k}-" for k in keys)
 
 
 def remove_leftover_crds(crds: list[str]) -> str:
     """Delete CRDs destroy left (it deletes every object of them too)."""
-    return "kubectl delete crd " + " ".join(crds) + " (deletes every object of them)"
+    return f"{KUBECTL} delete crd " + " ".join(crds) + " (deletes every object of them)"
 
 
 def operand_cuda(image: str, needed: str | None, max_cuda: str | None) -> str:
@@ -281,5 +288,5 @@ def operand_cuda(image: str, needed: str | None, max_cuda: str | None) -> str:
     have = f"; the driver supports CUDA <= {max_cuda}" if max_cuda else ""
     return (
         f"{image} needs {want}{have}: upgrade the host driver{driver}, or pick a chart version whose "
-        "validator fits the driver (pulumi config set chartVersion ...)"
+        f"validator fits the driver ({config_set(('chartVersion', '<version>'))})"
     )

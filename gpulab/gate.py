@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from gpulab import gate_rules as rules
+from gpulab import sharing
 from gpulab.kube import GateError, Waiter, sanitize
 from gpulab.kube_diagnose import Context
 from gpulab.kube_diagnose import diagnosis as _diagnose
@@ -49,6 +50,7 @@ class Reader(Protocol):
     def pods(self, selector: str) -> list[Json]: ...
     def nodes(self) -> list[Json]: ...
     def version(self) -> str: ...
+    def config_map(self, name: str) -> Json | None: ...
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,13 @@ class KubeReader:
 
     def version(self) -> str:
         return str(self.versions.get_code().git_version)
+
+    def config_map(self, name: str) -> Json | None:
+        """ConfigMap ``name`` in the operator's namespace (the device plugin's config), or None."""
+        cm = self._missing_is_none(
+            lambda: self.core.read_namespaced_config_map(name, self.spec.device_plugin_namespace)
+        )
+        return sanitize(cm, self.api) if cm is not None else None
 
 
 def _selector(ds: Json | None, fallback: str) -> str:
@@ -222,6 +231,8 @@ def run_gate(
         key, cause = verdict
         for k in ("absent", "zero", "mismatch"):
             if grace.expired(f"nodes-{k}", key == k, clock()):
+                if k == "mismatch" and not spec.expect.wants_mig:
+                    cause = f"{cause}; {_sharing(reader, nodes, spec)}"
                 raise stop(rules.resources_stuck(k, cause, spec.profile, _simulated(nodes)))
         return None
 
@@ -236,6 +247,15 @@ def run_gate(
         "kubernetesVersion": reader.version(),
         "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _sharing(reader: Reader, nodes: Sequence[Json], spec: GateSpec) -> str:
+    """Whether the time-slicing config was applied at all (:func:`gpulab.sharing.diagnosis`):
+    the ClusterPolicy's reference, the ConfigMap it names, the nodes' GFD sharing labels."""
+    policy = reader.cluster_policy()
+    ref = sharing.config_ref(policy)
+    cm = reader.config_map(ref[0]) if ref else None
+    return sharing.diagnosis(policy, cm, nodes, spec.device_plugin_namespace)
 
 
 def spec_from_args(args: Any) -> GateSpec:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from gpulab import mig
+from gpulab.names import GPU_RESOURCE
 
 #: key -> (kind, default), as :data:`gpulab.config.SCHEMA`.
 SCHEMA: Final[dict[str, tuple[str, object]]] = {
@@ -20,7 +21,12 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "expectedMigDevices": ("str", ""),
     "smokeResource": ("str", ""),
     "simMigDevices": ("str", ""),
+    # "all" (the host's physical GPUs, :func:`smoke_gpu_count`) or a count >= 1.
+    "smokeGpus": ("str", "all"),
 }
+
+#: ``smokeGpus`` value meaning every physical GPU of the host.
+ALL_GPUS: Final = "all"
 
 Devices = tuple[tuple[str, int], ...]
 
@@ -99,3 +105,43 @@ def parse(
     if sim and cluster != "sim":
         problems.append(f"{ns}:simMigDevices applies to cluster=sim only (got cluster={cluster!r})")
     return GpuSettings(grace, strategy, expected, resource, sim)
+
+
+def parse_smoke_gpus(value: object, problems: list[str], ns: str = "gpu-lab") -> int:
+    """``smokeGpus``: ``"all"`` -> ``0`` (resolved later by :func:`smoke_gpu_count`), a count
+    ``>= 1`` -> that count; anything else appends one line to ``problems`` and returns ``0``."""
+    text = str(value).strip()
+    if text == ALL_GPUS:
+        return 0
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    problems.append(f"{ns}:smokeGpus={value!r} must be {ALL_GPUS} or a count >= 1")
+    return 0
+
+
+def smoke_gpu_count(
+    requested: int, host_gpus: int | None, replicas: int, resource: str, strategy: str
+) -> int:
+    """How many ``resource`` the smoke Pod asks for.
+
+    Args:
+        requested: ``smokeGpus`` parsed (:func:`parse_smoke_gpus`): ``0`` is ``all``.
+        host_gpus: physical GPUs the host probe read on this host; None when the cluster is not
+            this host (``existing``, ``hostProbe: off``: one Pod cannot span nodes).
+        replicas: ``timeSlicingReplicas``.
+        resource: the smoke Pod's resource (:attr:`gpulab.mig.Plan.smoke_resource`).
+        strategy: ``migStrategy``.
+
+    ``all`` is the host's physical count only where one Pod can hold every GPU: whole GPUs
+    (``nvidia.com/gpu``, ``migStrategy`` none) and no time-slicing. With time-slicing a Pod's
+    N replicas need not be N distinct GPUs (NVIDIA/k8s-device-plugin README, "Shared Access to
+    GPUs with CUDA Time-Slicing": "requesting more than one shared GPU ... does not guarantee
+    that the pod will get access to a proportional amount of compute power", and with
+    ``failRequestsGreaterThanOne`` such a request fails); under MIG the Pod gets MIG devices.
+    There ``all`` is 1. An explicit count is returned as it is.
+    """
+    if requested >= 1:
+        return requested
+    if host_gpus is None or host_gpus < 1 or replicas > 1 or resource != GPU_RESOURCE or strategy != "none":
+        return 1
+    return host_gpus

@@ -16,7 +16,7 @@ Talks to the API server through the official ``kubernetes`` Python client.
 * ``smoke``: waits for the smoke Pod's phase ``Succeeded`` (a Pod has no ``complete``
   condition, which is why the chapter's ``kubectl wait --for=condition=complete`` never
   returns), then reads its log (driver and CUDA versions parsed from the nvidia-smi
-  header) and its events.
+  header, the GPU UUIDs from its ``nvidia-smi -L`` lines: :mod:`gpulab.smoke_gpus`) and its events.
 * ``compute``: the compute Pod's vectorAdd log says ``Test PASSED`` (:mod:`gpulab.kube_compute`).
 * ``dcgm``: what the DCGM exporter reports per GPU, sampled a few seconds (:mod:`gpulab.kube_dcgm`).
 """
@@ -209,7 +209,7 @@ def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | Non
     """
     from kubernetes import client
 
-    from gpulab import nvsmi
+    from gpulab import nvsmi, smoke_gpus
 
     core = client.CoreV1Api(api)
     phase = wait_succeeded(api, "smoke", namespace, pod, timeout, ctx)
@@ -245,6 +245,7 @@ def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | Non
         "smokeCudaVersion": header.cuda_version,
         "smokeEvents": reasons,
         "smokeNode": (p.get("spec") or {}).get("nodeName"),
+        "smokeGpuUuids": smoke_gpus.gpu_uuids(log),
         "smokeLogSimulated": "gpu-lab simulated" in log.splitlines()[0] if log else False,
         "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
     }

@@ -49,7 +49,7 @@ _HINTS: Final[tuple[tuple[str, str], ...]] = (
     (
         "no CUDA-capable device",
         "the container sees no CUDA device: the runtime injected the control device but not "
-        "/dev/nvidia-uvm or libcuda; " + fixes.toolkit(then="re-create the compute Pod (pulumi up)"),
+        "/dev/nvidia-uvm or libcuda; " + fixes.toolkit(then=f"re-create the compute Pod: {fixes.REMEASURE}"),
     ),
 )
 
@@ -131,7 +131,10 @@ def compute(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | N
                 f"the simulated cluster serves no log for {pod}: it was made before the lab had a "
                 "compute check; recreate it (make destroy && make lab)"
             )
-        return "the node served no log for the container: kubectl logs and kubectl describe pod " + pod
+        return (
+            "the node served no log for the container: scripts/kubectl logs and scripts/kubectl describe pod "
+            + pod
+        )
 
     try:
         phase = kube.wait_succeeded(api, "compute", namespace, pod, timeout, ctx)

@@ -18,7 +18,8 @@ KUBERNETES_VERSION: Final = "kubernetesVersion"
 CHART_VERSION: Final = "chartVersion"
 #: Where the chart came from: the repository URL or ``"local:<path>"``.
 CHART_SOURCE: Final = "chartSource"
-#: Operator components switched on: ``{"toolkit": bool, "devicePlugin": bool, ...}``.
+#: Operator components switched on: ``{"toolkit": bool, "devicePlugin": bool, ...,
+#: "timeSlicingReplicas": int}`` (replicas per GPU, 1: no time-slicing).
 OPERATOR_COMPONENTS: Final = "operatorComponents"
 #: Who owns the device plugin: ``"operator"`` or ``"minikube-addon"``.
 DEVICE_PLUGIN_OWNER: Final = "devicePluginOwner"
@@ -85,6 +86,13 @@ SMOKE_EVENTS: Final = "smokeEvents"
 SMOKE_IMAGE: Final = "smokeImage"
 #: Node the smoke Pod was scheduled to.
 SMOKE_NODE: Final = "smokeNode"
+#: How many of ``smokeResource`` the smoke Pod requested (``smokeGpus``, ``all`` resolved:
+#: gpulab.gpu_config.smoke_gpu_count), e.g. ``2``.
+SMOKE_GPUS: Final = "smokeGpus"
+#: The GPU UUIDs the smoke Pod saw (its log's ``nvidia-smi -L`` lines, gpulab.smoke_gpus), e.g.
+#: ``["GPU-00000000-0000-4000-8000-000000000000"]``; ``None`` when the log lists none (a Pod of
+#: an earlier version, or a simulated log without a listing).
+SMOKE_GPU_UUIDS: Final = "smokeGpuUuids"
 
 # --- compute check (a CUDA kernel in a Pod: components/compute.py) ----------------------
 #: Final phase of the compute Pod (``"Succeeded"``), ``None`` with ``computeCheck`` off.
@@ -173,6 +181,8 @@ ALL_KEYS: Final = (
     SMOKE_EVENTS,
     SMOKE_IMAGE,
     SMOKE_NODE,
+    SMOKE_GPUS,
+    SMOKE_GPU_UUIDS,
     COMPUTE_PHASE,
     COMPUTE_RESULT,
     COMPUTE_IMAGE,

@@ -15,7 +15,9 @@ evaluated; 2 usage error or unreadable input (the message names the file and the
 
 JSON schema ``gpulab.dev/baseline-card/v1``, top-level keys: ``schema``, ``generatedAt``,
 ``simulated``, ``simulatedFields``, ``host``, ``cluster``, ``operator``, ``smoke``, ``compute``,
-``topology`` (the ``hostTopology`` fact: links, CPU affinity, NUMA node per GPU) and ``dcgm``
+``mig`` (``migStrategy``, each MIG resource allocatable against expected, each host GPU's MIG
+mode: :mod:`~gpulab.card.mig`; ``None`` for a stack from before MIG), ``topology`` (the
+``hostTopology`` fact: links, CPU affinity, NUMA node per GPU) and ``dcgm``
 (the ``dcgmMetrics`` fact with ``status`` and ``why``: :mod:`~gpulab.card.hardware`),
 ``checklist`` (``result``, ``exitCode``, ``items``), ``measuredTflops`` (burst, sustained and
 reference: :mod:`~gpulab.card.tflops`), ``measurements``
@@ -25,14 +27,16 @@ reference: :mod:`~gpulab.card.tflops`), ``measurements``
 "simulated": bool, "known": bool, "measuredAt": str|None, "freshness": str}``; ``known`` is
 False when the output was missing (a value is never invented); ``freshness`` is ``current``,
 ``earlier-run`` (measured before the newest run: never shown as current), ``unknown`` or
-``configured``.
+``configured``; an optional ``note`` is shown beside the value (``allocatableGpus`` 0 under
+MIG, ``computeResult`` not-tested).
 
 Secrets never reach the card: the ``kubeconfig`` output is dropped, and any string that is
 ``"[secret]"`` (how ``pulumi stack output`` prints a secret) or looks like a kubeconfig or a
 PEM block is replaced by ``"[redacted]"``, its place listed under ``redacted``.
 
 Modules: :mod:`~gpulab.card.model` (the JSON document), :mod:`~gpulab.card.tflops`,
-:mod:`~gpulab.card.hardware` (topology, DCGM and TFLOPS rows), :mod:`~gpulab.card.timing`,
+:mod:`~gpulab.card.hardware` (topology, DCGM and TFLOPS rows), :mod:`~gpulab.card.mig`,
+:mod:`~gpulab.card.timing`,
 :mod:`~gpulab.card.markdown`, :mod:`~gpulab.card.html` (Jinja2, ``templates/``),
 :mod:`~gpulab.card.summary` and :mod:`~gpulab.card.cli`.
 """

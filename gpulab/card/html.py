@@ -67,7 +67,9 @@ def _fact_rows(section: Mapping[str, Any], labels: tuple[tuple[str, str], ...]) 
             rows.append(
                 {
                     "label": label,
-                    "value": plain(fact.get("value")) if fact.get("known", True) else "(not in the outputs)",
+                    "value": (plain(fact.get("value")) + (f" ({fact['note']})" if fact.get("note") else ""))
+                    if fact.get("known", True)
+                    else "(not in the outputs)",
                     "known": fact.get("known", True),
                     "simulated": bool(fact.get("simulated")),
                     "freshness": fresh,
@@ -223,6 +225,17 @@ def _dcgm(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def _mig(section: Mapping[str, Any] | None) -> list[dict[str, Any]] | None:
+    """The MIG section's rows as the fact rows (gpulab.card.mig), ``resource`` kept."""
+    if not section:
+        return None
+    rows = section["rows"]
+    shown = _fact_rows(
+        {str(i): r for i, r in enumerate(rows)}, tuple((str(i), r["label"]) for i, r in enumerate(rows))
+    )
+    return [{**row, "resource": bool(r.get("resource"))} for row, r in zip(shown, rows, strict=True)]
+
+
 def render_html(card: Mapping[str, Any]) -> str:
     """Render a card from :func:`~gpulab.card.build_card` as a self-contained HTML page."""
     when = card.get("measurements") or {}
@@ -255,5 +268,6 @@ def render_html(card: Mapping[str, Any]) -> str:
         "how_to_measure": tf.get("howTo", HOW_TO_MEASURE),
         "topology": _topology(card.get("topology")),
         "dcgm": _dcgm(card.get("dcgm")),
+        "mig": _mig(card.get("mig")),
     }
     return _environment().get_template(TEMPLATE).render(**context)

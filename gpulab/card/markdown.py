@@ -57,6 +57,7 @@ SECTIONS: Final[tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]] = (
             ("cudaVersion", "CUDA (from the Pod's nvidia-smi)"),
             ("events", "Events"),
             ("image", "Image"),
+            ("resource", "Resource requested"),
             ("node", "Node"),
         ),
     ),
@@ -98,6 +99,8 @@ def _fact_cell(fact: Mapping[str, Any]) -> str:
     if not fact.get("known", True):
         return "(not in the outputs)"
     text = _cell(fact.get("value"))
+    if fact.get("note"):
+        text += f" ({_cell(fact['note'])})"
     return f"{text} *(simulated)*" if fact.get("simulated") else text
 
 
@@ -124,6 +127,18 @@ def _facts_table(section: Mapping[str, Any], labels: Sequence[tuple[str, str]]) 
         else:
             lines.append(f"| {label} | {_cell(fact)} | configured | - |")
     return lines
+
+
+def _mig(section: Mapping[str, Any] | None) -> list[str]:
+    """The ``## MIG`` lines (gpulab.card.mig): the strategy, each MIG resource, each GPU's mode."""
+    if not section:
+        return []
+    lines = ["## MIG", "", "| Fact | Value | Measured | Output |", "| --- | --- | --- | --- |"]
+    for row in section["rows"]:
+        source = ", ".join(f"`{s}`" for s in str(row["source"]).split(", "))
+        label = f"`{row['label']}`" if row.get("resource") else _cell(row["label"])
+        lines.append(f"| {label} | {_fact_cell(row)} | {_measured_cell(row)} | {source} |")
+    return [*lines, ""]
 
 
 def _when_measured(card: Mapping[str, Any]) -> list[str]:
@@ -177,7 +192,13 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         *(
             line
             for key, title, labels in SECTIONS
-            for line in (f"## {title}", "", *_facts_table(card[key], labels), "")
+            for line in (
+                f"## {title}",
+                "",
+                *_facts_table(card[key], labels),
+                "",
+                *(_mig(card.get("mig")) if key == "cluster" else []),
+            )
         ),
         *(hardware.markdown_topology(card["topology"]) if "topology" in card else []),
         *(hardware.markdown_dcgm(card["dcgm"]) if "dcgm" in card else []),

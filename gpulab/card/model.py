@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from gpulab import checklist
 from gpulab import outputs as o
-from gpulab.card import hardware, timing
+from gpulab.card import hardware, mig, timing
 from gpulab.card.tflops import HOW_TO_MEASURE, tflops_section
 
 __all__ = ["CAPABILITY_BOUNDARY", "HOW_TO_MEASURE", "REDACTED", "SCHEMA", "build_card", "sanitize"]
@@ -271,6 +271,7 @@ def build_card(
             "cudaVersion": f(o.SMOKE_CUDA_VERSION, group="smoke"),
             "events": f(o.SMOKE_EVENTS, group="smoke"),
             "image": f(o.SMOKE_IMAGE),
+            "resource": f(o.SMOKE_RESOURCE),
             "node": f(o.SMOKE_NODE, group="smoke"),
         },
         "compute": {
@@ -278,6 +279,13 @@ def build_card(
             "phase": f(o.COMPUTE_PHASE, group=compute_group),
             "image": f(o.COMPUTE_IMAGE),
         },
+        "mig": mig.mig_section(
+            clean,
+            f,
+            facts.is_simulated,
+            gate=facts.groups.get("gate") or {},
+            host=facts.groups.get("host") or {},
+        ),
         "topology": {**f(o.HOST_TOPOLOGY, group="host"), "shownNotUsed": hardware.TOPOLOGY_NOTE},
         "dcgm": _dcgm_section(facts, "dcgm" if "dcgm" in when["groups"] else None),
         "checklist": {
@@ -291,4 +299,10 @@ def build_card(
         "capabilityBoundary": _boundary(clean),
         "redacted": redacted,
     }
+    if card["compute"]["result"]["value"] == timing.NOT_TESTED:
+        card["compute"]["result"]["note"] = "computeCheck off: no compute Pod ran"
+    section = card["mig"]
+    if section and mig.summary_part(section) and card["cluster"]["allocatableGpus"]["value"] == 0:
+        # Every GPU has MIG: 0 nvidia.com/gpu is right, and must not read as "no GPU".
+        card["cluster"]["allocatableGpus"]["note"] = mig.ZERO_GPU_NOTE
     return card

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gpulab.card import timing
+from gpulab.card import mig, timing
+from gpulab.names import GPU_RESOURCE
 
 
 def _value(fact: Mapping[str, Any]) -> str:
@@ -27,6 +28,11 @@ def _value(fact: Mapping[str, Any]) -> str:
 
 def _marks(*facts: Mapping[str, Any]) -> str:
     """``" (simulated, earlier run)"`` from the facts' flags; ``""`` when none applies."""
+    marks = _mark_list(*facts)
+    return f" ({', '.join(marks)})" if marks else ""
+
+
+def _mark_list(*facts: Mapping[str, Any]) -> list[str]:
     marks = []
     if any(f.get("simulated") for f in facts):
         marks.append("simulated")
@@ -35,7 +41,26 @@ def _marks(*facts: Mapping[str, Any]) -> str:
         marks.append("earlier run")
     elif timing.UNKNOWN in fresh:
         marks.append("time not recorded")
-    return f" ({', '.join(marks)})" if marks else ""
+    return marks
+
+
+def _gpus(card: Mapping[str, Any]) -> str:
+    """``GPUs 1 allocatable / 1 physical``; under MIG the MIG resources against what was
+    expected, ``MIG 7 nvidia.com/mig-1g.18gb allocatable / 7 expected (1 physical GPU, MIG)``
+    (and ``GPUs N allocatable`` first where GPUs without MIG are advertised too), never
+    "0 GPUs" (gpulab.card.mig)."""
+    alloc, count = card["cluster"]["allocatableGpus"], card["host"]["gpuCount"]
+    section = card.get("mig")
+    counts = mig.summary_part(section) if section else None
+    if section is None or counts is None:
+        return f"GPUs {_value(alloc)} allocatable / {_value(count)} physical{_marks(alloc, count)}"
+    res = section.get("resources") or []
+    about = [mig.physical_text(count.get("value"), section.get("gpus") or [])]
+    about += _mark_list(alloc, count, {"simulated": any(r.get("simulated") for r in res)})
+    plain = alloc.get("value")
+    if isinstance(plain, int) and plain > 0 and not any(r["resource"] == GPU_RESOURCE for r in res):
+        counts = f"GPUs {plain} allocatable, {counts}"
+    return f"{counts} ({', '.join(about)})"
 
 
 def _compute(check: Mapping[str, Any], tf: Mapping[str, Any]) -> str:
@@ -63,14 +88,13 @@ def _compute(check: Mapping[str, Any], tf: Mapping[str, Any]) -> str:
 
 
 def summary_line(card: Mapping[str, Any]) -> str:
-    """One line: GPUs allocatable vs physical, smoke phase, driver in the Pod vs the host,
-    compute (the compute check's result and/or TFLOP/s, or ``compute not tested``), the
-    checklist verdict, ``(simulated lab)``."""
-    cluster, host, smoke = card["cluster"], card["host"], card["smoke"]
-    alloc, count = cluster["allocatableGpus"], host["gpuCount"]
+    """One line: GPUs allocatable vs physical (under MIG the MIG resources vs expected), smoke
+    phase, driver in the Pod vs the host, compute (the compute check's result and/or TFLOP/s,
+    or ``compute not tested``), the checklist verdict, ``(simulated lab)``."""
+    host, smoke = card["host"], card["smoke"]
     pod_driver, host_driver = smoke["driverVersion"], host["driverVersion"]
     parts = [
-        f"GPUs {_value(alloc)} allocatable / {_value(count)} physical{_marks(alloc, count)}",
+        _gpus(card),
         f"smoke {_value(smoke['phase'])}{_marks(smoke['phase'])}",
         f"driver {_value(pod_driver)} in Pod / {_value(host_driver)} on host"
         f"{_marks(pod_driver, host_driver)}",

@@ -80,7 +80,7 @@ def _crash_diagnosis(
     summary = f"{reason}, {restarts} restart(s)" + (
         f", last exit code {exit_code}" if exit_code is not None else ""
     )
-    prev_logs = f"kubectl -n {ns} logs {name} -c {cname}" + (" --previous" if restarts else "")
+    prev_logs = f"scripts/kubectl -n {ns} logs {name} -c {cname}" + (" --previous" if restarts else "")
     rank = _init_rank(role, cname) if init else _ROLE_RANK.get(role, _ROLE_RANK["workload"])
     known = _known(ctx, pod, cname, texts)
     what = f"{'init ' if init else ''}container {cname}"
@@ -95,7 +95,11 @@ def _crash_diagnosis(
                 "(metrics only), so it is reported, not blocking",
                 detail=_one_line(f"log: {known[1]}" if known else _evidence(line)),
                 fix=f"{prev_logs}; "
-                + (known[2] if known else "switch the exporter off: pulumi config set dcgmExporter false"),
+                + (
+                    known[2]
+                    if known
+                    else "switch the exporter off: scripts/pulumi config set gpu-lab:dcgmExporter false"
+                ),
                 blocking=False,
                 variant=known[0].id if known else "other",
             ),
@@ -144,7 +148,7 @@ def _crash_diagnosis(
             object=_pod_obj(pod, cname),
             reason=f"{what} is failing ({summary})",
             detail=_one_line(_evidence(line)),
-            fix=f"{prev_logs}; kubectl -n {ns} describe pod {name}",
+            fix=f"{prev_logs}; scripts/kubectl -n {ns} describe pod {name}",
             variant=reason,
         ),
         rank,

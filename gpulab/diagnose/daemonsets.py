@@ -55,7 +55,7 @@ def _daemonset_diagnoses(ctx: _Ctx, found: Sequence[Diagnosis]) -> list[tuple[Di
             )
             label_fix = (
                 "; ".join(
-                    f"kubectl label node {_name(n)} {k}={v}"
+                    f"scripts/kubectl label node {_name(n)} {k}={v}"
                     for n in ctx.nodes[:1]
                     for k, v in sorted(selector.items())
                 )
@@ -69,8 +69,8 @@ def _daemonset_diagnoses(ctx: _Ctx, found: Sequence[Diagnosis]) -> list[tuple[Di
                         object=obj,
                         reason=f"desiredNumberScheduled is 0: {reason}",
                         detail="; ".join(missing) or (str(affinity) if affinity else "no nodes given"),
-                        fix="kubectl get nodes --show-labels; GPU labels come from NFD and the "
-                        f"operator: kubectl -n {ns} get pods -l "
+                        fix="scripts/kubectl get nodes --show-labels; GPU labels come from NFD and the "
+                        f"operator: scripts/kubectl -n {ns} get pods -l "
                         "app.kubernetes.io/name=node-feature-discovery"
                         + (f"; to test by hand: {label_fix}" if label_fix else ""),
                         blocking=not non_blocking,
@@ -99,7 +99,10 @@ def _daemonset_diagnoses(ctx: _Ctx, found: Sequence[Diagnosis]) -> list[tuple[Di
             # The DaemonSet controller's FailedCreate events carry admission refusals, e.g. a
             # RuntimeClass the cluster lacks (gpulab.diagnose.messages).
             hit = messages.find([str(e.get("message") or "") for e in ds_events])
-            fix = f"kubectl -n {ns} describe ds {name}; kubectl -n {ns} get pods -o wide | grep {name}"
+            fix = (
+                f"scripts/kubectl -n {ns} describe ds {name}; "
+                f"scripts/kubectl -n {ns} get pods -o wide | grep {name}"
+            )
             if hit is not None:
                 args = messages.FixArgs(ns, name, "", "?", ns, ctx.profile, ctx.host_max_cuda)
                 fix = f"{hit[0].fix(args)}; {fix}"

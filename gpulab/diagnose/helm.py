@@ -56,7 +56,7 @@ def diagnose_helm_error(
     text = message.strip()
     first_line = _one_line(_last_line(text) if "Error:" not in text else text, 500)
     obj = f"helm release {namespace}/{release}"
-    again = "then pulumi up again"
+    again = "then make lab again"
     if "cannot re-use a name that is still in use" in text:
         return Diagnosis(
             row="helm-name-in-use",
@@ -82,7 +82,7 @@ def diagnose_helm_error(
             object=f"namespace {ns}",
             reason="the namespace is still being deleted (Terminating), so nothing can be created in it",
             detail=first_line,
-            fix=f"kubectl get ns {ns} -o jsonpath='{{.status.conditions}}' (what holds it); "
+            fix=f"scripts/kubectl get ns {ns} -o jsonpath='{{.status.conditions}}' (what holds it); "
             f"{fixes_operator.namespace_held(ns)}; {again}",
         )
     m = _EXISTS_RE.search(text)
@@ -96,7 +96,7 @@ def diagnose_helm_error(
             reason="left over from an earlier install"
             + (" (helm uninstall keeps CRDs unless operator.cleanupCRD=true)" if crd else ""),
             detail=first_line,
-            fix=f"kubectl delete {kind.lower()}{where} {name}"
+            fix=f"scripts/kubectl delete {kind.lower()}{where} {name}"
             + (" (this also deletes every object of that kind)" if crd else "")
             + f"; {again}",
         )
@@ -107,8 +107,8 @@ def diagnose_helm_error(
             object=obj,
             reason=f"the chart requires Kubernetes {m.group('want')}, the cluster reports {m.group('have')}",
             detail=first_line,
-            fix="pick a chart version that supports this Kubernetes (pulumi config set "
-            "chartVersion ...) or a Kubernetes the chart supports (pulumi config set "
+            fix="pick a chart version that supports this Kubernetes (scripts/pulumi config set gpu-lab:"
+            "chartVersion ...) or a Kubernetes the chart supports (scripts/pulumi config set gpu-lab:"
             "kubernetesVersion ...); a self-built control plane must stamp its version",
         )
     if "Kubernetes cluster unreachable" in text:
@@ -117,8 +117,8 @@ def diagnose_helm_error(
             object=obj,
             reason="Helm cannot reach the API server",
             detail=first_line,
-            fix=f"minikube -p {profile} status; kubectl --context {profile} get nodes; "
-            "pulumi refresh && pulumi up if the cluster was deleted outside Pulumi",
+            fix=f"minikube -p {profile} status; scripts/kubectl get nodes; make destroy && make lab "
+            "if the cluster was deleted outside Pulumi",
         )
     if re.search(r"context deadline exceeded|timed out waiting for the condition", text):
         state = (pods, events, daemonsets, nodes)
@@ -135,7 +135,7 @@ def diagnose_helm_error(
             reason="the chart cannot be downloaded from its repository",
             detail=first_line,
             fix=f"check the network to {DEFAULT_CHART_REPO}; offline, install "
-            "from a local copy: pulumi config set chartPath <dir of the gpu-operator chart> "
+            "from a local copy: scripts/pulumi config set gpu-lab:chartPath <dir of the gpu-operator chart> "
             f"(or export GPULAB_CHART_PATH); {again}",
         )
     return None
@@ -154,7 +154,7 @@ def _helm_timeout(
     obj = f"helm release {namespace}/{release}"
     line = _one_line(text, 300)
     cleanup = (
-        "then pulumi up again (if it then says 'cannot re-use a name': "
+        "then make lab again (if it then says 'cannot re-use a name': "
         f"helm uninstall {release} -n {namespace})"
     )
     if pods is None and events is None and daemonsets is None and nodes is None:
@@ -163,8 +163,8 @@ def _helm_timeout(
             object=obj,
             reason="Helm's wait timed out before the release's pods were ready",
             detail=line,
-            fix=f"find the pod that is not ready: kubectl -n {namespace} get pods; kubectl -n "
-            f"{namespace} describe pod <it>; {cleanup}",
+            fix=f"find the pod that is not ready: scripts/kubectl -n {namespace} get pods; "
+            f"scripts/kubectl -n {namespace} describe pod <it>; {cleanup}",
             variant="no-cluster-state",
         )
     found = diagnose_cluster(
@@ -184,7 +184,7 @@ def _helm_timeout(
             reason="Helm's wait timed out but no failing object was found: the pods were "
             "probably only slow (image pulls on a first install)",
             detail=line,
-            fix="raise the wait: pulumi config set operatorTimeoutSeconds 1200; " + cleanup,
+            fix="raise the wait: scripts/pulumi config set gpu-lab:operatorTimeoutSeconds 1200; " + cleanup,
             variant="slow",
         )
     first = blocking[0]

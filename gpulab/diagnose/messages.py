@@ -191,7 +191,7 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
         "it waits for /run/nvidia/validations/toolkit-ready, which the validator writes once the "
         "container toolkit has configured the runtime",
         lambda a: fixes.toolkit(
-            a.operator_namespace, f"delete the pod (kubectl -n {a.namespace} delete pod {a.pod})"
+            a.operator_namespace, f"delete the pod (scripts/kubectl -n {a.namespace} delete pod {a.pod})"
         ),
         ("NVIDIA/gpu-operator#378", "NVIDIA/gpu-operator#1518"),
     ),

@@ -79,7 +79,7 @@ def diagnose_namespace(ns: Json, now_seconds: float | None = None) -> Diagnosis 
         finalizers=_finalizer_names(finalizers),
     )
     if discovery:
-        fix = f"{discovery}: kubectl get apiservice | grep False, delete the stale one; {fix}"
+        fix = f"{discovery}: scripts/kubectl get apiservice | grep False, delete the stale one; {fix}"
     return Diagnosis(
         row="namespace-terminating",
         object=f"namespace {name}",

@@ -41,7 +41,7 @@ def _node_diagnoses(ctx: _Ctx) -> list[tuple[Diagnosis, int]]:
                         object=f"node {_name(node)}",
                         reason="node condition Ready is not True",
                         detail=_one_line(why or "no message"),
-                        fix=f"kubectl describe node {_name(node)}; minikube -p {ctx.profile} status; "
+                        fix=f"scripts/kubectl describe node {_name(node)}; minikube -p {ctx.profile} status; "
                         f"minikube -p {ctx.profile} logs | tail -50",
                     ),
                     _ROLE_RANK["node"],
@@ -138,7 +138,7 @@ def _allocatable_diagnoses(
                         f"some GPUs are missing or unhealthy: {check_node}; {plugin_logs}"
                         if fewer
                         else "more than expected: is time-slicing on? expected = GPUs x "
-                        "replicas (pulumi config get timeSlicingReplicas)"
+                        "replicas (scripts/pulumi config get gpu-lab:timeSlicingReplicas)"
                     ),
                     variant="fewer" if fewer else "more",
                 ),
@@ -166,8 +166,8 @@ def _allocatable_diagnoses(
                 )
                 first = others[0][0].split("/", 1)
                 fix = (
-                    f"free a GPU: wait for or delete the holder (kubectl -n {first[0]} delete "
-                    f"pod {first[1]}), or share the GPU (time-slicing: pulumi config set "
+                    f"free a GPU: wait for or delete the holder (scripts/kubectl -n {first[0]} delete "
+                    f"pod {first[1]}), or share the GPU (time-slicing: scripts/pulumi config set gpu-lab:"
                     "timeSlicingReplicas 2)"
                 )
                 variant = "held-by-pods"
@@ -176,7 +176,7 @@ def _allocatable_diagnoses(
                     f"asks for {want} {GPU_RESOURCE}; {total_alloc} allocatable and none held "
                     "by other pods (a stale FailedScheduling event, or a GPU just freed)"
                 )
-                fix = "wait for the scheduler's next attempt: kubectl get events -w"
+                fix = "wait for the scheduler's next attempt: scripts/kubectl get events -w"
                 variant = "retrying"
             out.append(
                 (

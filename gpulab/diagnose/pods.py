@@ -94,9 +94,9 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
                     object=_pod_obj(pod),
                     reason="Pending: the scheduler finds no node for it",
                     detail=_one_line(msg),
-                    fix=f"kubectl -n {ns} describe pod {name}; compare its nodeSelector, "
-                    "affinity and tolerations with kubectl get nodes --show-labels and "
-                    "kubectl describe node | grep -i taint",
+                    fix=f"scripts/kubectl -n {ns} describe pod {name}; compare its nodeSelector, "
+                    "affinity and tolerations with scripts/kubectl get nodes --show-labels and "
+                    "scripts/kubectl describe node | grep -i taint",
                     blocking=not non_blocking,
                 ),
                 rank + (_NON_BLOCKING_RANK if non_blocking else 0),
@@ -154,7 +154,8 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
                         object=_pod_obj(pod, cname),
                         reason="Running but not Ready (its readiness probe fails)",
                         detail=f"last log line: {line}",
-                        fix=f"kubectl -n {ns} describe pod {name}; kubectl -n {ns} logs {name} -c {cname}",
+                        fix=f"scripts/kubectl -n {ns} describe pod {name}; "
+                        f"scripts/kubectl -n {ns} logs {name} -c {cname}",
                         blocking=not non_blocking,
                     ),
                     rank + (_NON_BLOCKING_RANK if non_blocking else 0),
@@ -191,7 +192,7 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
                         if gpu_admission
                         else ""
                     )
-                    + f"kubectl -n {ns} describe pod {name}; delete it and re-run (pulumi up)",
+                    + f"scripts/kubectl -n {ns} describe pod {name}; delete it and re-run: make verify",
                     blocking=not non_blocking,
                     variant=str(reason),
                 ),

@@ -126,7 +126,7 @@ def _creating_diagnosis(
                     "the runtime cannot inject the GPU yet",
                     detail=detail,
                     fix=fixes.toolkit(
-                        tk_ns, f"re-create the pod (kubectl -n {ns} delete pod {name}; pulumi up)"
+                        tk_ns, f"re-create the pod (scripts/kubectl -n {ns} delete pod {name}; make verify)"
                     ),
                     blocking=not non_blocking,
                     variant="toolkit-not-ready",
@@ -142,7 +142,7 @@ def _creating_diagnosis(
                 object=_pod_obj(pod, container),
                 reason=f"stuck in ContainerCreating: {message.cause}",
                 detail=_one_line(quoted),
-                fix=f"{fix}; kubectl -n {ns} describe pod {name} (Events)",
+                fix=f"{fix}; scripts/kubectl -n {ns} describe pod {name} (Events)",
                 blocking=not non_blocking,
                 variant=message.id,
             ),
@@ -155,7 +155,7 @@ def _creating_diagnosis(
             reason="stuck in ContainerCreating"
             + (" with the toolkit ready: the runtime configuration conflicts" if toolkit is not None else ""),
             detail=evidence,
-            fix=f"kubectl -n {ns} describe pod {name} (Events); check the node's runtime: "
+            fix=f"scripts/kubectl -n {ns} describe pod {name} (Events); check the node's runtime: "
             f"minikube -p {ctx.profile} ssh -- docker info | grep -i runtime; "
             f"{fixes.toolkit_logs(OPERATOR_NAMESPACE)}",
             blocking=not non_blocking,

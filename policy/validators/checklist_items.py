@@ -1,7 +1,7 @@
 """The chapter's checklist items as stack policies, one per :mod:`gpulab.checklist` item
 (``device-plugin-stable``, ``allocatable-matches-gpus``, ``driver-version-matches``,
 ``events-scheduled-and-pulled``, ``baseline-card-complete``, ``compute-works``,
-``dcgm-reports-gpus``): each runs
+``dcgm-reports-gpus``, ``pods-see-every-gpu``): each runs
 :func:`gpulab.checklist.evaluate` on the stack outputs, so they share one check factory and
 live in one module."""
 
@@ -125,5 +125,12 @@ SPECS: Final[tuple[Spec, ...]] = (
         MANDATORY,
         "stack",
         checklist_check("dcgm-reports-gpus"),
+    ),
+    Spec(
+        "pods-see-every-gpu",
+        "Give one Pod every GPU of the host: its nvidia-smi -L lists the host's GPU UUIDs.",
+        MANDATORY,
+        "stack",
+        checklist_check("pods-see-every-gpu"),
     ),
 )

@@ -22,7 +22,11 @@ def load(name: str) -> dict[str, Any]:
 
 @pytest.fixture
 def real() -> dict[str, Any]:
-    return load("minikube-h200-1gpu.json")
+    data = load("minikube-h200-1gpu.json")
+    # The capture predates the smoke Pod's nvidia-smi -L: what a smoke Pod of this version
+    # records on that 1-GPU host (pods-see-every-gpu; its own tests: test_checklist_gpus.py).
+    data[o.SMOKE_GPUS], data[o.SMOKE_GPU_UUIDS] = 1, [g["uuid"] for g in data[o.HOST_GPUS]]
+    return data
 
 
 @pytest.fixture

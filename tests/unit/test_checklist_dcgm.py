@@ -33,9 +33,13 @@ def sim() -> dict[str, Any]:
     return data
 
 
-def test_registered_last_in_the_checklist() -> None:
-    assert checklist.ITEM_IDS[-1] == "dcgm-reports-gpus"
-    assert [i.id for i in checklist.evaluate({})][-1] == "dcgm-reports-gpus"
+def test_registered_after_compute_in_the_checklist() -> None:
+    ids = [i.id for i in checklist.evaluate({})]
+    assert (
+        ids.index("dcgm-reports-gpus")
+        == ids.index("compute-works") + 1
+        == checklist.ITEM_IDS.index("dcgm-reports-gpus")
+    )
 
 
 def test_passes_when_the_exporter_reports_the_hosts_gpus(real: dict[str, Any]) -> None:

@@ -41,7 +41,7 @@ def test_unpromised_leftovers_fail_with_the_commands_that_remove_them() -> None:
     assert item.status == Status.FAIL
     assert CRD not in item.observed.split(": ", 1)[1]
     assert "kubectl delete crd nvidiadrivers.nvidia.com" in item.fix
-    assert "pulumi config set removeCrds true" in item.fix
+    assert "scripts/pulumi config set gpu-lab:removeCrds true" in item.fix
     assert "kubectl -n gpu-operator patch" in item.fix
     assert "kubectl label node gpu-sim-node nvidia.com/gpu.deploy.dcgm- nvidia.com/gpu.product-" in item.fix
 

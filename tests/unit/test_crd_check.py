@@ -75,7 +75,7 @@ def test_an_older_charts_crd_differs_and_the_fix_applies_the_charts_file() -> No
     assert "version v1 has another schema" in v.reasons
     assert "controller-gen v0.16.1 instead of v0.21.0" in v.reasons
     assert v.fix.startswith(
-        "kubectl apply --server-side --force-conflicts -f "
+        "scripts/kubectl apply --server-side --force-conflicts -f "
         "/charts/gpu-operator/crds/nvidia.com_clusterpolicies.yaml"
     )
 
@@ -89,7 +89,7 @@ def test_a_version_the_chart_adds_is_a_difference_too() -> None:
 def test_a_newer_charts_crd_is_never_downgraded() -> None:
     newer = _live(_crd(prop="gpuDirect"), labels={"app.kubernetes.io/version": "v27.1.0"})
     v = cc.compare(CHART, newer, "v26.7.0")
-    assert v.state == "newer" and "pulumi config set chartVersion v27.1.0" in v.fix
+    assert v.state == "newer" and "scripts/pulumi config set gpu-lab:chartVersion v27.1.0" in v.fix
 
 
 def test_objects_stored_in_a_version_the_chart_dropped_stop_the_install() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gpulab import checklist, fixes, preflight
@@ -39,30 +41,33 @@ def test_minimum_names_the_ask(cpus: int, mib: int, text: str) -> None:
 
 
 def test_resources_reaction() -> None:
-    assert fixes.set_resources() == "pulumi config set cpus 4 && pulumi config set memoryMiB 8192"
+    assert fixes.set_resources() == (
+        "scripts/pulumi config set gpu-lab:cpus 4 && scripts/pulumi config set gpu-lab:memoryMiB 8192 "
+        "&& make lab"
+    )
     fix = fixes.node_resources("lab")
     assert fix.startswith("give the node >= 4 CPUs / 8 GiB (minikube start --cpus 4 --memory 8g): ")
     assert fix.endswith("minikube -p lab ssh -- nproc")
     assert fixes.pending() == (
-        "confirm the node has >= 4 CPUs / 8 GiB; kubectl describe pod gpu-smoke shows who blocks it"
+        "confirm the node has >= 4 CPUs / 8 GiB; scripts/kubectl describe pod gpu-smoke shows who blocks it"
     )
 
 
 def test_allocatable_reaction_names_the_profile_and_the_plugin_log() -> None:
     assert fixes.allocatable("lab") == (
         "check the node sees the GPU: minikube -p lab ssh -- nvidia-smi; then the device plugin's log: "
-        "kubectl -n gpu-operator logs -l app=nvidia-device-plugin-daemonset --tail=50"
+        "scripts/kubectl -n gpu-operator logs -l app=nvidia-device-plugin-daemonset --tail=50"
     )
     addon = fixes.device_plugin_logs(addon=True)
-    assert addon == "kubectl -n kube-system logs ds/nvidia-device-plugin-daemonset"
+    assert addon == "scripts/kubectl -n kube-system logs ds/nvidia-device-plugin-daemonset"
     assert fixes.allocatable("lab", addon).endswith(addon)
 
 
 def test_toolkit_reaction() -> None:
     fix = fixes.toolkit("ns", "retry")
-    assert fix.startswith("kubectl -n ns logs -l app=nvidia-container-toolkit-daemonset")
+    assert fix.startswith("scripts/kubectl -n ns logs -l app=nvidia-container-toolkit-daemonset")
     assert "rollout status ds/nvidia-container-toolkit-daemonset" in fix and fix.endswith("; then retry")
-    assert fixes.toolkit().endswith("re-create the smoke Pod (pulumi up)")
+    assert fixes.toolkit().endswith("re-create the smoke Pod: make verify")
 
 
 def test_checklist_quotes_the_same_texts() -> None:
@@ -75,7 +80,10 @@ def test_checklist_quotes_the_same_texts() -> None:
 
 def test_cuda_image_names_the_fitting_tag_and_the_driver() -> None:
     fix = fixes.cuda_image("nvidia/cuda:13.1.0-base-ubuntu24.04", "13.1", "13.0")
-    assert fix.startswith("use nvidia/cuda:13.0.2-base-ubuntu24.04 (pulumi config set smokeImage ")
+    assert fix.startswith(
+        "use nvidia/cuda:13.0.2-base-ubuntu24.04 (scripts/pulumi config set gpu-lab:smokeImage "
+        "nvidia/cuda:13.0.2-base-ubuntu24.04 && make lab)"
+    )
     assert fix.endswith("; or upgrade to a driver that supports CUDA 13.1")  # newer than the table
     fix = fixes.cuda_image("nvidia/cuda:12.9.1-base-ubuntu22.04", "12.9", "12.4")
     assert fix.startswith("use nvidia/cuda:12.4.1-base-ubuntu22.04 ")
@@ -104,3 +112,27 @@ def test_cite_names_the_row() -> None:
 def test_diagnosis_is_the_record_fixes_are_quoted_into() -> None:
     d = Diagnosis("r", "o", "why", "seen", fixes.docker_runtime())
     assert d.fix == CTK
+
+
+def test_every_printed_command_runs_from_the_checkout() -> None:
+    """No bare kubectl (it would miss the sim and kind labs' clusters) and no bare
+    ``pulumi up``: cluster commands go through scripts/kubectl, re-measuring is make verify."""
+    texts = [
+        fixes.allocatable("lab"),
+        fixes.sim_allocatable(),
+        fixes.node_resources("lab"),
+        fixes.pending(),
+        fixes.toolkit(),
+        fixes.driver_mismatch("lab"),
+        fixes.card(),
+        fixes.cuda_image("nvidia/cuda:13.1.0-base-ubuntu24.04", "13.1", "13.0"),
+    ]
+    for text in texts:
+        assert not re.search(r"(?<![/\w-])kubectl ", text), text
+        assert "pulumi up" not in text and "(pulumi" not in text, text
+    assert fixes.card().endswith(": make verify")
+    assert fixes.driver_mismatch("lab").endswith("then make verify to refresh the baseline")
+    assert fixes.measure_tflops() == (
+        ".venv/bin/python -m gpulab.tflops --json > .state/tflops.json, then make card"
+    )
+    assert fixes.config_set(("simGpus", 0)) == "scripts/pulumi config set gpu-lab:simGpus 0 && make lab"

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from components.gpu_operator import helm_values
+from gpulab.config import OperatorConfig
 from gpulab.gate import GateSpec, context, run_gate, spec_from_args
 from gpulab.kube import GateError
 from gpulab.mig import Expected
@@ -39,6 +41,7 @@ class Cluster:
     ds_at: Callable[[float], Mapping[str, Any] | None] = lambda t: ds_ready()
     nodes_at: Callable[[float], Sequence[Mapping[str, Any]]] = lambda t: [node()]
     pods_at: Callable[[float], Sequence[Mapping[str, Any]]] = lambda t: [plugin_pod()]
+    config_maps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def cluster_policy(self) -> Mapping[str, Any] | None:
         return self.policy
@@ -54,6 +57,9 @@ class Cluster:
 
     def version(self) -> str:
         return "v1.36.3"
+
+    def config_map(self, name: str) -> Mapping[str, Any] | None:
+        return self.config_maps.get(name)
 
 
 def gate(cluster: Cluster, **spec: Any) -> dict[str, Any]:
@@ -135,6 +141,31 @@ def test_another_count_fails_with_the_mismatch() -> None:
     with pytest.raises(GateError) as exc:
         gate(Cluster([0.0]), expect=Expected("none", 2))
     assert "is 1, expected 2" in str(exc.value) and "(allocatable-mismatch first)" in str(exc.value)
+
+
+def test_time_slicing_not_applied_says_so_in_the_mismatch() -> None:
+    # 1 GPU x 4 replicas expected, the node still shows 1: the ClusterPolicy names no config.
+    with pytest.raises(GateError) as exc:
+        gate(Cluster([0.0]), expect=Expected("none", 4))
+    assert "is 1, expected 4; sharing config: not applied (ClusterPolicy spec.devicePlugin.config" in str(
+        exc.value
+    )
+
+
+def test_time_slicing_applied_but_not_yet_advertised_shows_the_config_and_labels() -> None:
+    values = helm_values(OperatorConfig(cluster="sim", time_slicing_replicas=4))["devicePlugin"]["config"]
+    policy = {
+        **READY_POLICY,
+        "spec": {"devicePlugin": {"config": {"name": values["name"], "default": "any"}}},
+    }
+    cluster = Cluster([0.0], policy=policy, config_maps={values["name"]: {"data": values["data"]}})
+    with pytest.raises(GateError) as exc:
+        gate(cluster, expect=Expected("none", 4))
+    assert (
+        "sharing config: ConfigMap gpu-operator/time-slicing-config key 'any': "
+        "time-slicing nvidia.com/gpu x4; "
+        "node gpu-lab: nvidia.com/gpu.replicas=(unset)"
+    ) in str(exc.value)
 
 
 def test_a_slow_operator_still_times_out_with_the_diagnosis() -> None:

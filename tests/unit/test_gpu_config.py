@@ -58,3 +58,40 @@ def test_sim_gpus_zero_is_the_node_without_gpus() -> None:
     assert cfg.sim_gpus == 0 and cfg.capture == "h200-1gpu"
     with pytest.raises(ConfigError, match=r"simGpus=9 must be 0\.\.8"):
         parse_config({"gpu-lab:cluster": "sim", "gpu-lab:simGpus": "9"}, env={})
+
+
+def test_smoke_gpus_all_is_the_default_and_a_count_or_all_is_accepted() -> None:
+    from gpulab.gpu_config import parse_smoke_gpus
+
+    assert parse_config({}, env={}).smoke_gpus == 0  # all
+    assert parse_config({"gpu-lab:smokeGpus": "3"}, env={}).smoke_gpus == 3
+    problems: list[str] = []
+    assert parse_smoke_gpus("0", problems) == 0 and parse_smoke_gpus("two", problems) == 0
+    assert problems == [
+        "gpu-lab:smokeGpus='0' must be all or a count >= 1",
+        "gpu-lab:smokeGpus='two' must be all or a count >= 1",
+    ]
+    with pytest.raises(ConfigError, match="smokeGpus='many' must be all"):
+        parse_config({"gpu-lab:smokeGpus": "many"}, env={})
+
+
+@pytest.mark.parametrize(
+    ("requested", "host", "replicas", "resource", "strategy", "want"),
+    [
+        (0, 2, 1, "nvidia.com/gpu", "none", 2),  # all: both GPUs of the host
+        (0, 8, 1, "nvidia.com/gpu", "none", 8),
+        (1, 8, 1, "nvidia.com/gpu", "none", 1),  # an explicit count is kept
+        (3, 2, 4, "nvidia.com/gpu", "none", 3),
+        # time-slicing: N replicas need not be N GPUs (k8s-device-plugin README, time-slicing)
+        (0, 2, 4, "nvidia.com/gpu", "none", 1),
+        (0, 1, 1, "nvidia.com/mig-1g.18gb", "mixed", 1),  # MIG: the Pod gets MIG devices
+        (0, 2, 1, "nvidia.com/gpu", "single", 1),
+        (0, None, 1, "nvidia.com/gpu", "none", 1),  # not this host (existing, hostProbe off)
+    ],
+)
+def test_smoke_gpu_count(
+    requested: int, host: int | None, replicas: int, resource: str, strategy: str, want: int
+) -> None:
+    from gpulab.gpu_config import smoke_gpu_count
+
+    assert smoke_gpu_count(requested, host, replicas, resource, strategy) == want

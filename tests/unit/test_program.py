@@ -205,9 +205,22 @@ def test_smoke_pod_is_the_chapters_pod(chart: str) -> None:
     assert spec["restartPolicy"] == "Never"
     (c,) = spec["containers"]
     assert c["image"] == "nvidia/cuda:12.4.1-base-ubuntu22.04"
-    assert c["command"] == ["nvidia-smi"]
+    # The table, then nvidia-smi -L (the UUIDs pods-see-every-gpu compares with the host's).
+    assert c["command"] == ["sh", "-c", "nvidia-smi && nvidia-smi -L"]
     assert c["resources"]["limits"] == {"nvidia.com/gpu": "1"}
     assert pod.delete_before_replace is True
+
+
+def test_smoke_pod_holds_every_gpu_of_a_2gpu_host(chart: str) -> None:
+    # smokeGpus all (the default) on the h200-2gpu capture: both GPUs in one Pod.
+    limits = run_program(sim(chart, simGpus=2)).by_name("smoke-pod").inputs["spec"]["containers"][0]
+    assert limits["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+
+
+def test_smoke_pod_asks_for_one_replica_under_time_slicing(chart: str) -> None:
+    # A Pod's time-sliced replicas need not be distinct GPUs (gpulab.gpu_config.smoke_gpu_count).
+    c = run_program(sim(chart, simGpus=2, timeSlicingReplicas=4)).by_name("smoke-pod").inputs["spec"]
+    assert c["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
 
 
 def test_kubeconfig_travels_in_environment_never_in_argv(chart: str) -> None:

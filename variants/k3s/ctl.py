@@ -139,7 +139,7 @@ def check_installed(installed: str | None, ours: bool, wanted: str) -> Finding:
         False,
         f"k3s {installed} is installed and gpu-lab did not install it; the lab would change its version "
         f"to {wanted}",
-        f"use it as it is (pulumi config set k3sVersion {installed}), or uninstall it first "
+        f"use it as it is (scripts/pulumi config set gpu-lab:k3sVersion {installed}), or uninstall it first "
         f"({UNINSTALL_SCRIPT})",
     )
 

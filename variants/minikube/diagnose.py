@@ -47,7 +47,7 @@ def diagnose_minikube_start(
         return next((line for line in lines if pattern.search(line)), None)
 
     obj = f"minikube profile {profile}"
-    redo = f"{fixes.docker_gpus(image)}; then minikube delete -p {profile} and pulumi up"
+    redo = f"{fixes.docker_gpus(image)}; then minikube delete -p {profile} && make lab"
     causes = (
         (
             _MINIKUBE_GPU_RE,

@@ -40,9 +40,9 @@ class Sim(Variant):
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
     ) -> dict[str, Any]:
-        sim_gpus, replicas, smoke_gpus = (
-            int(str(get(k))) for k in ("simGpus", "timeSlicingReplicas", "smokeGpus")
-        )
+        sim_gpus, replicas = (int(str(get(k))) for k in ("simGpus", "timeSlicingReplicas"))
+        smoke = str(get("smokeGpus"))
+        smoke_gpus = int(smoke) if smoke.isdigit() else 0  # "all": the node's own count
         # simGpus=0 is the node without GPUs the gate must refuse (it fails before the smoke Pod);
         # with simMigDevices the smoke Pod's resource is checked against the MIG plan instead.
         if sim_gpus and not get("simMigDevices") and smoke_gpus > sim_gpus * replicas:

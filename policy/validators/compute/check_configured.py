@@ -111,7 +111,8 @@ def check_compute_configured(resources: list[Res], cfg: Settings, ctx: StackCont
                 PASS if digest or (tag is not None and tag != "latest") else FAIL,
                 f"container {c.get('name')}: image {image!r}",
                 "image pinned by a tag other than latest, or by @sha256 digest",
-                f"pulumi config set computeImage {DEFAULT_COMPUTE_IMAGE} (NVIDIA's sample) or "
+                f"scripts/pulumi config set gpu-lab:computeImage {DEFAULT_COMPUTE_IMAGE} (NVIDIA's sample) "
+                "or "
                 "<repo>@sha256:<digest>",
                 urn,
             )

@@ -81,7 +81,8 @@ def check_single_owner(resources: list[Res], cfg: Settings, ctx: StackContext) -
     )
     allocatable = fixes.allocatable(lab_setting(ctx, "profile") or DEFAULT_PROFILE)
     fix = (
-        "pulumi config set devicePluginOwner operator (the lab disables minikube's addon), or "
+        "scripts/pulumi config set gpu-lab:devicePluginOwner operator (the lab disables minikube's "
+        "addon), or "
         "devicePluginOwner minikube-addon with devicePlugin false; with none, "
         + fixes.cite(allocatable, fixes.ALLOCATABLE_ZERO)
     )

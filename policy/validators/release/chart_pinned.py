@@ -22,7 +22,8 @@ def check_chart_pinned(rtype: str, props: dict[str, Any], cfg: Settings, ctx: St
     want = str(cfg.get("chartVersion") or "")
     expected = f"chart version exactly {want}" if want else "one exact chart version (vMAJOR.MINOR.PATCH)"
     fix = (
-        "pin the chart: pulumi config set chartVersion v26.7.0 (an exact release, never a range "
+        "pin the chart: scripts/pulumi config set gpu-lab:chartVersion v26.7.0 (an exact release, "
+        "never a range "
         "or empty: Helm would take whatever is newest)"
     )
     chart = str(release["chart"])

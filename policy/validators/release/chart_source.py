@@ -23,8 +23,8 @@ def check_chart_source(rtype: str, props: dict[str, Any], cfg: Settings, ctx: St
     allow_local = bool(cfg.get("allowLocalPath", True))
     expected = f"repository {' or '.join(allowed)}" + (" or a local chart directory" if allow_local else "")
     fix = (
-        f"pulumi config set chartRepo {NVIDIA_HELM_REPO} (NVIDIA's repository), or offline "
-        "pulumi config set chartPath <unpacked gpu-operator chart>"
+        f"scripts/pulumi config set gpu-lab:chartRepo {NVIDIA_HELM_REPO} (NVIDIA's repository), or offline "
+        "scripts/pulumi config set gpu-lab:chartPath <unpacked gpu-operator chart>"
     )
     chart = str(release["chart"])
     repo = require_known(dig(release, "repositoryOpts", "repo"), "repositoryOpts.repo")

@@ -55,7 +55,8 @@ def check_operand_images(
             "; ".join(seen),
             "each operand image set in the release has a version other than latest, or a sha256 digest",
             (
-                f"pin {', '.join(bad)}: pulumi config set <key> registry/repository/name:<tag> "
+                f"pin {', '.join(bad)}: scripts/pulumi config set gpu-lab:<key> "
+                "registry/repository/name:<tag> "
                 "(not latest) or ...@sha256:<digest>"
                 if bad
                 else "pin operand images with devicePluginImage, toolkitImage, dcgmExporterImage, "

@@ -25,8 +25,9 @@ from policy.validators.spec import Settings, Spec
 
 ITEM: Final = "operator-toolkit-redundant"
 FIX: Final = (
-    "leave the toolkit to the node: pulumi config rm toolkit (auto: off on minikube and kind) "
-    "or pulumi config set toolkit false"
+    "leave the toolkit to the node: scripts/pulumi config rm gpu-lab:toolkit (auto: off on minikube "
+    "and kind) "
+    "or scripts/pulumi config set gpu-lab:toolkit false"
 )
 
 

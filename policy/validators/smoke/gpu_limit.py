@@ -42,7 +42,8 @@ def check_smoke_gpu_limit(
             observed or "no containers",
             f"a container with resources.limits[{GPU_RESOURCE}] (or nvidia.com/mig-<profile>) >= 1",
             "request the GPU as the chapter's step 5 does: resources.limits nvidia.com/gpu: 1 "
-            "(pulumi config set smokeGpus 1); without it the Pod is scheduled anywhere and gets no GPU",
+            "(scripts/pulumi config set gpu-lab:smokeGpus 1); without it the Pod is scheduled anywhere "
+            "and gets no GPU",
         )
     ]
 

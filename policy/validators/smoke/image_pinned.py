@@ -41,7 +41,8 @@ def check_smoke_image_pinned(
                 ok,
                 f"container {c.get('name')}: image {image!r}",
                 "image pinned by a tag other than latest, or by @sha256 digest",
-                f"pulumi config set smokeImage {DEFAULT_PROBE_IMAGE} (the chapter's image) or "
+                f"scripts/pulumi config set gpu-lab:smokeImage {DEFAULT_PROBE_IMAGE} (the chapter's image) "
+                "or "
                 "<repo>@sha256:<digest>",
             )
         )

@@ -14,7 +14,7 @@ def test_helm_name_in_use_gives_the_exact_uninstall() -> None:
     assert d is not None
     assert d.row == "helm-name-in-use"
     assert "helm uninstall gpu-operator -n gpu-operator" in d.fix
-    assert "pulumi up" in d.fix
+    assert d.fix.endswith("; then make lab again")
 
 
 def test_helm_timeout_without_cluster_state_says_how_to_look() -> None:

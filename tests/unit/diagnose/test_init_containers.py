@@ -91,4 +91,4 @@ def test_each_validator_init_container_gets_its_own_fix() -> None:
     assert "nvidia runtime class" in fixes_operator.validator_init("toolkit-validation", ns, name)
     assert "app=nvidia-cuda-validator" in fixes_operator.validator_init("cuda-validation", ns, name)
     assert "allocatable nvidia.com/gpu" in fixes_operator.validator_init("plugin-validation", ns, name)
-    assert fixes_operator.validator_init("other", ns, name) == f"kubectl -n {ns} logs {name} -c other"
+    assert fixes_operator.validator_init("other", ns, name) == f"scripts/kubectl -n {ns} logs {name} -c other"

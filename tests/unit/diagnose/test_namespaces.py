@@ -53,7 +53,8 @@ def test_finalizers_remaining_name_the_finalizer_and_how_to_clear_it() -> None:
     assert "stuck Terminating for 15m 0s" in d.reason
     assert "kfdef-finalizer.kfdef.apps.kubeflow.org" in d.detail and "daemonsets.apps" in d.detail
     assert (
-        "kubectl -n gpu-operator get configmaps,daemonsets.apps -o name | xargs kubectl -n gpu-operator "
+        "scripts/kubectl -n gpu-operator get configmaps,daemonsets.apps -o name | xargs scripts/kubectl "
+        "-n gpu-operator "
         'patch --type=merge -p \'{"metadata":{"finalizers":null}}\'' in d.fix
     )
     assert "(kfdef-finalizer.kfdef.apps.kubeflow.org)" in d.fix
@@ -73,7 +74,10 @@ def test_content_remaining_discovery_failure_and_a_namespace_that_is_fine() -> N
         )
     )
     assert content is not None and content.variant == "content"
-    assert "kubectl -n gpu-operator get pods -o name | xargs kubectl -n gpu-operator delete" in content.fix
+    assert (
+        "scripts/kubectl -n gpu-operator get pods -o name | xargs scripts/kubectl -n gpu-operator delete"
+        in content.fix
+    )
     discovery = diagnose.diagnose_namespace(
         _ns(
             [

@@ -57,6 +57,7 @@ from variants.sim.ctl.render import (
     render_cri_log,
     render_kwokctl_config,
     render_node_manifest,
+    smoke_log,
     stale_nodes,
     validate_name,
 )
@@ -383,7 +384,8 @@ def up(opts: UpOptions) -> dict[str, Any]:
     paths.marker.write_text(json.dumps({"name": opts.name}) + "\n", encoding="utf-8")
     paths.log_file.parent.mkdir(parents=True, exist_ok=True)
     # Rewritten on every up: the capture follows --gpus, and kwok reads the file per request.
-    paths.log_file.write_text(render_cri_log(capture, dt.datetime.now(dt.UTC)), encoding="utf-8")
+    smoke = smoke_log(capture, opts.capture or capture_name(opts.gpus))
+    paths.log_file.write_text(render_cri_log(smoke, dt.datetime.now(dt.UTC)), encoding="utf-8")
     paths.compute_log_file.write_text(
         render_cri_log(load_vectoradd(), dt.datetime.now(dt.UTC)), encoding="utf-8"
     )

@@ -15,7 +15,9 @@ The MIG labels are GFD's (NVIDIA/k8s-device-plugin ``internal/lm/resource.go`` a
 ``.replicas``, ``.product`` (``<model>-MIG-<profile>``), ``.memory`` and the MIG attributes
 (``.multiprocessors``, ``.slices.gi``, ``.slices.ci``, ``.engines.*``); the full GPUs keep
 ``nvidia.com/gpu.count`` = physical GPUs (NVIDIA/k8s-device-plugin#738) and
-``nvidia.com/gpu.replicas: 0`` when they have MIG. The MIG attribute values are those of an
+``nvidia.com/gpu.replicas: 0`` when they have MIG. Time-slicing: ``nvidia.com/gpu.replicas``,
+``nvidia.com/gpu.product`` ``<model>-SHARED`` and ``nvidia.com/gpu.sharing-strategy:
+time-slicing`` (``none`` otherwise). The MIG attribute values are those of an
 H200 1g.18gb device (16 SMs, about 16 GiB usable), written down, not measured here.
 
 Pure: no I/O.
@@ -84,8 +86,14 @@ class NodeGpus:
     def labels(self, model: str) -> dict[str, str]:
         """GFD's labels for these GPUs beyond the node's base labels; ``model`` is the product
         label of the full GPU (e.g. ``NVIDIA-H200``)."""
-        labels = {"nvidia.com/gpu.count": str(self.gpus)}
-        if self.replicas > 1 and not self.mig:
+        # GFD's sharing label: none (its default), time-slicing or mps (NVIDIA/k8s-device-plugin
+        # docs/gpu-feature-discovery: "nvidia.com/gpu.sharing-strategy").
+        shared = self.replicas > 1 and not self.mig
+        labels = {
+            "nvidia.com/gpu.count": str(self.gpus),
+            "nvidia.com/gpu.sharing-strategy": "time-slicing" if shared else "none",
+        }
+        if shared:
             labels |= {
                 "nvidia.com/gpu.replicas": str(self.replicas),
                 "nvidia.com/gpu.product": f"{model}-SHARED",

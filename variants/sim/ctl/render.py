@@ -132,6 +132,24 @@ def load_capture(gpus: int, name: str | None = None) -> str:
     return ref.read_text(encoding="utf-8")
 
 
+def smoke_log(capture: str, name: str) -> str:
+    """The smoke Pod's simulated log: ``capture`` (the plain ``nvidia-smi`` table), then the
+    physical GPU lines of the capture's ``nvidia-smi-L.txt`` where it has one, as the Pod's
+    ``nvidia-smi && nvidia-smi -L`` prints them (components/smoke.py). MIG rows are left out:
+    a Pod given one MIG device does not list all of them. ``name``: the capture's directory.
+
+    Raises:
+        ValueError: ``name`` is not a capture's directory name.
+    """
+    if not _NAME_RE.match(name):
+        raise ValueError(f"capture {name!r} is not a capture name")
+    ref = resources.files("gpulab").joinpath("captures", name, "nvidia-smi-L.txt")
+    if not ref.is_file():
+        return capture
+    gpus = [line for line in ref.read_text(encoding="utf-8").splitlines() if line.startswith("GPU ")]
+    return capture.rstrip("\n") + "\n" + "".join(f"{line}\n" for line in gpus)
+
+
 def load_vectoradd() -> str:
     """Text of the packaged vectorAdd output (:data:`VECTORADD_CAPTURE`), served as the compute
     Pod's log."""

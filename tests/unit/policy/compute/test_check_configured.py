@@ -61,7 +61,7 @@ def test_an_image_whose_cuda_the_host_cannot_run_violates_naming_the_tag_that_fi
     assert len(o.violations) == 1
     assert "needs CUDA 12.5" in o.text and "CUDA 12.4 at most" in o.text
     assert "cuda-sample:vectoradd-cuda11.7.1-ubuntu20.04" in o.text
-    assert "pulumi config set computeImage" in o.text
+    assert "scripts/pulumi config set gpu-lab:computeImage" in o.text
 
 
 def test_no_host_facts_is_not_evaluated_not_passed() -> None:

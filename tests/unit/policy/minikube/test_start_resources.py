@@ -20,4 +20,4 @@ def test_minikube_resources() -> None:
     direct = {"create": encode(["minikube", "start", "--cpus=4", "--memory=8g"])}
     assert check_resource("minikube-start-resources", validators.T_COMMAND, direct).passed
     o = check_resource("minikube-start-resources", validators.T_COMMAND, ctl_start(), {"minCpus": 8})
-    assert "expected: --cpus >= 8" in o.text and "pulumi config set cpus 8" in o.text
+    assert "expected: --cpus >= 8" in o.text and "scripts/pulumi config set gpu-lab:cpus 8" in o.text

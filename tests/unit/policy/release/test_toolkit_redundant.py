@@ -31,7 +31,7 @@ def test_the_toolkit_on_under_minikube_is_reported() -> None:
     o = on("minikube", True)
     assert len(o.violations) == 1
     assert "toolkit.enabled=true on gpu-lab:cluster=minikube" in o.text
-    assert "already injects GPUs" in o.text and "pulumi config rm toolkit" in o.text
+    assert "already injects GPUs" in o.text and "scripts/pulumi config rm gpu-lab:toolkit" in o.text
     # Unset is the chart's default: on.
     assert len(on("minikube", None).violations) == 1
 

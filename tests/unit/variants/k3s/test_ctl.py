@@ -56,7 +56,7 @@ def test_init_and_installed_checks() -> None:
     assert k3s_ctl.check_init(True, False).ok and k3s_ctl.check_init(False, True).ok
     assert "systemd" in k3s_ctl.check_init(False, False).message
     f = k3s_ctl.check_installed("v1.33.5+k3s1", False, "v1.34.1+k3s1")
-    assert not f.ok and "pulumi config set k3sVersion v1.33.5+k3s1" in f.fix
+    assert not f.ok and "scripts/pulumi config set gpu-lab:k3sVersion v1.33.5+k3s1" in f.fix
     assert k3s_ctl.check_installed(None, False, "v1.34.1+k3s1").ok
 
 

@@ -16,6 +16,8 @@ def test_whole_gpus_times_replicas() -> None:
     shared = NodeGpus(2, replicas=4)
     assert shared.resources() == {"nvidia.com/gpu": "8"}
     assert shared.labels("NVIDIA-H200")["nvidia.com/gpu.product"] == "NVIDIA-H200-SHARED"
+    assert shared.labels("NVIDIA-H200")["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
+    assert NodeGpus(2).labels("NVIDIA-H200")["nvidia.com/gpu.sharing-strategy"] == "none"
 
 
 def test_zero_gpus_advertise_no_key_at_all() -> None:

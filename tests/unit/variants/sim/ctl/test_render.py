@@ -311,3 +311,22 @@ def test_the_compute_pod_gets_the_vectoradd_log_in_the_same_namespaces() -> None
     lines = [line.split(" stdout F ", 1)[1] for line in served.splitlines()]
     assert "gpu-lab simulated" in lines[0]
     assert "Test PASSED" in lines and lines[-1] == "Done"
+
+
+def test_the_2gpu_smoke_log_lists_the_captures_gpus_after_the_table() -> None:
+    from gpulab.smoke_gpus import gpu_uuids
+    from variants.sim.ctl.render import load_capture, smoke_log
+
+    table = load_capture(2)
+    log = smoke_log(table, "h200-2gpu")
+    assert log.startswith(table.rstrip("\n"))
+    assert gpu_uuids(log) == [
+        "GPU-00000000-0000-4000-8000-000000000000",
+        "GPU-00000001-0000-4000-8000-000000000001",
+    ]
+    # The 1-GPU capture has no listing: its log is the table alone (pods-see-every-gpu: not observable).
+    assert smoke_log(load_capture(1), "h200-1gpu") == load_capture(1)
+    # A MIG capture's MIG rows are left out (a Pod given one MIG device does not list all seven).
+    assert "MIG 1g.18gb" not in smoke_log(load_capture(1, "h200-1gpu-mig"), "h200-1gpu-mig")
+    with pytest.raises(ValueError, match="not a capture name"):
+        smoke_log(table, "../etc")
