@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpulab.sandbox import make_project, missing_toolchain, shared_chart, toolchain_env  # noqa: E402
+from tests.support.sandbox import make_project, missing_toolchain, shared_chart, toolchain_env  # noqa: E402
 
 STACKS = ("minikube", "kind", "k3s", "existing", "sim")
 TARGET_RATIO = 1.25

@@ -28,7 +28,7 @@ import yaml
 
 from gpulab import checklist
 from gpulab import outputs as out
-from gpulab.sandbox import Project, shared_chart
+from tests.support.sandbox import Project, shared_chart
 from variants.existing import ctl as existing_ctl
 
 pytestmark = pytest.mark.sim

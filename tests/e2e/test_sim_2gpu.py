@@ -17,7 +17,7 @@ import pytest
 
 from gpulab import checklist
 from gpulab import outputs as out
-from gpulab.sandbox import Project, shared_chart
+from tests.support.sandbox import Project, shared_chart
 
 pytestmark = pytest.mark.sim
 

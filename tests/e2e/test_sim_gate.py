@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulab.sandbox import Project, shared_chart
+from tests.support.sandbox import Project, shared_chart
 
 pytestmark = pytest.mark.sim
 

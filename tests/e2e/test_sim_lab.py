@@ -18,7 +18,7 @@ import yaml
 
 from gpulab import card, checklist, diagnose
 from gpulab import outputs as out
-from gpulab.sandbox import Project, shared_chart
+from tests.support.sandbox import Project, shared_chart
 
 pytestmark = pytest.mark.sim
 

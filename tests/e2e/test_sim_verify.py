@@ -29,8 +29,8 @@ import pytest
 import yaml
 
 from gpulab import outputs as out
-from gpulab.sandbox import Project, shared_chart
 from tests import chromium
+from tests.support.sandbox import Project, shared_chart
 
 pytestmark = pytest.mark.sim
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.sandbox import Project, make_project, missing_toolchain, shared_chart, toolchain_env
+from tests.support.sandbox import Project, make_project, missing_toolchain, shared_chart, toolchain_env
 
 __all__ = ["Project", "project", "shared_chart"]
 

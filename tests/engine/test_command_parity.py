@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from gpulab.sandbox import ROOT, toolchain_env
+from tests.support.sandbox import ROOT, toolchain_env
 
 pytestmark = pytest.mark.engine
 

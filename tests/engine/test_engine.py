@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gpulab.sandbox import Project, shared_chart
+from tests.support.sandbox import Project, shared_chart
 
 pytestmark = pytest.mark.engine
 

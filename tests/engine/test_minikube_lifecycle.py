@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.sandbox import Project
+from tests.support.sandbox import Project
 
 pytestmark = pytest.mark.engine
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.sandbox import ROOT, make_project, missing_toolchain, toolchain_env
+from tests.support.sandbox import ROOT, make_project, missing_toolchain, toolchain_env
 
 pytestmark = pytest.mark.engine
 

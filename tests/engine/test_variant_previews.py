@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.sandbox import Project, shared_chart
+from tests.support.sandbox import Project, shared_chart
 
 pytestmark = pytest.mark.engine
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from gpulab import crd_check as cc
-from gpulab.sandbox import shared_chart
+from tests.support.sandbox import shared_chart
 
 _CHART = shared_chart()
 

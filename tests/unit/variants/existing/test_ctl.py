@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulab.sandbox import shared_chart
+from tests.support.sandbox import shared_chart
 from variants.existing import ctl as ec
 
 ROOT = Path(__file__).resolve().parents[2]

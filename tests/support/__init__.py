@@ -1,0 +1,1 @@
+"""Test support shared by the engine and end-to-end tests and the benchmark (never the product)."""
