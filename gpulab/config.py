@@ -351,7 +351,7 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
     compute_image = str(get("computeImage"))
     _check_pinned("computeImage", compute_image, DEFAULT_COMPUTE_IMAGE, problems)
     pinned_operands = operand_images.parse(get, problems, NAMESPACE)
-    gpu = gpu_config.parse(get, cluster, problems, NAMESPACE)
+    gpu = gpu_config.parse(get, problems, NAMESPACE)
     bench_image = str(get("benchmarkImage"))
     bm = IMAGE.match(bench_image)
     if not bm or not (bm.group("tag") or bm.group("digest")) or bm.group("tag") == "latest":
@@ -470,6 +470,11 @@ def _variant_settings(
         v.check_keys(get, problems)
         if v is chosen:
             continue
+        for key in v.exclusive_keys:
+            if get(key) not in ("", None):
+                problems.append(
+                    f"{NAMESPACE}:{key} applies to cluster={v.name} only (got cluster={cluster!r})"
+                )
         for key, value in v.exclusive_settings:
             if get(key) == value:
                 shown = str(value).lower() if isinstance(value, bool) else value

@@ -66,9 +66,7 @@ class GpuSettings:
         return dict(self.sim_mig_devices)
 
 
-def parse(
-    get: Callable[[str], object], cluster: str, problems: list[str], ns: str = "gpu-lab"
-) -> GpuSettings:
+def parse(get: Callable[[str], object], problems: list[str], ns: str = "gpu-lab") -> GpuSettings:
     """The :class:`GpuSettings` from the parsed config values (``get(key)``: the value or its
     default); one line per bad key is appended to ``problems``.
 
@@ -102,8 +100,6 @@ def parse(
             f"{ns}:smokeResource={resource} exists only with migStrategy mixed (got {strategy!r}); "
             f"set {ns}:migStrategy mixed or use nvidia.com/gpu"
         )
-    if sim and cluster != "sim":
-        problems.append(f"{ns}:simMigDevices applies to cluster=sim only (got cluster={cluster!r})")
     return GpuSettings(grace, strategy, expected, resource, sim)
 
 

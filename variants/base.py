@@ -143,6 +143,8 @@ class Variant(ABC):
             (``{"up": "kind-cluster"}``; gpulab.argv.step_of).
         exclusive_settings: ``(key, value)`` config settings that mean something for this
             variant only and are refused for every other one.
+        exclusive_keys: config keys that apply to this variant only; any non-empty value is
+            refused for every other one.
     """
 
     name: ClassVar[str]
@@ -152,6 +154,8 @@ class Variant(ABC):
     tools: ClassVar[tuple[Tool, ...]] = ()
     steps: ClassVar[Mapping[str, str]] = {}
     exclusive_settings: ClassVar[tuple[tuple[str, object], ...]] = ()
+    #: Config keys that apply to this variant only: set (non-empty) for another, refused.
+    exclusive_keys: ClassVar[tuple[str, ...]] = ()
 
     @property
     def ctl(self) -> str:

@@ -36,6 +36,7 @@ class Sim(Variant):
         Tool("kubectl", _BUILD),
     )
     steps: ClassVar = {"up": "sim-cluster"}
+    exclusive_keys = ("simMigDevices",)
 
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
