@@ -369,7 +369,9 @@ def probe_capture(name: str, captures_dir: Path = CAPTURES_DIR) -> HostFacts:
         simulated=True,
         mig_csv=mig_path.read_text() if mig_path.is_file() else None,
     )
-    if list_path.is_file():
+    # As on a host: the MIG devices are listed only where a GPU has MIG on (the listing is
+    # also the simulated smoke Pod's `nvidia-smi -L`, variants/sim/ctl/render.py).
+    if list_path.is_file() and any(g.mig_mode == "Enabled" for g in facts.gpus):
         facts = replace(facts, mig_devices=tuple(nvsmi.parse_list_mig(list_path.read_text())))
     return with_capture_topology(facts, d)
 

@@ -131,6 +131,7 @@ def _lab_verify_bundle(project: Project) -> None:
         "host": "current",
         "gate": "earlier-run",
         "smoke": "earlier-run",
+        "compute": "earlier-run",
     }
     assert stale["smoke"]["measuredAt"] == card["measurements"]["groups"]["smoke"]["measuredAt"]
 

@@ -273,6 +273,8 @@ def test_two_gpus(tmp_path_factory: pytest.TempPathFactory) -> None:
             "--for=jsonpath={.status.phase}=Succeeded",
             "--timeout=60s",
         )
-        assert cluster.kubectl("logs", "gpu-smoke").stdout.count("NVIDIA H200") == 2
+        log = cluster.kubectl("logs", "gpu-smoke").stdout
+        # The nvidia-smi table shows both GPUs, and its `nvidia-smi -L` tail lists both.
+        assert log.count("NVIDIA H200") == 4 and log.count("(UUID: GPU-") == 2, log
     finally:
         _down_and_verify(cluster)

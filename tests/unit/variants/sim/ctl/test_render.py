@@ -324,8 +324,10 @@ def test_the_2gpu_smoke_log_lists_the_captures_gpus_after_the_table() -> None:
         "GPU-00000000-0000-4000-8000-000000000000",
         "GPU-00000001-0000-4000-8000-000000000001",
     ]
-    # The 1-GPU capture has no listing: its log is the table alone (pods-see-every-gpu: not observable).
-    assert smoke_log(load_capture(1), "h200-1gpu") == load_capture(1)
+    # The 1-GPU capture lists its one GPU too, so the default sim stack compares UUIDs as well.
+    one = smoke_log(load_capture(1), "h200-1gpu")
+    assert one.startswith(load_capture(1).rstrip("\n"))
+    assert gpu_uuids(one) == ["GPU-00000000-0000-4000-8000-000000000000"]
     # A MIG capture's MIG rows are left out (a Pod given one MIG device does not list all seven).
     assert "MIG 1g.18gb" not in smoke_log(load_capture(1, "h200-1gpu-mig"), "h200-1gpu-mig")
     with pytest.raises(ValueError, match="not a capture name"):
