@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The chapter's steps as a plain script, on the same simulated cluster the sim stack uses:
 # the baseline `make bench` compares `pulumi up`/`destroy` against.
-#   plain-lab.sh up   NAME WORKDIR CHART   -> cluster, helm install --wait, stand-ins, smoke Pod
+#   plain-lab.sh up   NAME WORKDIR CHART   -> cluster, helm install --wait, stand-ins, smoke Pod,
+#                                           compute Pod (the lab's steps, by hand)
 #   plain-lab.sh down NAME WORKDIR         -> delete Pod, helm uninstall, delete ns, cluster down
 set -euo pipefail
 action=$1 name=$2 workdir=$3
@@ -47,9 +48,24 @@ spec:
 YAML
   k wait --for=jsonpath='{.status.phase}'=Succeeded pod/gpu-smoke --timeout=300s >/dev/null
   k logs gpu-smoke | grep -q 'Driver Version'
+  # The lab's compute check (issue #12), the same work by hand: a CUDA vectorAdd Pod after the
+  # smoke Pod, its log must say Test PASSED.
+  k apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: gpu-compute}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: vectoradd
+    image: nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0
+    resources: {limits: {nvidia.com/gpu: 1}}
+YAML
+  k wait --for=jsonpath='{.status.phase}'=Succeeded pod/gpu-compute --timeout=300s >/dev/null
+  k logs gpu-compute | grep -q 'Test PASSED'
   ;;
 down)
-  k delete pod gpu-smoke --wait >/dev/null || true
+  k delete pod gpu-smoke gpu-compute --wait >/dev/null || true
   helm --kubeconfig "$kc" uninstall gpu-operator -n gpu-operator --wait >/dev/null || true
   k delete namespace gpu-operator --wait >/dev/null || true
   python3 -m variants.sim.ctl down --name "$name" --workdir "$workdir"
