@@ -16,7 +16,7 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import kube_command, parse_json_stdout, pod_uid
+from components.command import parse_json_stdout, pod_check
 from gpulab import names
 
 POD_NAME = "gpu-benchmark"
@@ -103,21 +103,14 @@ class TflopsBenchmark(pulumi.ComponentResource):
             spec=pod_spec(args.image, args.size, cm.metadata["name"]),
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(delete_before_replace=True)),
         )
-        self.reader = kube_command(
+        self.reader = pod_check(
             f"{name}-result",
-            [
-                "benchmark",
-                "--namespace",
-                POD_NAMESPACE,
-                "--pod",
-                POD_NAME,
-                "--timeout",
-                str(args.timeout_seconds),
-            ],
+            "benchmark",
+            self.pod,
+            (POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
-            triggers=[pod_uid(self.pod)],
-            timeout=args.timeout_seconds + 60,
-            opts=pulumi.ResourceOptions(parent=self),
+            timeout_seconds=args.timeout_seconds,
+            parent=self,
         )
         self.result = parse_json_stdout(self.reader.stdout, "gpulab.kube benchmark")
         self.register_outputs({"result": self.result})

@@ -116,6 +116,46 @@ def kube_command(
     )
 
 
+def pod_check(
+    name: str,
+    check: str,
+    pod: k8s.core.v1.Pod,
+    where: tuple[str, str],
+    kubeconfig: pulumi.Input[str],
+    *,
+    timeout_seconds: int,
+    extra: Sequence[str] = (),
+    parent: pulumi.Resource,
+) -> local.Command:
+    """The command that waits for a run-once Pod and reads what it printed:
+    ``python -m gpulab.kube <check> --namespace NS --pod P --timeout T <extra>``.
+
+    Args:
+        name: the command's resource name (``"smoke-check"``).
+        check: the gpulab.kube subcommand (``smoke``, ``compute``, ``benchmark``).
+        pod: the Pod; the command re-runs exactly when it is (re)created (its UID).
+        where: ``(namespace, pod name)``.
+        kubeconfig: the cluster's kubeconfig (secret; travels in the environment).
+        timeout_seconds: how long the check waits for the Pod; the command gets 60 s more.
+        extra: further arguments (e.g. ``--host-max-cuda``, ``--profile`` for the diagnosis).
+        parent: the component that owns the Pod.
+    """
+    namespace, pod_name = where
+    return kube_command(
+        name,
+        [check, "--namespace", namespace, "--pod", pod_name, "--timeout", str(timeout_seconds), *extra],
+        kubeconfig,
+        triggers=[pod_uid(pod)],
+        timeout=timeout_seconds + 60,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def diagnosis_args(host_max_cuda: str | None, profile: str) -> list[str]:
+    """The arguments a check's diagnosis needs: the host's newest CUDA and the lab's profile."""
+    return [*(["--host-max-cuda", host_max_cuda] if host_max_cuda else []), "--profile", profile]
+
+
 def pod_uid(pod: k8s.core.v1.Pod) -> pulumi.Output[Any]:
     """The Pod's UID: changes exactly when the Pod is (re)created."""
     return pod.metadata.apply(lambda m: m.get("uid") if isinstance(m, dict) else m.uid)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import kube_command, parse_json_stdout, pod_uid
+from components.command import diagnosis_args, parse_json_stdout, pod_check
 from gpulab import names
 
 POD_NAME = names.COMPUTE_POD
@@ -105,24 +105,15 @@ class ComputeCheck(pulumi.ComponentResource):
             spec=spec,
             opts=pulumi.ResourceOptions(parent=self, provider=provider, delete_before_replace=True),
         )
-        self.check = kube_command(
+        self.check = pod_check(
             f"{name}-check",
-            [
-                "compute",
-                "--namespace",
-                POD_NAMESPACE,
-                "--pod",
-                POD_NAME,
-                "--timeout",
-                str(args.timeout_seconds),
-                *(["--host-max-cuda", args.host_max_cuda] if args.host_max_cuda else []),
-                "--profile",
-                args.profile,
-            ],
+            "compute",
+            self.pod,
+            (POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
-            triggers=[pod_uid(self.pod)],
-            timeout=args.timeout_seconds + 60,
-            opts=pulumi.ResourceOptions(parent=self),
+            timeout_seconds=args.timeout_seconds,
+            extra=diagnosis_args(args.host_max_cuda, args.profile),
+            parent=self,
         )
         facts = parse_json_stdout(self.check.stdout, "gpulab.kube compute")
         self.phase = facts.apply(lambda f: f.get("computePhase"))
