@@ -29,6 +29,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
+from gpulab import names
 from gpulab.argv import INTERPRETER, encode
 from gpulab.kube import KUBECONFIG_ENV
 
@@ -113,6 +114,43 @@ def kube_command(
         triggers=triggers,
         timeout=timeout,
         opts=opts,
+    )
+
+
+def run_once_pod(
+    name: str,
+    where: tuple[str, str],
+    spec: pulumi.Input[dict[str, Any]],
+    *,
+    simulated: bool,
+    provider: k8s.Provider,
+    parent: pulumi.Resource,
+) -> k8s.core.v1.Pod:
+    """A run-to-completion Pod of the lab (smoke, compute), replaced delete-first (same name).
+
+    ``pulumi.com/waitFor`` makes "created" mean "accepted by the API server" (such a Pod is
+    never Ready; its check waits for Succeeded). Not skipAwait: for Pods that also skips
+    waiting for deletion, so a delete-first replacement would race the old Pod's
+    termination. ``simulated`` adds the ``gpulab.dev/simulated-execution`` annotation (the
+    simulated lab: kwok runs it).
+
+    Args:
+        name: the resource name (``"smoke-pod"``); where: ``(namespace, pod name)``.
+    """
+    namespace, pod_name = where
+    annotations = {"pulumi.com/waitFor": f"jsonpath={{.metadata.namespace}}={namespace}"}
+    if simulated:
+        annotations["gpulab.dev/simulated-execution"] = "true"
+    return k8s.core.v1.Pod(
+        name,
+        metadata={
+            "name": pod_name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/part-of": names.PROJECT, "app.kubernetes.io/name": pod_name},
+            "annotations": annotations,
+        },
+        spec=spec,
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, delete_before_replace=True),
     )
 
 

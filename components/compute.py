@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import diagnosis_args, parse_json_stdout, pod_check
+from components.command import diagnosis_args, parse_json_stdout, pod_check, run_once_pod
 from gpulab import names
 
 POD_NAME = names.COMPUTE_POD
@@ -88,22 +88,14 @@ class ComputeCheck(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpulab:compute:ComputeCheck", name, None, opts)
-        # As the smoke Pod: created = accepted, not skipAwait (it would skip waiting for the
-        # old Pod's deletion, which a delete-first replacement of the same name needs).
-        annotations = {"pulumi.com/waitFor": f"jsonpath={{.metadata.namespace}}={POD_NAMESPACE}"}
-        if args.simulated:
-            annotations["gpulab.dev/simulated-execution"] = "true"
         spec = pod_spec(args.image, args.resource, args.runtime_class)
-        self.pod = k8s.core.v1.Pod(
+        self.pod = run_once_pod(
             f"{name}-pod",
-            metadata={
-                "name": POD_NAME,
-                "namespace": POD_NAMESPACE,
-                "labels": {"app.kubernetes.io/part-of": names.PROJECT, "app.kubernetes.io/name": POD_NAME},
-                "annotations": annotations,
-            },
-            spec=spec,
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, delete_before_replace=True),
+            (POD_NAMESPACE, POD_NAME),
+            spec,
+            simulated=args.simulated,
+            provider=provider,
+            parent=self,
         )
         self.check = pod_check(
             f"{name}-check",

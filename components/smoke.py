@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import diagnosis_args, parse_json_stdout, pod_check
+from components.command import diagnosis_args, parse_json_stdout, pod_check, run_once_pod
 from gpulab import names, smoke_gpus
 
 POD_NAME = names.SMOKE_POD
@@ -85,22 +85,14 @@ class SmokeTest(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpulab:smoke:SmokeTest", name, None, opts)
-        # Created = accepted by the API server; the check waits for Succeeded. Not
-        # skipAwait: for Pods that also skips waiting for deletion, so a delete-first
-        # replacement (same name) would race the old Pod's termination.
-        annotations = {"pulumi.com/waitFor": f"jsonpath={{.metadata.namespace}}={POD_NAMESPACE}"}
-        if args.simulated:
-            annotations["gpulab.dev/simulated-execution"] = "true"
-        self.pod = k8s.core.v1.Pod(
+        # Created = accepted by the API server; the check waits for Succeeded.
+        self.pod = run_once_pod(
             f"{name}-pod",
-            metadata={
-                "name": POD_NAME,
-                "namespace": POD_NAMESPACE,
-                "labels": {"app.kubernetes.io/part-of": names.PROJECT, "app.kubernetes.io/name": POD_NAME},
-                "annotations": annotations,
-            },
-            spec=pod_spec(args.image, args.gpus, args.runtime_class, args.resource),
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, delete_before_replace=True),
+            (POD_NAMESPACE, POD_NAME),
+            pod_spec(args.image, args.gpus, args.runtime_class, args.resource),
+            simulated=args.simulated,
+            provider=provider,
+            parent=self,
         )
         self.check = pod_check(
             f"{name}-check",
