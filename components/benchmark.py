@@ -31,12 +31,14 @@ MODULES = ("tflops.py", "tflops_measure.py", "tflops_clocks.py", "peaks.py")
 @dataclass(frozen=True)
 class BenchmarkArgs:
     """Inputs: ``image`` (pinned PyTorch image), ``kubeconfig`` (secret), ``size`` (matrix
-    N), ``timeout_seconds`` (image pull included)."""
+    N), ``timeout_seconds`` (image pull included), ``resource`` (the GPU resource asked for,
+    one: the smoke Pod's, e.g. ``nvidia.com/gpu.shared`` under time-slicing's rename)."""
 
     image: str
     kubeconfig: pulumi.Input[str]
     size: int = 8192
     timeout_seconds: int = 1800
+    resource: str = names.GPU_RESOURCE
 
 
 def module_files() -> dict[str, str]:
@@ -47,8 +49,11 @@ def module_files() -> dict[str, str]:
     return data
 
 
-def pod_spec(image: str, size: int, config_map: pulumi.Input[str]) -> dict[str, object]:
-    """One GPU, run once, the modules mounted as package ``gpulab`` under /opt/gpulab."""
+def pod_spec(
+    image: str, size: int, config_map: pulumi.Input[str], resource: str = names.GPU_RESOURCE
+) -> dict[str, object]:
+    """One GPU (``resource``: 1), run once, the modules mounted as package ``gpulab`` under
+    /opt/gpulab."""
     return {
         "restartPolicy": "Never",
         "containers": [
@@ -57,7 +62,7 @@ def pod_spec(image: str, size: int, config_map: pulumi.Input[str]) -> dict[str, 
                 "image": image,
                 "command": ["python", "-m", "gpulab.tflops", "--json", "--size", str(size)],
                 "env": [{"name": "PYTHONPATH", "value": "/opt/gpulab"}],
-                "resources": {"limits": {names.GPU_RESOURCE: "1"}},
+                "resources": {"limits": {resource: "1"}},
                 "volumeMounts": [{"name": "gpulab", "mountPath": "/opt/gpulab/gpulab", "readOnly": True}],
             }
         ],
@@ -100,7 +105,7 @@ class TflopsBenchmark(pulumi.ComponentResource):
                 # Run to completion: never "Ready"; the reader waits for Succeeded.
                 "annotations": {"pulumi.com/waitFor": f"jsonpath={{.metadata.namespace}}={POD_NAMESPACE}"},
             },
-            spec=pod_spec(args.image, args.size, cm.metadata["name"]),
+            spec=pod_spec(args.image, args.size, cm.metadata["name"], args.resource),
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(delete_before_replace=True)),
         )
         self.reader = pod_check(

@@ -189,9 +189,13 @@ def pod_check(
     )
 
 
-def diagnosis_args(host_max_cuda: str | None, profile: str) -> list[str]:
-    """The arguments a check's diagnosis needs: the host's newest CUDA and the lab's profile."""
-    return [*(["--host-max-cuda", host_max_cuda] if host_max_cuda else []), "--profile", profile]
+def diagnosis_args(host_max_cuda: str | None, profile: str, resource: str | None = None) -> list[str]:
+    """The arguments a check's diagnosis needs: the host's newest CUDA, the lab's profile and,
+    when the Pod asks for ``nvidia.com/gpu.shared`` (time-slicing's rename), that name as the
+    whole-GPU resource the diagnosis counts (``--gpu-resource``; left out otherwise, so the
+    command of a lab without the rename stays as it was)."""
+    shared = ["--gpu-resource", resource] if resource == names.SHARED_GPU_RESOURCE else []
+    return [*(["--host-max-cuda", host_max_cuda] if host_max_cuda else []), "--profile", profile, *shared]
 
 
 def pod_uid(pod: k8s.core.v1.Pod) -> pulumi.Output[Any]:

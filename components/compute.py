@@ -1,20 +1,26 @@
-"""ComputeCheck component: a CUDA kernel on the lab's GPU, and the proof that it computed.
+"""ComputeCheck component: a CUDA kernel on each of the lab's GPUs, and the proof that it computed.
 
 The smoke Pod's ``nvidia-smi`` needs only the control device and the driver's management
 library; CUDA needs more of what the node's runtime injects (``/dev/nvidia-uvm``, the CUDA
 driver library, a kernel launch). So after the smoke check:
 
-* Pod ``gpu-compute`` (the smoke Pod's namespace): NVIDIA's vectorAdd sample in the
-  configured pinned image (default ``nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0``,
-  the GPU Operator docs' sample), ``limits: nvidia.com/gpu: 1`` (the resource the smoke Pod
-  asks for), ``restartPolicy: Never``. Created = accepted by the API server
+* Pod ``gpu-compute`` (the smoke Pod's namespace): one container per GPU the smoke Pod asks
+  for (``gpus``, the same count: ``smokeGpus``, ``all`` resolved), ``vectoradd-0`` ...
+  ``vectoradd-<gpus-1>``, each NVIDIA's vectorAdd sample in the configured pinned image
+  (default ``nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0``, the GPU Operator docs'
+  sample) with its own entrypoint and ``limits: nvidia.com/gpu: 1`` (the resource the smoke
+  Pod asks for), ``restartPolicy: Never``. The containers of one Pod run at once, and the
+  kubelet's device manager gives each its own devices, so with whole GPUs and no
+  time-slicing N containers are N distinct GPUs. Created = accepted by the API server
   (``pulumi.com/waitFor``, as the smoke Pod); replaced delete-first (same name).
 * The check (``python -m gpulab.kube compute``): waits for phase ``Succeeded`` and requires
-  a ``Test PASSED`` line in the log (gpulab.kube_compute); a ``Failed`` Pod or a log without
-  it fails the update with the log tail and the diagnosis.
+  a ``Test PASSED`` line in each container's log (gpulab.kube_compute); a ``Failed`` Pod or
+  a container whose log lacks it fails the update, naming the container(s) with their log
+  tail and the diagnosis. ``gpus`` (output ``computeGpus``) is how many containers passed.
 
-In the simulated lab kwok completes the Pod and serves a vectorAdd log whose first line
-says it is simulated (variants/sim/ctl): the outputs list the compute keys as simulated.
+In the simulated lab kwok completes the Pod and serves every container a vectorAdd log
+whose first line says it is simulated (variants/sim/ctl): the outputs list the compute keys
+as simulated.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from gpulab import names
 
 POD_NAME = names.COMPUTE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
+CONTAINER_PREFIX = names.COMPUTE_CONTAINER_PREFIX
 
 
 @dataclass(frozen=True)
@@ -38,8 +45,9 @@ class ComputeArgs:
     Attributes:
         image: the vectorAdd image, pinned (config ``computeImage``).
         kubeconfig: the cluster's kubeconfig (secret), for the check.
-        resource: the extended resource requested, the one the smoke Pod asks for
-            (``nvidia.com/gpu``).
+        resource: the extended resource each container requests one of, the one the smoke
+            Pod asks for (``nvidia.com/gpu``).
+        gpus: containers (one ``resource`` each), the smoke Pod's count (>= 1).
         timeout_seconds: seconds for the Pod to reach ``Succeeded`` (image pull included).
         simulated: the sim lab (kwok completes the Pod; the annotation says so).
         runtime_class: the Pod's ``runtimeClassName`` (as the smoke Pod's), None for the
@@ -55,15 +63,35 @@ class ComputeArgs:
     runtime_class: str | None = None
     host_max_cuda: str | None = None
     profile: str = names.DEFAULT_PROFILE
+    gpus: int = 1
+
+
+def container_names(gpus: int) -> list[str]:
+    """The compute Pod's container names: ``["vectoradd-0", ..., "vectoradd-<gpus-1>"]``.
+
+    Raises:
+        ValueError: ``gpus`` < 1.
+    """
+    if gpus < 1:
+        raise ValueError(f"the compute Pod needs at least one container (one GPU each), got gpus={gpus}")
+    return [f"{CONTAINER_PREFIX}{i}" for i in range(gpus)]
 
 
 def pod_spec(
-    image: str, resource: str = names.GPU_RESOURCE, runtime_class: str | None = None
+    image: str, resource: str = names.GPU_RESOURCE, runtime_class: str | None = None, gpus: int = 1
 ) -> dict[str, object]:
-    """The compute Pod's spec: one GPU, run once, the image's own entrypoint (vectorAdd)."""
+    """The compute Pod's spec: ``gpus`` containers (:func:`container_names`), each with one
+    ``resource`` and the image's own entrypoint (vectorAdd, no command), run once.
+
+    Raises:
+        ValueError: ``gpus`` < 1.
+    """
     spec: dict[str, object] = {
         "restartPolicy": "Never",
-        "containers": [{"name": "vectoradd", "image": image, "resources": {"limits": {resource: "1"}}}],
+        "containers": [
+            {"name": name, "image": image, "resources": {"limits": {resource: "1"}}}
+            for name in container_names(gpus)
+        ],
     }
     if runtime_class:
         spec["runtimeClassName"] = runtime_class
@@ -75,8 +103,9 @@ class ComputeCheck(pulumi.ComponentResource):
     ``gpulab:compute:ComputeCheck``.
 
     Outputs: ``phase`` (``"Succeeded"``), ``result`` (``"passed"``: the check fails the update
-    otherwise), ``node``, ``image``, ``log_simulated`` (bool: the log was the sim lab's),
-    ``measured_at`` (when the check read them: UTC ISO 8601); registered with the Pod's
+    otherwise), ``gpus`` (int: containers whose log said ``Test PASSED``, one GPU each; all of
+    them, or the update failed), ``node``, ``image``, ``log_simulated`` (bool: a log was the
+    sim lab's), ``measured_at`` (when the check read them: UTC ISO 8601); registered with the Pod's
     ``podSpec`` (restart policy, image, limits) for the policy pack to read at preview.
     """
 
@@ -88,7 +117,7 @@ class ComputeCheck(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpulab:compute:ComputeCheck", name, None, opts)
-        spec = pod_spec(args.image, args.resource, args.runtime_class)
+        spec = pod_spec(args.image, args.resource, args.runtime_class, args.gpus)
         self.pod = run_once_pod(
             f"{name}-pod",
             (POD_NAMESPACE, POD_NAME),
@@ -104,12 +133,13 @@ class ComputeCheck(pulumi.ComponentResource):
             (POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
             timeout_seconds=args.timeout_seconds,
-            extra=diagnosis_args(args.host_max_cuda, args.profile),
+            extra=diagnosis_args(args.host_max_cuda, args.profile, args.resource),
             parent=self,
         )
         facts = parse_json_stdout(self.check.stdout, "gpulab.kube compute")
         self.phase = facts.apply(lambda f: f.get("computePhase"))
         self.result = facts.apply(lambda f: f.get("computeResult"))
+        self.gpus = facts.apply(lambda f: f.get("computeGpus"))
         self.node = facts.apply(lambda f: f.get("computeNode"))
         self.log_simulated = facts.apply(lambda f: f.get("computeLogSimulated"))
         self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
@@ -118,6 +148,7 @@ class ComputeCheck(pulumi.ComponentResource):
             {
                 "phase": self.phase,
                 "result": self.result,
+                "gpus": self.gpus,
                 "node": self.node,
                 "logSimulated": self.log_simulated,
                 "measuredAt": self.measured_at,

@@ -156,6 +156,7 @@ def mig_plan(cfg: LabConfig, facts: HostFacts | None, physical: int | None) -> m
         configured=cfg.gpu.expected_mig,
         probed=probed,
         smoke_resource=cfg.gpu.smoke_resource,
+        gpu_resource=cfg.operator.gpu_resource,
     )
 
 

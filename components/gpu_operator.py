@@ -31,7 +31,7 @@ import pulumi_kubernetes as k8s
 
 import variants
 from components.command import PYTHON, kube_command, lab_command, parse_json_stdout
-from gpulab import mig, names
+from gpulab import mig, names, time_slicing
 from gpulab.config import OperatorConfig
 from gpulab.kube import KUBECONFIG_ENV
 from gpulab.mig import Expected
@@ -71,17 +71,14 @@ def helm_values(op: OperatorConfig) -> dict[str, Any]:
     variants.get(op.cluster).helm_values(values, op)
     for pinned in op.operand_images:
         values.setdefault(pinned.operand, {}).update(pinned.helm_values())
-    if op.time_slicing_replicas > 1:
+    sharing = op.time_slicing
+    if sharing.enabled:
+        # The chart makes the ConfigMap and the ClusterPolicy names it (gpulab.time_slicing).
         values["devicePlugin"]["config"] = {
-            "name": "time-slicing-config",
+            "name": time_slicing.CONFIG_MAP,
             "create": True,
-            "default": "any",
-            "data": {
-                "any": (
-                    "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
-                    f"    - name: {names.GPU_RESOURCE}\n      replicas: {op.time_slicing_replicas}\n"
-                )
-            },
+            "default": time_slicing.CONFIG_KEY,
+            "data": {time_slicing.CONFIG_KEY: sharing.device_plugin_config()},
         }
     return values
 
@@ -230,6 +227,11 @@ class GpuOperator(pulumi.ComponentResource):
                 "--grace",
                 str(args.grace_seconds),
                 *gate_mig_args(args.expect),
+                *(
+                    ["--gpu-resource", args.expect.resource]
+                    if args.expect.resource != names.GPU_RESOURCE
+                    else []
+                ),
                 "--profile",
                 args.profile,
             ],
@@ -253,6 +255,8 @@ class GpuOperator(pulumi.ComponentResource):
                 "cdi": op.cdi,
                 # Read by the card's allocatable check (gpulab.card.model: GPUs x replicas).
                 "timeSlicingReplicas": op.time_slicing_replicas,
+                "timeSlicingRename": op.time_slicing_rename,
+                "timeSlicingFailRequestsGreaterThanOne": op.time_slicing_fail_requests_greater_than_one,
             }
         )
         self.allocatable_gpus = facts.apply(lambda f: f.get("allocatableGpus"))

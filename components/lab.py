@@ -95,19 +95,21 @@ class Lab(pulumi.ComponentResource):
             provider=self.provider,
             opts=child,
         )
+        # smokeGpus all: every GPU of this host where one Pod can hold them all. The smoke Pod
+        # asks for them all; the compute Pod runs one vectorAdd container on each.
+        pod_gpus = gpu_config.smoke_gpu_count(
+            cfg.smoke_gpus,
+            None if facts is None or expect.from_config else len(facts.gpus),
+            cfg.operator.time_slicing_replicas,
+            self.mig_plan.smoke_resource,
+            cfg.gpu.mig_strategy,
+        )
         self.smoke = SmokeTest(
             "smoke",
             SmokeArgs(
                 image=cfg.smoke_image,
                 kubeconfig=self.cluster.kubeconfig,
-                # smokeGpus all: every GPU of this host where one Pod can hold them all.
-                gpus=gpu_config.smoke_gpu_count(
-                    cfg.smoke_gpus,
-                    None if facts is None or expect.from_config else len(facts.gpus),
-                    cfg.operator.time_slicing_replicas,
-                    self.mig_plan.smoke_resource,
-                    cfg.gpu.mig_strategy,
-                ),
+                gpus=pod_gpus,
                 resource=self.mig_plan.smoke_resource,
                 timeout_seconds=cfg.smoke_timeout_seconds,
                 simulated=cfg.simulated,
@@ -133,6 +135,7 @@ class Lab(pulumi.ComponentResource):
                     runtime_class=cfg.smoke_runtime_class,
                     host_max_cuda=facts.max_cuda if facts else None,
                     profile=cfg.profile,
+                    gpus=pod_gpus,  # one container per GPU the smoke Pod held
                 ),
                 provider=self.provider,
                 # One GPU at a time on a one-GPU lab: after the smoke Pod is done with it.
@@ -151,7 +154,11 @@ class Lab(pulumi.ComponentResource):
         if cfg.benchmark_pod:
             self.benchmark = TflopsBenchmark(
                 "benchmark",
-                BenchmarkArgs(image=cfg.benchmark_image, kubeconfig=self.cluster.kubeconfig),
+                BenchmarkArgs(
+                    image=cfg.benchmark_image,
+                    kubeconfig=self.cluster.kubeconfig,
+                    resource=self.mig_plan.smoke_resource,
+                ),
                 provider=self.provider,
                 # One GPU at a time on a one-GPU lab: measure after the last GPU Pod is done.
                 opts=pulumi.ResourceOptions(
@@ -182,6 +189,7 @@ class Lab(pulumi.ComponentResource):
             out.HOST_MAX_CUDA: probe.max_cuda,
             out.HOST_PROBE_SOURCE: source or probe.source,
             out.HOST_TOPOLOGY: probe.topology,
+            out.GPU_RESOURCE_NAME: cfg.operator.gpu_resource,
             out.ALLOCATABLE_GPUS: operator.allocatable_gpus,
             out.CAPACITY_GPUS: operator.capacity_gpus,
             out.CLUSTER_POLICY_STATE: operator.cluster_policy_state,
@@ -221,10 +229,17 @@ class Lab(pulumi.ComponentResource):
         return {
             out.COMPUTE_RESULT: c.result,
             out.COMPUTE_PHASE: c.phase,
+            out.COMPUTE_GPUS: c.gpus,
             out.COMPUTE_IMAGE: c.image,
             out.COMPUTE_MEASURED_AT: c.measured_at,
         }
 
 
 #: The outputs of the compute check (computeResult first).
-_COMPUTE_KEYS = (out.COMPUTE_RESULT, out.COMPUTE_PHASE, out.COMPUTE_IMAGE, out.COMPUTE_MEASURED_AT)
+_COMPUTE_KEYS = (
+    out.COMPUTE_RESULT,
+    out.COMPUTE_PHASE,
+    out.COMPUTE_GPUS,
+    out.COMPUTE_IMAGE,
+    out.COMPUTE_MEASURED_AT,
+)

@@ -101,7 +101,7 @@ class SmokeTest(pulumi.ComponentResource):
             (POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
             timeout_seconds=args.timeout_seconds,
-            extra=diagnosis_args(args.host_max_cuda, args.profile),
+            extra=diagnosis_args(args.host_max_cuda, args.profile, args.resource),
             parent=self,
         )
         facts = parse_json_stdout(self.check.stdout, "gpulab.kube smoke")

@@ -13,8 +13,8 @@ The items, each with a stable kebab-case id:
 ``events-scheduled-and-pulled`` ``kubectl describe pod gpu-smoke`` shows Scheduled and Pulled
 ``baseline-card-complete``      the card records GPU count/model, driver, max CUDA,
                                 allocatable and the smoke log's driver
-``compute-works``               ``kubectl logs gpu-compute``: a CUDA kernel ran, ``Test PASSED``
-                                (:mod:`gpulab.checklist_compute`)
+``compute-works``               ``kubectl logs gpu-compute -c vectoradd-<i>``: a CUDA kernel ran
+                                on each GPU, ``Test PASSED`` (:mod:`gpulab.checklist_compute`)
 ``dcgm-reports-gpus``           the DCGM exporter's metrics name exactly the host's GPUs
                                 (:mod:`gpulab.checklist_dcgm`)
 ``pods-see-every-gpu``          ``nvidia-smi -L`` in the smoke Pod lists the host's GPU UUIDs
@@ -57,7 +57,7 @@ from gpulab import (
 )
 from gpulab import outputs as o
 from gpulab.findings import Finding, Status
-from gpulab.names import DEFAULT_PROFILE
+from gpulab.names import DEFAULT_PROFILE, GPU_RESOURCE
 
 __all__ = [
     "CARD_REQUIRED",
@@ -253,10 +253,13 @@ def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
     sim = view.simulated(keys)
     count = _as_count(view.get(o.HOST_GPU_COUNT))
     expected_n = count * replicas if isinstance(count, int) else None
+    # Time-slicing's rename: the GPUs are nvidia.com/gpu.shared (gpulab.time_slicing).
+    name = str(view.get(o.GPU_RESOURCE_NAME) or GPU_RESOURCE)
+    shown = "" if name == GPU_RESOURCE else f" {name}"
     expected = (
-        f"allocatable == {count} GPU(s) x {replicas} replica(s) = {expected_n}"
+        f"allocatable{shown} == {count} GPU(s) x {replicas} replica(s) = {expected_n}"
         if expected_n is not None
-        else f"allocatable == host GPU count x {replicas} replica(s)"
+        else f"allocatable{shown} == host GPU count x {replicas} replica(s)"
     )
     unknown = [k for k in keys if view.unknown(k)]
     if unknown or (view.get(o.ALLOCATABLE_GPUS) is not None and count is None):
@@ -272,14 +275,14 @@ def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
     alloc = _as_count(view.get(o.ALLOCATABLE_GPUS))
     cap = _as_count(view.get(o.CAPACITY_GPUS))
     if alloc is None:
-        observed = "device plugin not registered: no node has nvidia.com/gpu in status.allocatable"
+        observed = f"device plugin not registered: no node has {name} in status.allocatable"
         return _item("allocatable-matches-gpus", title, FAIL, observed, expected, fix, sim)
     if alloc == 0:
         observed = f"allocatable 0 (capacity {cap}): devices unhealthy, e.g. XID errors"
         if cap == 0:
             observed = "allocatable 0, capacity 0: the plugin registered but sees no GPU"
         return _item("allocatable-matches-gpus", title, FAIL, observed, expected, fix, sim)
-    observed = f"allocatable {alloc}, capacity {cap}, host GPUs {count}"
+    observed = f"allocatable{shown} {alloc}, capacity {cap}, host GPUs {count}"
     status = PASS if alloc == expected_n else FAIL
     return _item("allocatable-matches-gpus", title, status, observed, expected, fix, sim)
 
@@ -460,7 +463,7 @@ def evaluate(
         _driver_matches(view, profile),
         _events(view),
         _card_complete(view),
-        checklist_compute.compute_works(view),
+        checklist_compute.compute_works(view, time_slicing_replicas),
         checklist_dcgm.dcgm_reports_gpus(view),
         checklist_gpus.pods_see_every_gpu(view, time_slicing_replicas),
         *checklist_leftovers.items(outputs, leftover_census),

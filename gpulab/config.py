@@ -20,6 +20,7 @@ from typing import Final
 
 import variants
 from gpulab import gpu_config, operand_images
+from gpulab import time_slicing as slicing
 from gpulab.errors import GpuLabError
 from gpulab.names import (
     DEFAULT_COMPUTE_IMAGE,
@@ -105,6 +106,9 @@ class OperatorConfig:
     nfd: bool = True
     cdi: bool = True
     time_slicing_replicas: int = 1
+    #: ``timeSlicingRename``, ``timeSlicingFailRequestsGreaterThanOne`` (gpulab.time_slicing).
+    time_slicing_rename: bool = False
+    time_slicing_fail_requests_greater_than_one: bool = False
     timeout_seconds: int = 600
     #: The cluster variant the chart goes into; decides the runtime-specific values
     #: (components/gpu_operator.py ``helm_values``).
@@ -115,6 +119,21 @@ class OperatorConfig:
     operand_images: tuple[operand_images.OperandImage, ...] = ()
     #: ``mig.strategy``: ``none``, ``single`` or ``mixed`` (gpulab.mig).
     mig_strategy: str = "none"
+
+    @property
+    def time_slicing(self) -> slicing.TimeSlicing:
+        """The time-slicing settings (replicas, rename, fail requests > 1)."""
+        return slicing.TimeSlicing(
+            self.time_slicing_replicas,
+            self.time_slicing_rename,
+            self.time_slicing_fail_requests_greater_than_one,
+        )
+
+    @property
+    def gpu_resource(self) -> str:
+        """The whole-GPU resource the device plugin registers: ``nvidia.com/gpu``, or
+        ``nvidia.com/gpu.shared`` under time-slicing with ``timeSlicingRename``."""
+        return self.time_slicing.resource
 
 
 @dataclass(frozen=True)
@@ -229,6 +248,7 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "removeCrds": ("bool", LabConfig.remove_crds),
     "simulatedOperands": ("bool", LabConfig.simulated_operands),
     **gpu_config.SCHEMA,  # gpuGraceSeconds, migStrategy, ..., smokeGpus
+    **slicing.SCHEMA,  # timeSlicingRename, timeSlicingFailRequestsGreaterThanOne
 }
 
 
@@ -344,6 +364,10 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
         )
     replicas = pos_int("timeSlicingReplicas")
     smoke_gpus = gpu_config.parse_smoke_gpus(get("smokeGpus"), problems, NAMESPACE)
+    sharing = slicing.TimeSlicing(
+        replicas, bool(get("timeSlicingRename")), bool(get("timeSlicingFailRequestsGreaterThanOne"))
+    )
+    slicing.check(sharing, smoke_gpus, problems, NAMESPACE)
     resolved = _variant_settings(chosen, values, get, problems, env)
     timeouts = {
         k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")
@@ -406,6 +430,8 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
             nfd=bool(get("nfd")),
             cdi=bool(get("cdi")),
             time_slicing_replicas=replicas,
+            time_slicing_rename=sharing.rename,
+            time_slicing_fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
             timeout_seconds=timeouts["operatorTimeoutSeconds"],
             operand_images=pinned_operands,
             mig_strategy=gpu.mig_strategy,

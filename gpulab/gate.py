@@ -6,7 +6,8 @@ Three waits under one deadline (``--timeout``, seconds):
    minikube's addon without the operator's device plugin);
 2. the device-plugin DaemonSet has every desired pod ready;
 3. the nodes advertise what the lab expects (:class:`gpulab.mig.Expected`): allocatable
-   ``nvidia.com/gpu`` equal to GPUs x time-slicing replicas, or under MIG ``mixed`` the
+   ``nvidia.com/gpu`` (``nvidia.com/gpu.shared`` under time-slicing's rename,
+   ``--gpu-resource``) equal to GPUs x time-slicing replicas, or under MIG ``mixed`` the
    ``nvidia.com/mig-<profile>`` resources.
 
 It stops early, with the cause, the fix and the cluster's diagnosis
@@ -17,7 +18,7 @@ the grace, or Ready nodes without the expected resources (absent, 0, another cou
 grace (``--grace``, ``gpuGraceSeconds``). It never hands a cluster without GPUs to the smoke
 test: the smoke Pod depends on the gate and is not created when it fails.
 
-Prints (via :mod:`gpulab.kube`) ``{"allocatableGpus", "capacityGpus", "migResources",
+Prints (via :mod:`gpulab.kube`) ``{"gpuResource", "allocatableGpus", "capacityGpus", "migResources",
 "clusterPolicyState", "devicePluginPods", "kubernetesVersion", "measuredAt"}``.
 """
 
@@ -237,8 +238,9 @@ def run_gate(
         return None
 
     nodes = waiter().until(f"the nodes to advertise {spec.expect.describe()}", resources_seen, diagnose)
-    have = rules.Resources.of(nodes)
+    have = rules.Resources.of(nodes, spec.expect.resource)
     return {
+        "gpuResource": spec.expect.resource,
         "allocatableGpus": have.allocatable,
         "capacityGpus": have.capacity,
         "migResources": dict(sorted(have.mig.items())),
@@ -272,6 +274,7 @@ def spec_from_args(args: Any) -> GateSpec:
         args.mig_strategy,
         args.expected_gpus,
         ({resource_of(p): n for p, n in devices.items()} or None) if args.mig_strategy == "mixed" else None,
+        args.gpu_resource,
     )
     return GateSpec(
         device_plugin_namespace=args.device_plugin_namespace,
@@ -292,6 +295,7 @@ def context(spec: GateSpec, host_max_cuda: str | None = None) -> Context:
         spec.profile,
         mig_strategy=spec.expect.strategy,
         expected_mig=spec.expect.mig,
+        gpu_resource=spec.expect.resource,
     )
 
 

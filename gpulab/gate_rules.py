@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from gpulab import fixes
 from gpulab.mig import Expected, mig_totals
-from gpulab.names import GPU_RESOURCE
+from gpulab.names import GPU_RESOURCE, SHARED_GPU_RESOURCE
 
 Json = Mapping[str, Any]
 
@@ -163,10 +163,10 @@ def _ready_nodes(nodes: Sequence[Json]) -> list[Json]:
     return out
 
 
-def _gpu(nodes: Sequence[Json], field_name: str) -> int | None:
+def _gpu(nodes: Sequence[Json], field_name: str, resource: str = GPU_RESOURCE) -> int | None:
     total: int | None = None
     for n in nodes:
-        value = ((n.get("status") or {}).get(field_name) or {}).get(GPU_RESOURCE)
+        value = ((n.get("status") or {}).get(field_name) or {}).get(resource)
         if value is not None:
             total = (total or 0) + int(str(value))
     return total
@@ -174,23 +174,43 @@ def _gpu(nodes: Sequence[Json], field_name: str) -> int | None:
 
 @dataclass(frozen=True)
 class Resources:
-    """What the nodes advertise, summed: ``nvidia.com/gpu`` allocatable and capacity (None:
-    no node has the key) and ``nvidia.com/mig-*`` allocatable per resource."""
+    """What the nodes advertise, summed: ``resource`` (``nvidia.com/gpu``, or
+    ``nvidia.com/gpu.shared`` under time-slicing's rename) allocatable and capacity (None: no
+    node has the key), ``nvidia.com/mig-*`` allocatable per resource, and ``other``: the
+    allocatable of the other whole-GPU name (None: absent), which says a rename was or was not
+    applied."""
 
     allocatable: int | None
     capacity: int | None
     mig: Mapping[str, int]
+    resource: str = GPU_RESOURCE
+    other: int | None = None
 
     @classmethod
-    def of(cls, nodes: Sequence[Json]) -> Resources:
-        return cls(_gpu(nodes, "allocatable"), _gpu(nodes, "capacity"), mig_totals(nodes))
+    def of(cls, nodes: Sequence[Json], resource: str = GPU_RESOURCE) -> Resources:
+        """Sum ``nodes`` (JSON dicts as ``kubectl get nodes -o json`` items)."""
+        other = SHARED_GPU_RESOURCE if resource == GPU_RESOURCE else GPU_RESOURCE
+        return cls(
+            _gpu(nodes, "allocatable", resource),
+            _gpu(nodes, "capacity", resource),
+            mig_totals(nodes),
+            resource,
+            _gpu(nodes, "allocatable", other),
+        )
+
+    @property
+    def other_name(self) -> str:
+        """The other whole-GPU name (``nvidia.com/gpu.shared`` <-> ``nvidia.com/gpu``)."""
+        return SHARED_GPU_RESOURCE if self.resource == GPU_RESOURCE else GPU_RESOURCE
 
     def describe(self) -> str:
-        gpu = f"{GPU_RESOURCE} " + (
+        """One phrase, e.g. ``"nvidia.com/gpu 1 (capacity 1)"``."""
+        gpu = f"{self.resource} " + (
             "absent" if self.allocatable is None else f"{self.allocatable} (capacity {self.capacity})"
         )
         mig = ", ".join(f"{r} {n}" for r, n in sorted(self.mig.items()))
-        return gpu + (f"; {mig}" if mig else "")
+        other = f"; {self.other_name} {self.other}" if self.other is not None else ""
+        return gpu + other + (f"; {mig}" if mig else "")
 
 
 def resources_verdict(nodes: Sequence[Json], expect: Expected) -> tuple[str, str] | None:
@@ -206,7 +226,7 @@ def resources_verdict(nodes: Sequence[Json], expect: Expected) -> tuple[str, str
     """
     if not _ready_nodes(nodes):
         return "not-ready", "no node is Ready"
-    have = Resources.of(nodes)
+    have = Resources.of(nodes, expect.resource)
     if expect.wants_mig:
         if not have.mig:
             return (
@@ -220,13 +240,23 @@ def resources_verdict(nodes: Sequence[Json], expect: Expected) -> tuple[str, str
         if expect.gpus and have.allocatable != expect.gpus:
             return "mismatch", f"{have.describe()}, expected {expect.describe()}"
         return None
+    name = expect.resource
+    if have.allocatable is None and have.other is not None:
+        # The plugin registered the GPUs under the other name: the rename was not (or was
+        # unexpectedly) applied. A mismatch, so the gate adds the sharing config's diagnosis.
+        renamed = "expected" if name != GPU_RESOURCE else "not expected"
+        return (
+            "mismatch",
+            f"no node has {name} in status.allocatable, but {have.other_name} is {have.other}: "
+            f"time-slicing's rename (renameByDefault) was {renamed}",
+        )
     if have.allocatable is None:
-        return "absent", f"no node has {GPU_RESOURCE} in status.allocatable"
+        return "absent", f"no node has {name} in status.allocatable"
     if have.allocatable == 0:
         why = "devices unhealthy" if (have.capacity or 0) > 0 else "the plugin sees no GPU"
-        return "zero", f"allocatable {GPU_RESOURCE} is 0 (capacity {have.capacity}): {why}"
+        return "zero", f"allocatable {name} is 0 (capacity {have.capacity}): {why}"
     if expect.gpus is not None and have.allocatable != expect.gpus:
-        return "mismatch", f"allocatable {GPU_RESOURCE} is {have.allocatable}, expected {expect.gpus}"
+        return "mismatch", f"allocatable {name} is {have.allocatable}, expected {expect.gpus}"
     return None
 
 

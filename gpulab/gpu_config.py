@@ -92,8 +92,8 @@ def parse(get: Callable[[str], object], problems: list[str], ns: str = "gpu-lab"
     resource = str(get("smokeResource"))
     if resource and not mig.RESOURCE.match(resource):
         problems.append(
-            f"{ns}:smokeResource={resource!r} must be nvidia.com/gpu or nvidia.com/mig-<profile> "
-            "(e.g. nvidia.com/mig-1g.18gb)"
+            f"{ns}:smokeResource={resource!r} must be nvidia.com/gpu, nvidia.com/gpu.shared or "
+            "nvidia.com/mig-<profile> (e.g. nvidia.com/mig-1g.18gb)"
         )
     elif resource.startswith(mig.MIG_RESOURCE_PREFIX) and strategy != "mixed":
         problems.append(

@@ -17,7 +17,8 @@ Talks to the API server through the official ``kubernetes`` Python client.
   condition, which is why the chapter's ``kubectl wait --for=condition=complete`` never
   returns), then reads its log (driver and CUDA versions parsed from the nvidia-smi
   header, the GPU UUIDs from its ``nvidia-smi -L`` lines: :mod:`gpulab.smoke_gpus`) and its events.
-* ``compute``: the compute Pod's vectorAdd log says ``Test PASSED`` (:mod:`gpulab.kube_compute`).
+* ``compute``: each vectorAdd container of the compute Pod (one GPU each) logs ``Test PASSED``
+  (:mod:`gpulab.kube_compute`).
 * ``dcgm``: what the DCGM exporter reports per GPU, sampled a few seconds (:mod:`gpulab.kube_dcgm`).
 """
 
@@ -44,6 +45,7 @@ from gpulab.names import (
     DEVICE_PLUGIN_DS,
     GPU_RESOURCE,
     OPERATOR_NAMESPACE,
+    SHARED_GPU_RESOURCE,
     SMOKE_POD,
     WORKLOAD_NAMESPACE,
 )
@@ -87,8 +89,8 @@ def quantity_to_int(q: str | None) -> int | None:
     return int(str(q))
 
 
-def gpu_totals(nodes: list[dict[str, Any]]) -> tuple[int | None, int | None]:
-    """Sum allocatable and capacity ``nvidia.com/gpu`` over nodes (JSON dicts).
+def gpu_totals(nodes: list[dict[str, Any]], resource: str = GPU_RESOURCE) -> tuple[int | None, int | None]:
+    """Sum allocatable and capacity ``resource`` (``nvidia.com/gpu``) over nodes (JSON dicts).
 
     Returns ``(allocatable, capacity)``; each is None when no node has the key at all
     (the device plugin never registered), which differs from 0 (registered, unhealthy).
@@ -97,8 +99,8 @@ def gpu_totals(nodes: list[dict[str, Any]]) -> tuple[int | None, int | None]:
     cap: int | None = None
     for n in nodes:
         st = n.get("status") or {}
-        a = (st.get("allocatable") or {}).get(GPU_RESOURCE)
-        c = (st.get("capacity") or {}).get(GPU_RESOURCE)
+        a = (st.get("allocatable") or {}).get(resource)
+        c = (st.get("capacity") or {}).get(resource)
         if a is not None:
             alloc = (alloc or 0) + int(quantity_to_int(a) or 0)
         if c is not None:
@@ -363,7 +365,15 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--pod", default="gpu-benchmark")
     b.add_argument("--timeout", type=float, default=1800)
     sub.add_parser("ping", help="exit 0 when the API server answers /version within 5 s")
-    kube_compute.add_arguments(sub.add_parser("compute", help="wait for the compute Pod, check its log"))
+    cp = sub.add_parser("compute", help="wait for the compute Pod, check its log")
+    kube_compute.add_arguments(cp)
+    for sp in (g, s, cp):
+        sp.add_argument(
+            "--gpu-resource",
+            choices=(GPU_RESOURCE, SHARED_GPU_RESOURCE),
+            default=GPU_RESOURCE,
+            help="the whole-GPU resource counted (nvidia.com/gpu.shared: time-slicing's rename)",
+        )
     kube_dcgm.add_arguments(sub.add_parser("dcgm", help="sample the DCGM exporter's metrics per GPU"))
     c = sub.add_parser("simulate-clusterpolicy", help="sim lab: set ClusterPolicy status")
     c.add_argument("--state", default="ready")
@@ -379,7 +389,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "dcgm":
             out = kube_dcgm.from_args(api, args)
         elif args.cmd == "compute":
-            ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile)
+            ctx = Context(
+                args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource
+            )
             out = compute(api, args.namespace, args.pod, args.timeout, ctx)
         elif args.cmd == "gate":
             from gpulab import gate
@@ -387,7 +399,9 @@ def main(argv: list[str] | None = None) -> int:
             spec = gate.spec_from_args(args)
             out = gate.gate(api, spec, gate.context(spec, args.host_max_cuda))
         else:
-            ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile)
+            ctx = Context(
+                args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource
+            )
             out = smoke(api, args.namespace, args.pod, args.timeout, ctx)
     except GpuLabError as exc:
         # Not GateError: run as ``python -m gpulab.kube`` this module is ``__main__``, and the

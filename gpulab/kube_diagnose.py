@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gpulab.names import DEFAULT_PROFILE, DEVICE_PLUGIN_DS
+from gpulab.names import DEFAULT_PROFILE, DEVICE_PLUGIN_DS, GPU_RESOURCE
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,8 @@ class Context:
 
     ``mig_strategy`` (``none``/``single``/``mixed``) and ``expected_mig`` (``mixed``:
     ``{"nvidia.com/mig-1g.18gb": 7}``, None when unknown) say which resources count
-    (:mod:`gpulab.mig`).
+    (:mod:`gpulab.mig`); ``gpu_resource`` is the whole-GPU name counted (``nvidia.com/gpu``,
+    ``nvidia.com/gpu.shared`` under time-slicing's rename).
     """
 
     expected_gpus: int | None = None
@@ -31,6 +32,7 @@ class Context:
     profile: str = DEFAULT_PROFILE
     mig_strategy: str = "none"
     expected_mig: Mapping[str, int] | None = None
+    gpu_resource: str = GPU_RESOURCE
 
 
 #: Waiting reasons of a container that failed to run (kubelet's, as kubectl shows them).
@@ -142,5 +144,6 @@ def diagnosis(api: Any, ctx: Context) -> str:
         mig_strategy=ctx.mig_strategy,
         expected_mig=ctx.expected_mig,
         namespaces=namespaces,
+        gpu_resource=ctx.gpu_resource,
     )
     return diagnose.render(found)

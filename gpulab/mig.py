@@ -44,8 +44,9 @@ STRATEGIES: Final = ("none", "single", "mixed")
 MIG_RESOURCE_PREFIX: Final = "nvidia.com/mig-"
 #: A MIG profile as the device plugin names its resource: ``<slices>g.<memory>gb``.
 PROFILE: Final = re.compile(r"^[1-8]g\.\d{1,4}gb$")
-#: A resource a Pod may ask for: ``nvidia.com/gpu`` or ``nvidia.com/mig-<profile>``.
-RESOURCE: Final = re.compile(r"^nvidia\.com/(gpu|mig-[1-8]g\.\d{1,4}gb)$")
+#: A resource a Pod may ask for: ``nvidia.com/gpu``, ``nvidia.com/gpu.shared`` (time-slicing's
+#: rename) or ``nvidia.com/mig-<profile>``.
+RESOURCE: Final = re.compile(r"^nvidia\.com/(gpu|gpu\.shared|mig-[1-8]g\.\d{1,4}gb)$")
 
 __all__ = [
     "MIG_RESOURCE_PREFIX",
@@ -127,11 +128,14 @@ class Expected:
             x replicas; ``mixed``: the GPUs without MIG x replicas); None when unknown.
         mig: ``mixed`` only: ``{resource: count}`` expected, e.g.
             ``{"nvidia.com/mig-1g.18gb": 7}``; None when unknown (or not ``mixed``).
+        resource: the name ``gpus`` counts: ``nvidia.com/gpu``, or ``nvidia.com/gpu.shared``
+            under time-slicing with ``renameByDefault`` (gpulab.time_slicing).
     """
 
     strategy: str = "none"
     gpus: int | None = None
     mig: Mapping[str, int] | None = None
+    resource: str = GPU_RESOURCE
 
     @property
     def wants_mig(self) -> bool:
@@ -145,7 +149,7 @@ class Expected:
         if self.strategy == "mixed":
             return dict(self.mig) if self.mig else None
         if self.strategy == "single" and self.gpus is not None:
-            return {GPU_RESOURCE: self.gpus}
+            return {self.resource: self.gpus}
         return None
 
     def describe(self) -> str:
@@ -159,9 +163,9 @@ class Expected:
                 else "some nvidia.com/mig-* > 0"
             )
             if self.gpus:
-                parts.append(f"{GPU_RESOURCE}={self.gpus}")
+                parts.append(f"{self.resource}={self.gpus}")
         else:
-            parts.append(f"{GPU_RESOURCE}={self.gpus}" if self.gpus is not None else f"{GPU_RESOURCE} > 0")
+            parts.append(f"{self.resource}={self.gpus}" if self.gpus is not None else f"{self.resource} > 0")
         return "; ".join(parts)
 
 
@@ -194,6 +198,7 @@ def plan(
     configured: Mapping[str, int] | None = None,
     probed: Mapping[str, int] | None = None,
     smoke_resource: str = "",
+    gpu_resource: str = GPU_RESOURCE,
 ) -> Plan:
     """The MIG plan from config and host facts.
 
@@ -204,8 +209,10 @@ def plan(
         gpu_mig_modes: per GPU, ``"Enabled"``, ``"Disabled"`` or None (host probe).
         configured: ``expectedMigDevices`` parsed (``{}``/None: not set).
         probed: the host probe's MIG devices per profile (None: not listed).
-        smoke_resource: ``smokeResource`` (``""``: ``nvidia.com/gpu``, under ``mixed`` the
+        smoke_resource: ``smokeResource`` (``""``: ``gpu_resource``, under ``mixed`` the
             smallest expected profile's resource).
+        gpu_resource: the whole-GPU resource the device plugin registers (``nvidia.com/gpu``,
+            or ``nvidia.com/gpu.shared`` with time-slicing's rename: gpulab.time_slicing).
     """
     devices: Mapping[str, int] = configured or probed or {}
     source = "config:expectedMigDevices" if configured else ("host probe" if probed else "")
@@ -224,17 +231,18 @@ def plan(
                 )
             )
         gpus = total * replicas if total is not None else (None if enabled else _times(physical, replicas))
-        expected = Expected("single", gpus)
+        expected = Expected("single", gpus, resource=gpu_resource)
     elif strategy == "mixed":
         plain = (len(gpu_mig_modes) - enabled) if known_modes else None
         expected = Expected(
             "mixed",
             plain * replicas if plain is not None else None,
             {resource_of(p): n for p, n in devices.items()} or None,
+            gpu_resource,
         )
     else:
-        expected = Expected("none", _times(physical, replicas))
-    resource = smoke_resource or GPU_RESOURCE
+        expected = Expected("none", _times(physical, replicas), resource=gpu_resource)
+    resource = smoke_resource or gpu_resource
     if strategy == "mixed" and not smoke_resource:
         smallest = sorted(devices, key=_profile_order)[:1]
         if smallest:
@@ -248,14 +256,18 @@ def plan(
                     "lists), or gpu-lab:smokeResource nvidia.com/mig-<profile>",
                 )
             )
-    if strategy != "mixed" and resource != GPU_RESOURCE:
+    if strategy != "mixed" and resource != gpu_resource:
         problems.append(
             (
-                f"smokeResource {resource} exists only with migStrategy mixed (got {strategy})",
-                f"scripts/pulumi config set gpu-lab:smokeResource {GPU_RESOURCE}",
+                f"smokeResource {resource} exists only with migStrategy mixed (got {strategy})"
+                if resource.startswith(MIG_RESOURCE_PREFIX)
+                else f"smokeResource {resource} is not advertised: with migStrategy {strategy}"
+                + (" and timeSlicingRename" if gpu_resource != GPU_RESOURCE else "")
+                + f" the nodes have {gpu_resource}; the smoke Pod would stay Pending",
+                f"scripts/pulumi config set gpu-lab:smokeResource {gpu_resource}",
             )
         )
-    if strategy == "mixed" and resource != GPU_RESOURCE and expected.mig and resource not in expected.mig:
+    if strategy == "mixed" and resource != gpu_resource and expected.mig and resource not in expected.mig:
         problems.append(
             (
                 f"smokeResource {resource} is not among the expected MIG resources "

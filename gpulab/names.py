@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "COMPUTE_CONTAINER_PREFIX",
     "COMPUTE_POD",
     "DCGM_EXPORTER_PORT",
     "DCGM_EXPORTER_SERVICE",
@@ -23,6 +24,7 @@ __all__ = [
     "OPERATOR_NAMESPACE",
     "OPERATOR_RELEASE",
     "PROJECT",
+    "SHARED_GPU_RESOURCE",
     "SIMULATED_ANNOTATION",
     "SMOKE_POD",
     "TOOLKIT_DS",
@@ -37,6 +39,9 @@ DEFAULT_PROFILE: Final = PROJECT
 
 #: The extended resource the NVIDIA device plugin registers (allocatable, capacity, limits).
 GPU_RESOURCE: Final = "nvidia.com/gpu"
+#: What the device plugin registers instead under time-slicing with ``renameByDefault: true``
+#: (NVIDIA/k8s-device-plugin README, "With CUDA Time-Slicing": ``<resource-name>.shared``).
+SHARED_GPU_RESOURCE: Final = GPU_RESOURCE + ".shared"
 
 #: The GPU Operator's namespace, Helm release and chart name.
 OPERATOR_NAMESPACE: Final = "gpu-operator"
@@ -62,6 +67,8 @@ DEFAULT_PROBE_IMAGE: Final = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 
 #: The compute check's Pod: a CUDA kernel on the GPU, after the smoke Pod (components/compute.py).
 COMPUTE_POD: Final = "gpu-compute"
+#: Container ``i`` of the compute Pod is ``vectoradd-<i>`` (one GPU each).
+COMPUTE_CONTAINER_PREFIX: Final = "vectoradd-"
 #: NVIDIA's CUDA vectorAdd sample, the image the GPU Operator's docs ("Verification: Running
 #: Sample GPU Applications") run; CUDA 12.5 (driver >= 555.42.02, gpulab.cuda). Pinned by tag.
 DEFAULT_COMPUTE_IMAGE: Final = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"

@@ -51,9 +51,13 @@ HOST_PROBE_SOURCE: Final = "hostProbeSource"
 HOST_TOPOLOGY: Final = "hostTopology"
 
 # --- cluster readiness gate -----------------------------------------------------------
-#: Node allocatable ``nvidia.com/gpu`` summed over GPU nodes; ``None`` when the key is absent.
+#: The whole-GPU resource the gate counted (str): ``"nvidia.com/gpu"``, or
+#: ``"nvidia.com/gpu.shared"`` under time-slicing's rename (gpulab.time_slicing).
+GPU_RESOURCE_NAME: Final = "gpuResource"
+#: Node allocatable ``nvidia.com/gpu`` (:data:`GPU_RESOURCE_NAME`) summed over GPU nodes;
+#: ``None`` when the key is absent.
 ALLOCATABLE_GPUS: Final = "allocatableGpus"
-#: Node capacity ``nvidia.com/gpu`` summed over GPU nodes; ``None`` when the key is absent.
+#: Node capacity of the same resource summed over GPU nodes; ``None`` when the key is absent.
 CAPACITY_GPUS: Final = "capacityGpus"
 #: ClusterPolicy ``status.state`` seen by the gate, e.g. ``"ready"``.
 CLUSTER_POLICY_STATE: Final = "clusterPolicyState"
@@ -100,6 +104,11 @@ COMPUTE_PHASE: Final = "computePhase"
 #: ``"passed"`` (phase Succeeded and the vector-add log says ``Test PASSED``), ``"failed"``,
 #: or ``"not-tested"`` (``computeCheck`` off: no compute Pod ran).
 COMPUTE_RESULT: Final = "computeResult"
+#: How many GPUs the compute check covered: the compute Pod's vectorAdd containers
+#: (``vectoradd-0`` ...; one of ``smokeResource`` each, as many as ``smokeGpus``) whose log says
+#: ``Test PASSED``, e.g. ``2``; ``None`` with ``computeCheck`` off (or a lab deployed before
+#: the per-GPU compute check: one container).
+COMPUTE_GPUS: Final = "computeGpus"
 #: Image the compute Pod ran (``computeImage``), ``None`` with ``computeCheck`` off.
 COMPUTE_IMAGE: Final = "computeImage"
 
@@ -167,6 +176,7 @@ ALL_KEYS: Final = (
     HOST_MAX_CUDA,
     HOST_PROBE_SOURCE,
     HOST_TOPOLOGY,
+    GPU_RESOURCE_NAME,
     ALLOCATABLE_GPUS,
     CAPACITY_GPUS,
     CLUSTER_POLICY_STATE,
@@ -185,6 +195,7 @@ ALL_KEYS: Final = (
     SMOKE_GPU_UUIDS,
     COMPUTE_PHASE,
     COMPUTE_RESULT,
+    COMPUTE_GPUS,
     COMPUTE_IMAGE,
     OPERAND_IMAGES,
     RUN_AT,

@@ -48,6 +48,17 @@ def time_slicing(text: str) -> dict[str, int] | str:
     return {str(r.get("name")): int(r.get("replicas") or 0) for r in resources if isinstance(r, Mapping)}
 
 
+def renamed(text: str) -> bool:
+    """True when one device-plugin config (YAML text) sets ``sharing.timeSlicing.renameByDefault``
+    (the shared GPUs are then ``nvidia.com/gpu.shared``); False when unset or unparsable."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    ts = ((doc.get("sharing") or {}).get("timeSlicing") or {}) if isinstance(doc, Mapping) else {}
+    return isinstance(ts, Mapping) and ts.get("renameByDefault") is True
+
+
 def diagnosis(policy: Json | None, config_map: Json | None, nodes: Sequence[Json], namespace: str) -> str:
     """One sentence: the ClusterPolicy's reference, the ConfigMap's presence and its default
     key's time-slicing, the nodes' GFD sharing labels. ``config_map``: the ConfigMap the
@@ -75,6 +86,7 @@ def diagnosis(policy: Json | None, config_map: Json | None, nodes: Sequence[Json
     found = time_slicing(str(data[default]))
     shown = (
         ", ".join(f"{r} x{n}" for r, n in sorted(found.items()))
+        + (" (renameByDefault: advertised as <name>.shared)" if renamed(str(data[default])) else "")
         if isinstance(found, dict)
         else f"not set: the key {found}"
     )

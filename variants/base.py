@@ -87,6 +87,7 @@ OPERATOR_FIELDS: Final[tuple[str, ...]] = (
     # The compute Pod's execution and log are simulated where the smoke Pod's are.
     out.COMPUTE_PHASE,
     out.COMPUTE_RESULT,
+    out.COMPUTE_GPUS,
 )
 #: Output keys of the host probe; simulated when read from a capture (the sim lab).
 HOST_FIELDS: Final[tuple[str, ...]] = (

@@ -31,8 +31,9 @@ SECTIONS: Final[tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]] = (
         (
             ("variant", "Variant"),
             ("kubernetesVersion", "Kubernetes"),
-            ("allocatableGpus", "Allocatable nvidia.com/gpu"),
-            ("capacityGpus", "Capacity nvidia.com/gpu"),
+            ("gpuResource", "GPU resource"),
+            ("allocatableGpus", "Allocatable GPUs (of that resource)"),
+            ("capacityGpus", "Capacity GPUs"),
             ("timeSlicingReplicas", "Time-slicing replicas"),
             ("clusterPolicyState", "ClusterPolicy state"),
             ("devicePluginPods", "Device-plugin pods"),
@@ -66,6 +67,7 @@ SECTIONS: Final[tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]] = (
         "Compute check",
         (
             ("result", "Result (vector add on the GPU)"),
+            ("gpus", "GPUs covered (vectorAdd containers that passed, one GPU each)"),
             ("phase", "Phase"),
             ("image", "Image"),
         ),

@@ -13,6 +13,7 @@ from gpulab import checklist
 from gpulab import outputs as o
 from gpulab.card import hardware, mig, timing
 from gpulab.card.tflops import HOW_TO_MEASURE, tflops_section
+from gpulab.names import SHARED_GPU_RESOURCE
 
 __all__ = ["CAPABILITY_BOUNDARY", "HOW_TO_MEASURE", "REDACTED", "SCHEMA", "build_card", "sanitize"]
 
@@ -145,7 +146,9 @@ def _boundary(outputs: Mapping[str, Any]) -> list[dict[str, str]]:
     rows = []
     for capability, status, where in CAPABILITY_BOUNDARY:
         if capability.startswith("GPU sharing"):
-            here = f"here: {replicas} replica(s) per GPU, migStrategy {strategy or 'none'}"
+            renamed = outputs.get(o.GPU_RESOURCE_NAME) == SHARED_GPU_RESOURCE
+            here = f"here: {replicas} replica(s) per GPU" + (f" as {SHARED_GPU_RESOURCE}" if renamed else "")
+            here += f", migStrategy {strategy or 'none'}"
             status = f"{status} ({here})"
         if capability.startswith("Metrics"):
             if dcgm_off:
@@ -253,6 +256,8 @@ def build_card(
         "cluster": {
             "variant": f(o.CLUSTER_KIND),
             "kubernetesVersion": f(o.KUBERNETES_VERSION, group="gate"),
+            # nvidia.com/gpu, or nvidia.com/gpu.shared under time-slicing's rename.
+            "gpuResource": f(o.GPU_RESOURCE_NAME),
             "allocatableGpus": f(o.ALLOCATABLE_GPUS, group="gate"),
             "capacityGpus": f(o.CAPACITY_GPUS, group="gate"),
             "timeSlicingReplicas": replicas,
@@ -276,6 +281,7 @@ def build_card(
         },
         "compute": {
             "result": f(o.COMPUTE_RESULT, group=compute_group),
+            "gpus": f(o.COMPUTE_GPUS, group=compute_group),
             "phase": f(o.COMPUTE_PHASE, group=compute_group),
             "image": f(o.COMPUTE_IMAGE),
         },

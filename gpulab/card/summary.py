@@ -53,7 +53,9 @@ def _gpus(card: Mapping[str, Any]) -> str:
     section = card.get("mig")
     counts = mig.summary_part(section) if section else None
     if section is None or counts is None:
-        return f"GPUs {_value(alloc)} allocatable / {_value(count)} physical{_marks(alloc, count)}"
+        name = (card["cluster"].get("gpuResource") or {}).get("value")
+        shown = f" as {name}" if name and name != GPU_RESOURCE else ""
+        return f"GPUs {_value(alloc)} allocatable{shown} / {_value(count)} physical{_marks(alloc, count)}"
     res = section.get("resources") or []
     about = [mig.physical_text(count.get("value"), section.get("gpus") or [])]
     about += _mark_list(alloc, count, {"simulated": any(r.get("simulated") for r in res)})
@@ -64,12 +66,16 @@ def _gpus(card: Mapping[str, Any]) -> str:
 
 
 def _compute(check: Mapping[str, Any], tf: Mapping[str, Any]) -> str:
-    """``compute passed``, TFLOP/s per dtype (the sustained headline, its share of the peak and
-    the burst rate), both, or ``compute not tested``."""
+    """``compute passed`` (``on N GPUs`` where the card has ``computeGpus``), TFLOP/s per
+    dtype (the sustained headline, its share of the peak and the burst rate), both, or
+    ``compute not tested``."""
     parts = []
     result = check.get("result") or {}
     if result.get("known") and result.get("value") not in (None, timing.NOT_TESTED):
-        parts.append(f"compute {result['value']}{_marks(result)}")
+        gpus = (check.get("gpus") or {}).get("value")
+        count = isinstance(gpus, int) and not isinstance(gpus, bool)
+        on = f" on {gpus} GPU{'' if gpus == 1 else 's'}" if count else ""
+        parts.append(f"compute {result['value']}{on}{_marks(result)}")
     if tf.get("status") == "measured":
         rates = []
         for dtype, r in (tf.get("results") or {}).items():

@@ -26,9 +26,13 @@ Rows (``Diagnosis.row``), the first five from the chapter's table 2 (单机 GPU 
 ``minikube-start-failed``      ``minikube start`` 卡死或报 GPU 相关错误
                                (``variants.minikube.diagnose``)
 ``allocatable-mismatch``       allocatable differs from the expected GPU count;
-                               variant ``mig``: the MIG resources differ
+                               variant ``mig``: the MIG resources differ; ``not-renamed``
+                               / ``renamed``: the GPUs are under the other name
+                               (``nvidia.com/gpu`` vs ``nvidia.com/gpu.shared``)
 ``gpu-insufficient``           ``Insufficient nvidia.com/gpu`` while the GPUs are held
-                               by other pods (names the holders)
+                               by other pods (names the holders); variant
+                               ``other-resource-name``: the pod asks for the name the
+                               nodes do not advertise (time-slicing's rename)
 ``device-plugin-crashloop``    device plugin restarting; variant: the known message
                                its log shows (``nvml-not-injected``, ...), else ``other``
 ``device-plugin-idle``         device plugin running but its log says it found no usable

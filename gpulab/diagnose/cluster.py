@@ -13,7 +13,7 @@ from gpulab.diagnose.mig import _mig_diagnoses
 from gpulab.diagnose.namespaces import _namespace_diagnoses
 from gpulab.diagnose.nodes import _allocatable_diagnoses, _node_diagnoses
 from gpulab.diagnose.pods import _pod_diagnoses
-from gpulab.diagnose.record import DEFAULT_PROFILE, Diagnosis, Json
+from gpulab.diagnose.record import DEFAULT_PROFILE, GPU_RESOURCE, Diagnosis, Json
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ def diagnose_cluster(
     expected_mig: Mapping[str, int] | None = None,
     namespaces: Sequence[Json] = (),
     now: datetime | None = None,
+    gpu_resource: str = GPU_RESOURCE,
 ) -> list[Diagnosis]:
     """Diagnose the lab's cluster state; return findings, the one to fix first first.
 
@@ -58,6 +59,8 @@ def diagnose_cluster(
             (:mod:`gpulab.diagnose.namespaces`).
         now: when the state was read (aware datetime; default: now, UTC), for how long an
             init container or a namespace has been stuck.
+        gpu_resource: the whole-GPU resource counted (``nvidia.com/gpu``, or
+            ``nvidia.com/gpu.shared`` under time-slicing's rename).
 
     Returns:
         Diagnoses ordered along the dependency chain (:mod:`gpulab.diagnose`), blocking before
@@ -71,6 +74,7 @@ def diagnose_cluster(
         logs=logs or {},
         host_max_cuda=host_max_cuda,
         profile=profile,
+        gpu_resource=gpu_resource,
         namespaces=list(namespaces),
         now=now or datetime.now(UTC),
     )

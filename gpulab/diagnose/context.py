@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from gpulab.diagnose.fields import _event_time, _get, _name, _ns
-from gpulab.diagnose.record import Json
+from gpulab.diagnose.record import GPU_RESOURCE, Json
 
 
 @dataclass
@@ -19,6 +19,9 @@ class _Ctx:
     logs: Mapping[str, str]
     host_max_cuda: str | None
     profile: str
+    #: The whole-GPU resource the lab counts: ``nvidia.com/gpu``, or ``nvidia.com/gpu.shared``
+    #: under time-slicing's rename (gpulab.time_slicing).
+    gpu_resource: str = GPU_RESOURCE
     #: Terminating namespaces (``kubectl get ns -o json`` items).
     namespaces: list[Json] = field(default_factory=list)
     #: When the state was read (aware UTC), for how long something has been stuck.

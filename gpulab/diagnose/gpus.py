@@ -8,8 +8,8 @@ from gpulab.diagnose.fields import _get, _name, _ns, _quantity
 from gpulab.diagnose.record import GPU_RESOURCE, Json
 
 
-def gpu_request(pod: Json) -> int:
-    """Number of ``nvidia.com/gpu`` a pod asks for (its effective request).
+def gpu_request(pod: Json, resource: str = GPU_RESOURCE) -> int:
+    """Number of ``resource`` (``nvidia.com/gpu``) a pod asks for (its effective request).
 
     Per container, limits win over requests (for extended resources a limit alone sets the
     request, and both must be equal when both are given). The pod's figure is the larger of
@@ -19,8 +19,8 @@ def gpu_request(pod: Json) -> int:
 
     def per_container(c: Json) -> int:
         res = c.get("resources") or {}
-        lim = (res.get("limits") or {}).get(GPU_RESOURCE)
-        req = (res.get("requests") or {}).get(GPU_RESOURCE)
+        lim = (res.get("limits") or {}).get(resource)
+        req = (res.get("requests") or {}).get(resource)
         return _quantity(lim if lim is not None else req) if (lim or req) is not None else 0
 
     spec = pod.get("spec") or {}
@@ -29,8 +29,10 @@ def gpu_request(pod: Json) -> int:
     return max(main, init)
 
 
-def gpu_holders(pods: Iterable[Json], node: str | None = None) -> list[tuple[str, int]]:
-    """Pods that hold ``nvidia.com/gpu`` now: ``[("namespace/name", count), ...]``.
+def gpu_holders(
+    pods: Iterable[Json], node: str | None = None, resource: str = GPU_RESOURCE
+) -> list[tuple[str, int]]:
+    """Pods that hold ``resource`` (``nvidia.com/gpu``) now: ``[("namespace/name", count), ...]``.
 
     A pod holds GPUs when it is bound to a node (``spec.nodeName`` set), has not terminated
     (phase not ``Succeeded``/``Failed``) and its :func:`gpu_request` is > 0; a Pending pod
@@ -44,7 +46,7 @@ def gpu_holders(pods: Iterable[Json], node: str | None = None) -> list[tuple[str
             continue
         if _get(p, "status", "phase") in ("Succeeded", "Failed"):
             continue
-        count = gpu_request(p)
+        count = gpu_request(p, resource)
         if count > 0:
             out.append((f"{_ns(p)}/{_name(p)}", count))
     return out

@@ -8,7 +8,7 @@ from gpulab import fixes
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _ds_ready, _get, _name, _ns, _one_line, _pod_obj, _quantity
 from gpulab.diagnose.gpus import gpu_holders, gpu_request
-from gpulab.diagnose.record import GPU_RESOURCE, Diagnosis, Json
+from gpulab.diagnose.record import GPU_RESOURCE, SHARED_GPU_RESOURCE, Diagnosis, Json
 from gpulab.diagnose.roles import _ROLE_RANK
 from gpulab.names import OPERATOR_NAMESPACE, SIMULATED_ANNOTATION
 
@@ -57,15 +57,21 @@ def _allocatable_diagnoses(
         return []
     out: list[tuple[Diagnosis, int]] = []
     rank = _ROLE_RANK["allocatable"]
+    resource = ctx.gpu_resource
+    other = SHARED_GPU_RESOURCE if resource == GPU_RESOURCE else GPU_RESOURCE
     alloc: dict[str, int] = {}
     cap: dict[str, int] = {}
+    other_alloc: int | None = None
     for n in ctx.nodes:
-        a = (_get(n, "status", "allocatable") or {}).get(GPU_RESOURCE)
-        c = (_get(n, "status", "capacity") or {}).get(GPU_RESOURCE)
+        a = (_get(n, "status", "allocatable") or {}).get(resource)
+        c = (_get(n, "status", "capacity") or {}).get(resource)
+        o = (_get(n, "status", "allocatable") or {}).get(other)
         if a is not None:
             alloc[_name(n)] = _quantity(a)
         if c is not None:
             cap[_name(n)] = _quantity(c)
+        if o is not None:
+            other_alloc = (other_alloc or 0) + _quantity(o)
     node_names = ", ".join(_name(n) for n in ctx.nodes)
     obj = f"node {node_names}" if len(ctx.nodes) == 1 else f"nodes {node_names}"
     plugin = next((d for d in ctx.daemonsets if _name(d).startswith("nvidia-device-plugin")), None)
@@ -80,13 +86,40 @@ def _allocatable_diagnoses(
     plugin_logs = fixes.device_plugin_logs(plugin_ns)
     total_alloc = sum(alloc.values())
     total_cap = sum(cap.values())
-    if not alloc:
+    if not alloc and other_alloc is not None:
+        # Registered under the other name: time-slicing's rename applied, or not, unlike config.
+        renamed = resource == SHARED_GPU_RESOURCE
+        out.append(
+            (
+                Diagnosis(
+                    row="allocatable-mismatch",
+                    object=obj,
+                    reason=f"no node has {resource} but {other} is {other_alloc}: time-slicing's rename "
+                    "(renameByDefault) was "
+                    + ("expected and not applied" if renamed else "applied, not expected"),
+                    detail=(plugin_state or "no device-plugin DaemonSet given") + pending_note,
+                    fix=(
+                        "the device plugin did not get the lab's sharing config: scripts/kubectl -n "
+                        f"{plugin_ns} get configmap time-slicing-config -o yaml (renameByDefault: true), "
+                        "scripts/kubectl get clusterpolicy cluster-policy -o jsonpath="
+                        "'{.spec.devicePlugin.config}'; "
+                        if renamed
+                        else "another sharing config renames the GPUs: ask for the name the node has, or "
+                        "scripts/pulumi config set gpu-lab:timeSlicingRename true; "
+                    )
+                    + plugin_logs,
+                    variant="renamed" if not renamed else "not-renamed",
+                ),
+                rank,
+            )
+        )
+    elif not alloc:
         out.append(
             (
                 Diagnosis(
                     row="allocatable-zero",
                     object=obj,
-                    reason=f"device plugin not registered: no node has {GPU_RESOURCE} in status.allocatable",
+                    reason=f"device plugin not registered: no node has {resource} in status.allocatable",
                     detail=(plugin_state or "no device-plugin DaemonSet given") + pending_note,
                     # A kwok node advertises what the sim lab wrote (simGpus), not what a plugin found.
                     fix=(
@@ -132,7 +165,7 @@ def _allocatable_diagnoses(
                 Diagnosis(
                     row="allocatable-mismatch",
                     object=obj,
-                    reason=f"allocatable {GPU_RESOURCE} is {total_alloc}, expected {expected_gpus}",
+                    reason=f"allocatable {resource} is {total_alloc}, expected {expected_gpus}",
                     detail=f"capacity {total_cap}; " + (plugin_state or ""),
                     fix=(
                         f"some GPUs are missing or unhealthy: {check_node}; {plugin_logs}"
@@ -146,24 +179,31 @@ def _allocatable_diagnoses(
             )
         )
     if total_alloc > 0:
-        holders = gpu_holders(ctx.pods)
+        holders = gpu_holders(ctx.pods, resource=resource)
         for pod, msg in gpu_pending:
-            want = gpu_request(pod)
+            want = gpu_request(pod, resource)
             mine = f"{_ns(pod)}/{_name(pod)}"
             others = [(h, c) for h, c in holders if h != mine]
             held = sum(c for _, c in others)
             who = ", ".join(f"{h} holds {c}" for h, c in others)
-            if want > total_alloc:
+            asked_other = gpu_request(pod, other)
+            if want == 0 and asked_other:
                 reason = (
-                    f"asks for {want} {GPU_RESOURCE}, more than the {total_alloc} allocatable "
+                    f"asks for {asked_other} {other}, which no node advertises: the nodes have "
+                    f"{total_alloc} {resource}"
+                    + (" (time-slicing's rename)" if resource == SHARED_GPU_RESOURCE else "")
+                )
+                fix = f"ask for {resource} in the pod's limits"
+                variant = "other-resource-name"
+            elif want > total_alloc:
+                reason = (
+                    f"asks for {want} {resource}, more than the {total_alloc} allocatable "
                     f"(held now: {who or 'none'})"
                 )
-                fix = f"lower the pod's {GPU_RESOURCE} limit to <= {total_alloc}"
+                fix = f"lower the pod's {resource} limit to <= {total_alloc}"
                 variant = "request-too-large"
             elif others:
-                reason = (
-                    f"asks for {want} {GPU_RESOURCE} but {held} of {total_alloc} allocatable are held: {who}"
-                )
+                reason = f"asks for {want} {resource} but {held} of {total_alloc} allocatable are held: {who}"
                 first = others[0][0].split("/", 1)
                 fix = (
                     f"free a GPU: wait for or delete the holder (scripts/kubectl -n {first[0]} delete "
@@ -173,7 +213,7 @@ def _allocatable_diagnoses(
                 variant = "held-by-pods"
             else:
                 reason = (
-                    f"asks for {want} {GPU_RESOURCE}; {total_alloc} allocatable and none held "
+                    f"asks for {want} {resource}; {total_alloc} allocatable and none held "
                     "by other pods (a stale FailedScheduling event, or a GPU just freed)"
                 )
                 fix = "wait for the scheduler's next attempt: scripts/kubectl get events -w"

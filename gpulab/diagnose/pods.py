@@ -12,7 +12,7 @@ from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _get, _last_line, _name, _ns, _one_line, _pod_obj, _status_texts
 from gpulab.diagnose.init_containers import _init_blocked
 from gpulab.diagnose.patterns import _CRASH_REASONS, _CREATING_REASONS, _INSUFFICIENT_RE, _PULL_REASONS
-from gpulab.diagnose.record import GPU_RESOURCE, Diagnosis, Json
+from gpulab.diagnose.record import GPU_RESOURCE, SHARED_GPU_RESOURCE, Diagnosis, Json
 from gpulab.diagnose.roles import _NON_BLOCKING_RANK, _ROLE_RANK, _role
 from gpulab.diagnose.smoke import _creating_diagnosis, _cuda_diagnosis
 
@@ -66,7 +66,7 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
     if unsched is not None:
         msg = str(unsched.get("message") or "")
         short = set(_INSUFFICIENT_RE.findall(msg))
-        if GPU_RESOURCE in short:
+        if short & {GPU_RESOURCE, SHARED_GPU_RESOURCE}:
             gpu_pending.append((pod, msg))
             return []
         if short & {"cpu", "memory"}:
@@ -175,7 +175,9 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
     if phase == "Failed":
         reason = _get(pod, "status", "reason") or "Failed"
         message = _get(pod, "status", "message") or ""
-        gpu_admission = GPU_RESOURCE in str(message) or reason == "UnexpectedAdmissionError"
+        gpu_admission = ctx.gpu_resource in str(message) or reason == "UnexpectedAdmissionError"
+        # failRequestsGreaterThanOne: "maximum request size for shared resources is 1".
+        too_many_shared = "maximum request size for shared resources" in str(message)
         # The validator's workload Pods fail this way when another Pod holds the GPU.
         known = _known(ctx, pod, "", [str(message)]) if role == "validator" else None
         return [
@@ -187,7 +189,10 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
                     detail=_one_line(str(message) or "no status message"),
                     fix=(f"{known[2]}; " if known else "")
                     + (
-                        "the kubelet refused the GPU at admission (devices unhealthy or gone): "
+                        "the device plugin refuses a container more than one shared GPU "
+                        "(timeSlicingFailRequestsGreaterThanOne): ask for 1 per container; "
+                        if too_many_shared
+                        else "the kubelet refused the GPU at admission (devices unhealthy or gone): "
                         f"{fixes.device_plugin_logs(ns)}; {fixes.node_nvidia_smi(ctx.profile)}; "
                         if gpu_admission
                         else ""

@@ -9,6 +9,7 @@ from gpulab import names
 from gpulab.findings import Finding, Status
 
 GPU_RESOURCE: Final = names.GPU_RESOURCE
+SHARED_GPU_RESOURCE: Final = names.SHARED_GPU_RESOURCE
 DEFAULT_PROFILE: Final = names.DEFAULT_PROFILE
 DEFAULT_PROBE_IMAGE: Final = names.DEFAULT_PROBE_IMAGE
 

@@ -5,15 +5,19 @@ checklist and comes down, through ``scripts/lab`` (what ``GPULAB_STACK=sim-2gpu 
 The host is the capture ``h200-2gpu``; the kwok node advertises ``nvidia.com/gpu: 2``. With
 ``smokeGpus: all`` (the default) the smoke Pod requests both GPUs, and its simulated log
 carries the capture's two UUIDs (``nvidia-smi -L`` lines), so ``pods-see-every-gpu`` runs its
-comparison with ``hostGpus`` and reports it not observable in simulation.
+comparison with ``hostGpus`` and reports it not observable in simulation. The compute Pod
+runs one vectorAdd container per GPU (``vectoradd-0``, ``vectoradd-1``, one GPU each); kwok
+completes each and serves each the simulated vectorAdd log, so ``computeGpus`` is 2.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
+import yaml
 
 from gpulab import checklist
 from gpulab import outputs as out
@@ -43,6 +47,15 @@ def test_the_2gpu_lab_goes_up_sees_every_gpu_and_comes_down(project: Project) ->
         every = by_id["pods-see-every-gpu"]
         assert every.status == "not-observable-in-simulation" and every.simulated, every
         assert all(u in every.observed for u in UUIDS), every.observed
+        # The compute check covered both GPUs: one vectorAdd container each, each passed.
+        assert o[out.COMPUTE_RESULT] == "passed" and o[out.COMPUTE_GPUS] == 2
+        assert out.COMPUTE_GPUS in o[out.SIMULATED_FIELDS]
+        compute = by_id["compute-works"]
+        assert compute.status == "not-observable-in-simulation" and compute.simulated, compute
+        assert "vectorAdd passed in 2 of 2 containers (one GPU each), every GPU of the host (2)" in (
+            compute.observed
+        )
+        _each_compute_container_passed(project)
         assert checklist.exit_code(items) == 0, [i.report() for i in items]
     finally:
         t1 = time.monotonic()
@@ -53,3 +66,26 @@ def test_the_2gpu_lab_goes_up_sees_every_gpu_and_comes_down(project: Project) ->
     assert not export["deployment"].get("resources")
     assert not (project.dir / ".state" / "sim" / "gpu-lab-2gpu").exists()
     print(f"\ntimings: make lab {up_s:.1f}s, make destroy {down_s:.1f}s")
+
+
+def _each_compute_container_passed(project: Project) -> None:
+    """The compute Pod in the cluster: two containers, one GPU each, each terminated with exit
+    code 0 and served a (simulated) vectorAdd log with ``Test PASSED``."""
+    from kubernetes import client, config
+
+    kubeconfig = json.loads(
+        project.pulumi("stack", "output", "--json", "--show-secrets", "--stack", STACK).stdout
+    )[out.KUBECONFIG]
+    conf = client.Configuration()
+    config.load_kube_config_from_dict(yaml.safe_load(kubeconfig), client_configuration=conf)
+    core: Any = client.CoreV1Api(client.ApiClient(conf))
+    pod = core.read_namespaced_pod("gpu-compute", "default")
+    assert pod.status.phase == "Succeeded"
+    names = [c.name for c in pod.spec.containers]
+    assert names == ["vectoradd-0", "vectoradd-1"]
+    assert all(c.resources.limits == {"nvidia.com/gpu": "1"} for c in pod.spec.containers)
+    codes = {s.name: s.state.terminated.exit_code for s in pod.status.container_statuses}
+    assert codes == dict.fromkeys(names, 0), codes
+    for name in names:
+        lines = core.read_namespaced_pod_log("gpu-compute", "default", container=name).splitlines()
+        assert "gpu-lab simulated" in lines[0] and "Test PASSED" in lines, (name, lines[:3])

@@ -46,6 +46,7 @@ def _compute_check(project: Project) -> None:
     o = project.outputs("sim")
     # The check read a log with Test PASSED from a Pod that reached Succeeded.
     assert o[out.COMPUTE_RESULT] == "passed" and o[out.COMPUTE_PHASE] == "Succeeded"
+    assert o[out.COMPUTE_GPUS] == 1  # one GPU: one vectorAdd container
     assert o[out.COMPUTE_IMAGE] == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
     assert o[out.COMPUTE_MEASURED_AT] >= o[out.SMOKE_MEASURED_AT]
     assert {out.COMPUTE_PHASE, out.COMPUTE_RESULT} <= set(o[out.SIMULATED_FIELDS])
@@ -67,6 +68,7 @@ def _compute_check(project: Project) -> None:
     pod = core.read_namespaced_pod("gpu-compute", "default")
     assert pod.status.phase == "Succeeded"
     assert pod.metadata.annotations["gpulab.dev/simulated-execution"] == "true"
+    assert [c.name for c in pod.spec.containers] == ["vectoradd-0"]
     assert pod.spec.containers[0].resources.limits == {"nvidia.com/gpu": "1"}
     lines = core.read_namespaced_pod_log("gpu-compute", "default").splitlines()
     assert "gpu-lab simulated" in lines[0], lines[:2]

@@ -109,6 +109,7 @@ def fake_stdout(purpose: str, gpus: int = 1) -> str:
             {
                 "computePhase": "Succeeded",
                 "computeResult": "passed",
+                "computeGpus": gpus,
                 "computeNode": "n1",
                 "computeLogSimulated": False,
                 "measuredAt": COMPUTE_AT,
@@ -136,6 +137,8 @@ def fake_stdout(purpose: str, gpus: int = 1) -> str:
 class _Mocks(pulumi.runtime.Mocks):
     def __init__(self, preview: bool) -> None:
         self.preview = preview
+        #: Containers of the compute Pod: its check reports that many passed.
+        self.compute_containers = 1
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         outs = dict(args.inputs)
@@ -143,11 +146,14 @@ class _Mocks(pulumi.runtime.Mocks):
             # A preview knows inputs only: computed outputs stay unknown.
             return "", outs
         if args.typ == COMMAND:
-            outs["stdout"] = fake_stdout(step_of(args.inputs.get("create")) or "")
+            step = step_of(args.inputs.get("create")) or ""
+            outs["stdout"] = fake_stdout(step, self.compute_containers if step == "compute-check" else 1)
         elif args.typ == "kubernetes:helm.sh/v3:Release":
             outs["status"] = {"revision": 1, "status": "deployed"}
         elif args.typ == "kubernetes:core/v1:Pod":
             outs["metadata"] = {**outs.get("metadata", {}), "uid": "uid-1"}
+            if outs["metadata"].get("name") == "gpu-compute":
+                self.compute_containers = len((outs.get("spec") or {}).get("containers") or [])
         return f"{args.name}-id", outs
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> Any:

@@ -191,11 +191,26 @@ def test_spec_from_the_command_line() -> None:
         expected_mig=["1g.18gb=7"],
         expected_gpus=0,
         profile="gpu-lab",
+        gpu_resource="nvidia.com/gpu",
     )
     spec = spec_from_args(args)
     assert spec.expect == Expected("mixed", 0, {"nvidia.com/mig-1g.18gb": 7}) and spec.grace == 10
     ctx = context(spec, "13.0")
     assert ctx.mig_strategy == "mixed" and ctx.expected_mig == {"nvidia.com/mig-1g.18gb": 7}
+    assert ctx.gpu_resource == "nvidia.com/gpu"
+    renamed = spec_from_args(
+        argparse.Namespace(
+            **{
+                **vars(args),
+                "mig_strategy": "none",
+                "expected_mig": [],
+                "expected_gpus": 8,
+                "gpu_resource": "nvidia.com/gpu.shared",
+            }
+        )
+    )
+    assert renamed.expect == Expected("none", 8, None, "nvidia.com/gpu.shared")
+    assert context(renamed).gpu_resource == "nvidia.com/gpu.shared"
     with pytest.raises(GateError, match="--expected-mig"):
         spec_from_args(argparse.Namespace(**{**vars(args), "expected_mig": ["big"]}))
 

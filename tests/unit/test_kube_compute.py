@@ -68,8 +68,15 @@ class _Api:
 
 @pytest.fixture
 def cluster(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """A one-Pod cluster: set ``phase`` and ``log``; the diagnosis is a marker."""
-    state: dict[str, Any] = {"phase": "Succeeded", "log": PASSED_LOG}
+    """A one-Pod cluster: set ``phase`` and ``log`` (one text, or container name -> text) and
+    ``containers`` (names; default one, ``vectoradd-0``), ``exit`` (container -> exit code);
+    the diagnosis is a marker. ``read`` records the containers whose log was read."""
+    state: dict[str, Any] = {
+        "phase": "Succeeded",
+        "log": PASSED_LOG,
+        "containers": ["vectoradd-0"],
+        "read": [],
+    }
 
     class Core:
         def __init__(self, api: Any) -> None:
@@ -77,10 +84,24 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
         def read_namespaced_pod(self, name: str, namespace: str) -> dict[str, Any]:
             meta = {"annotations": state.get("annotations", {})}
-            return {"metadata": meta, "spec": {"nodeName": "n1"}, "status": {"phase": state["phase"]}}
+            names = state["containers"]
+            codes = state.get("exit", {})
+            statuses = [
+                {"name": n, "state": {"terminated": {"exitCode": codes.get(n, 0)}}}
+                for n in names
+                if state["phase"] in ("Succeeded", "Failed")
+            ]
+            return {
+                "metadata": meta,
+                "spec": {"nodeName": "n1", "containers": [{"name": n} for n in names]},
+                "status": {"phase": state["phase"], "containerStatuses": statuses},
+            }
 
         def read_namespaced_pod_log(self, name: str, namespace: str, **kw: Any) -> str:
+            state["read"].append(kw.get("container"))
             log = state["log"]
+            if isinstance(log, dict):
+                log = log[kw["container"]]
             return str(log() if callable(log) else log)
 
     from kubernetes import client
@@ -95,7 +116,68 @@ def test_a_succeeded_pod_with_test_passed_is_passed(cluster: dict[str, Any]) -> 
     facts = kube.compute(_Api(), "default", "gpu-compute", 5)
     assert facts["computePhase"] == "Succeeded" and facts["computeResult"] == "passed"
     assert facts["computeNode"] == "n1" and facts["computeLogSimulated"] is False
+    assert facts["computeGpus"] == 1 and cluster["read"] == ["vectoradd-0"]
     assert facts["measuredAt"].endswith("+00:00")
+
+
+def test_each_container_s_log_is_read_and_counted(cluster: dict[str, Any]) -> None:
+    cluster["containers"] = ["vectoradd-0", "vectoradd-1"]
+    cluster["log"] = {"vectoradd-0": PASSED_LOG, "vectoradd-1": "# gpu-lab simulated: kwok\n" + PASSED_LOG}
+    facts = kube.compute(_Api(), "default", "gpu-compute", 5)
+    assert facts["computeGpus"] == 2 and facts["computeResult"] == "passed"
+    assert cluster["read"] == ["vectoradd-0", "vectoradd-1"]
+    assert facts["computeLogSimulated"] is True  # any simulated log marks the facts simulated
+
+
+def test_a_succeeded_pod_names_the_container_whose_log_lacks_test_passed(cluster: dict[str, Any]) -> None:
+    cluster["containers"] = ["vectoradd-0", "vectoradd-1", "vectoradd-2"]
+    cluster["log"] = {
+        "vectoradd-0": PASSED_LOG,
+        "vectoradd-1": "[Vector addition of 50000 elements]\nResult verification failed at element 7!\n",
+        "vectoradd-2": PASSED_LOG,
+    }
+    with pytest.raises(kube.GateError) as err:
+        kube.compute(_Api(), "default", "gpu-compute", 5)
+    text = str(err.value)
+    assert "vectorAdd passed in 2 of 3 containers; failed: vectoradd-1" in text
+    assert "--- container vectoradd-1 (no 'Test PASSED' line, exit code 0); log tail:" in text
+    assert "Result verification failed" in text and "container vectoradd-0 " not in text
+    assert "DIAGNOSIS" in text
+
+
+def test_a_failed_pod_names_each_failed_container_with_its_hint(cluster: dict[str, Any]) -> None:
+    cluster["phase"], cluster["containers"] = "Failed", ["vectoradd-0", "vectoradd-1"]
+    cluster["log"] = {"vectoradd-0": PASSED_LOG, "vectoradd-1": NO_DEVICE_LOG}
+    cluster["exit"] = {"vectoradd-1": 1}
+    with pytest.raises(kube.GateError) as err:
+        kube.compute(_Api(), "default", "gpu-compute", 5)
+    text = str(err.value)
+    assert text.startswith("compute Pod default/gpu-compute failed; log tail of each failed container:")
+    assert "vectorAdd passed in 1 of 2 containers; failed: vectoradd-1" in text
+    assert "--- container vectoradd-1 (no 'Test PASSED' line, exit code 1)" in text
+    assert "no CUDA-capable device" in text and "/dev/nvidia-uvm" in text and "DIAGNOSIS" in text
+
+
+def test_failure_report_is_empty_when_every_container_passed() -> None:
+    ok = kube_compute.ContainerRun("vectoradd-0", read_vectoradd_log(PASSED_LOG), 0)
+    assert ok.passed and kube_compute.failure_report([ok]) == ""
+    crashed = kube_compute.ContainerRun("vectoradd-1", read_vectoradd_log(PASSED_LOG), 139)
+    assert not crashed.passed
+    report = kube_compute.failure_report([ok, crashed])
+    assert report.startswith("vectorAdd passed in 1 of 2 containers; failed: vectoradd-1")
+    assert "(exit code 139)" in report
+
+
+def test_exit_codes_leave_out_containers_still_running() -> None:
+    pod = {
+        "status": {
+            "containerStatuses": [
+                {"name": "vectoradd-0", "state": {"terminated": {"exitCode": 0}}},
+                {"name": "vectoradd-1", "state": {"running": {}}},
+            ]
+        }
+    }
+    assert kube_compute.exit_codes(pod) == {"vectoradd-0": 0}
 
 
 def test_a_succeeded_pod_without_test_passed_fails_with_the_tail_and_diagnosis(
@@ -145,3 +227,11 @@ def test_a_pod_without_a_served_log_fails_saying_why(cluster: dict[str, Any]) ->
     with pytest.raises(kube.GateError) as err:
         kube.compute(_Api(), "default", "gpu-compute", 5)
     assert "make destroy && make lab" in str(err.value)
+
+
+def test_a_pod_that_never_finishes_times_out_with_the_diagnosis(cluster: dict[str, Any]) -> None:
+    cluster["phase"] = "Running"
+    with pytest.raises(kube.GateError) as err:
+        kube.compute(_Api(), "default", "gpu-compute", 0.3)
+    assert "timed out" in str(err.value) and "DIAGNOSIS" in str(err.value)
+    assert cluster["read"] == []  # no log read before the Pod finished

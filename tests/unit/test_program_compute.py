@@ -49,7 +49,8 @@ def test_the_compute_pod_runs_nvidias_vectoradd_once_on_one_gpu_after_the_smoke_
     assert "gpulab.dev/simulated-execution" not in pod.inputs["metadata"]["annotations"]
     spec = pod.inputs["spec"]
     assert spec["restartPolicy"] == "Never"
-    (c,) = spec["containers"]
+    (c,) = spec["containers"]  # one GPU on this host: one vectorAdd container
+    assert c["name"] == "vectoradd-0"
     assert c["image"] == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
     assert "command" not in c  # the image's own entrypoint is vectorAdd
     assert (
@@ -66,9 +67,45 @@ def test_the_compute_pod_runs_nvidias_vectoradd_once_on_one_gpu_after_the_smoke_
     assert "GPULAB_KUBECONFIG" in check.inputs["environment"]["value"]
 
 
+def test_two_gpus_two_vectoradd_containers_one_gpu_each(chart: str) -> None:
+    run = run_program(sim(chart, simGpus=2))
+    assert run.error is None, run.error
+    smoke = run.by_name("smoke-pod").inputs["spec"]["containers"][0]
+    assert smoke["resources"]["limits"] == {"nvidia.com/gpu": "2"}  # the smoke Pod holds both
+    containers = run.by_name("compute-pod").inputs["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["vectoradd-0", "vectoradd-1"]
+    for c in containers:
+        assert c["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+        assert "command" not in c and "args" not in c  # the image's own entrypoint
+        assert c["image"] == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+    # The check's count (the harness reports every container passed) is the stack output.
+    assert run.outputs[out.COMPUTE_GPUS] == 2 and run.outputs[out.SMOKE_GPUS] == 2
+    assert out.COMPUTE_GPUS in run.outputs[out.SIMULATED_FIELDS]
+
+
+def test_pod_spec_has_one_container_per_gpu() -> None:
+    from components.compute import container_names, pod_spec
+
+    spec = pod_spec("img:1", "nvidia.com/mig-1g.18gb", "nvidia", gpus=3)
+    assert spec["runtimeClassName"] == "nvidia" and spec["restartPolicy"] == "Never"
+    assert spec["containers"] == [
+        {"name": f"vectoradd-{i}", "image": "img:1", "resources": {"limits": {"nvidia.com/mig-1g.18gb": "1"}}}
+        for i in range(3)
+    ]
+    assert pod_spec("img:1") == {
+        "restartPolicy": "Never",
+        "containers": [
+            {"name": "vectoradd-0", "image": "img:1", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+        ],
+    }
+    with pytest.raises(ValueError, match="at least one container"):
+        container_names(0)
+
+
 def test_the_compute_outputs(chart: str) -> None:
     real = run_program(MINIKUBE).outputs
     assert real[out.COMPUTE_RESULT] == "passed" and real[out.COMPUTE_PHASE] == "Succeeded"
+    assert real[out.COMPUTE_GPUS] == 1
     assert real[out.COMPUTE_IMAGE] == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
     assert real[out.COMPUTE_MEASURED_AT] == COMPUTE_AT
     assert real[out.SIMULATED_FIELDS] == []
@@ -87,7 +124,8 @@ def test_compute_check_off_exports_not_tested_and_lists_nothing_as_simulated(cha
     assert (
         o[out.COMPUTE_PHASE] is None and o[out.COMPUTE_IMAGE] is None and o[out.COMPUTE_MEASURED_AT] is None
     )
-    assert not {out.COMPUTE_PHASE, out.COMPUTE_RESULT} & set(o[out.SIMULATED_FIELDS])
+    assert o[out.COMPUTE_GPUS] is None
+    assert not {out.COMPUTE_PHASE, out.COMPUTE_RESULT, out.COMPUTE_GPUS} & set(o[out.SIMULATED_FIELDS])
 
 
 def test_the_benchmark_waits_for_the_smoke_check_when_the_compute_check_is_off() -> None:

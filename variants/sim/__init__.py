@@ -76,6 +76,7 @@ class Sim(Variant):
             SimArgs(
                 gpus=cfg.sim_gpus,
                 replicas=cfg.operator.time_slicing_replicas,
+                rename=cfg.operator.time_slicing_rename,
                 mig_devices=cfg.gpu.sim_mig_devices,
                 mig_strategy=cfg.gpu.mig_strategy,
                 capture=None if cfg.effective_capture == default_capture else cfg.effective_capture,

@@ -24,7 +24,8 @@ class SimArgs:
     advertises no ``nvidia.com/gpu``), ``workdir`` (relative to the project directory),
     ``timeout_seconds``; ``replicas`` (time-slicing: the node advertises GPUs x replicas),
     ``mig_devices`` (``(("1g.18gb", 7),)``: the GPUs' MIG devices) under ``mig_strategy``,
-    ``capture`` (the nvidia-smi capture served as the smoke Pod's log; None: by ``gpus``)."""
+    ``capture`` (the nvidia-smi capture served as the smoke Pod's log; None: by ``gpus``),
+    ``rename`` (time-slicing's rename: the node advertises ``nvidia.com/gpu.shared``)."""
 
     name: str
     gpus: int
@@ -34,6 +35,7 @@ class SimArgs:
     mig_devices: tuple[tuple[str, int], ...] = ()
     mig_strategy: str = "none"
     capture: str | None = None
+    rename: bool = False
     log_namespace: str = names.WORKLOAD_NAMESPACE
     log_pod: str = names.SMOKE_POD
 
@@ -64,6 +66,7 @@ class SimCluster(CommandCluster):
                 *(["--mig", mig.format_devices(dict(args.mig_devices))] if args.mig_devices else []),
                 *(["--mig-strategy", args.mig_strategy] if args.mig_devices else []),
                 *(["--capture", args.capture] if args.capture else []),
+                *(["--rename"] if args.rename else []),
             ],
             # Another name, directory or node (GPUs, MIG) is another cluster (same name: delete first).
             triggers=[
@@ -75,6 +78,7 @@ class SimCluster(CommandCluster):
                     if args.replicas != 1 or args.mig_devices
                     else []
                 ),
+                *(["rename"] if args.rename else []),
             ],
             timeout=args.timeout_seconds,
             opts=opts,

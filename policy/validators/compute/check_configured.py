@@ -5,11 +5,13 @@ A stack policy: the Pod's spec and the host facts come from different resources 
 ``ComputeCheck`` component's ``podSpec`` (registered with known values, so it is read at
 preview too). One finding per rule:
 
-* a container requests a GPU: ``resources.limits`` ``nvidia.com/gpu`` (or the MIG resource
-  the smoke Pod asks for, ``nvidia.com/mig-...``) >= 1, or the Pod lands anywhere and sees
-  no GPU;
+* every container requests a GPU: ``resources.limits`` ``nvidia.com/gpu`` (or the MIG
+  resource the smoke Pod asks for, ``nvidia.com/mig-...``) >= 1, or that container runs
+  vectorAdd with no GPU (the Pod has one vectorAdd container per GPU, ``vectoradd-0`` ...,
+  one GPU each: any number of containers passes);
 * ``restartPolicy: Never``: vectorAdd runs once and the Pod must end ``Succeeded``;
-* each image pinned by a tag other than ``latest`` or by a ``@sha256`` digest;
+* each image (one finding per distinct image, naming its containers) pinned by a tag other
+  than ``latest`` or by a ``@sha256`` digest;
 * each image's CUDA fits the host's max CUDA (:func:`~policy.validators.smoke.cuda_fits_host.
   image_cuda_finding`, with the host facts read as there), or the runtime refuses to start it
   (``unsatisfied condition: cuda>=X.Y``).
@@ -71,7 +73,8 @@ def _gpus(limits: Any) -> int:
 
 
 def check_compute_configured(resources: list[Res], cfg: Settings, ctx: StackContext) -> list[Finding]:
-    """``compute-check-configured``: the four rules of the module docstring."""
+    """``compute-check-configured``: the four rules of the module docstring (resources: the
+    stack's; cfg: the policy's settings, ``podName`` and the host facts' overrides)."""
     spec, urn, present = compute_spec(resources, str(cfg.get("podName") or COMPUTE_POD))
     if not present:
         return []
@@ -84,11 +87,12 @@ def check_compute_configured(resources: list[Res], cfg: Settings, ctx: StackCont
     findings = [
         Finding(
             ITEM,
-            PASS if any(_gpus(v) >= 1 for v in limits.values()) else FAIL,
+            PASS if limits and all(_gpus(v) >= 1 for v in limits.values()) else FAIL,
             "limits: " + (", ".join(f"{n}: {show(v)}" for n, v in limits.items()) or "no containers"),
-            "a container with resources.limits nvidia.com/gpu >= 1 (the resource the smoke Pod asks for)",
-            "request one GPU as the smoke Pod does (components/compute.py pod_spec); without it the "
-            "Pod is scheduled anywhere and gets no GPU",
+            "every container with resources.limits nvidia.com/gpu >= 1 (the resource the smoke Pod asks "
+            "for; one per vectorAdd container)",
+            "request one GPU per container as components/compute.py pod_spec does; a container "
+            "without it gets no GPU (and a Pod without any is scheduled anywhere)",
             urn,
         ),
         Finding(
@@ -102,14 +106,16 @@ def check_compute_configured(resources: list[Res], cfg: Settings, ctx: StackCont
         ),
     ]
     facts = host_facts(resources, cfg)
-    for c in containers:
-        image = str(c.get("image") or "")
+    by_image: dict[str, list[str]] = {}
+    for c in containers:  # one vectorAdd container per GPU: one finding per image, not per GPU
+        by_image.setdefault(str(c.get("image") or ""), []).append(str(c.get("name")))
+    for image, names in by_image.items():
         tag, digest = image_pin(image)
         findings.append(
             Finding(
                 ITEM,
                 PASS if digest or (tag is not None and tag != "latest") else FAIL,
-                f"container {c.get('name')}: image {image!r}",
+                f"container{'s' if len(names) > 1 else ''} {', '.join(names)}: image {image!r}",
                 "image pinned by a tag other than latest, or by @sha256 digest",
                 f"scripts/pulumi config set gpu-lab:computeImage {DEFAULT_COMPUTE_IMAGE} (NVIDIA's sample) "
                 "or "

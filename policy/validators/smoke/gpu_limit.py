@@ -1,12 +1,13 @@
-"""``smoke-pod-gpu-limit``: the smoke Pod requests a GPU in its limits: ``nvidia.com/gpu``, or
-under MIG ``mixed`` a ``nvidia.com/mig-<profile>`` (gpulab.mig)."""
+"""``smoke-pod-gpu-limit``: the smoke Pod requests a GPU in its limits: ``nvidia.com/gpu``,
+``nvidia.com/gpu.shared`` under time-slicing's rename (gpulab.time_slicing), or under MIG
+``mixed`` a ``nvidia.com/mig-<profile>`` (gpulab.mig)."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
 from gpulab.mig import RESOURCE
-from gpulab.names import SMOKE_POD
+from gpulab.names import SHARED_GPU_RESOURCE, SMOKE_POD
 from policy.stack_context import StackContext
 from policy.validators.findings import Finding, _finding
 from policy.validators.props import dig, show
@@ -40,7 +41,8 @@ def check_smoke_gpu_limit(
             "smoke-pod-gpu-limit",
             any(positive(v) for v in limits),
             observed or "no containers",
-            f"a container with resources.limits[{GPU_RESOURCE}] (or nvidia.com/mig-<profile>) >= 1",
+            f"a container with resources.limits[{GPU_RESOURCE}] (or {SHARED_GPU_RESOURCE}, "
+            "nvidia.com/mig-<profile>) >= 1",
             "request the GPU as the chapter's step 5 does: resources.limits nvidia.com/gpu: 1 "
             "(scripts/pulumi config set gpu-lab:smokeGpus 1); without it the Pod is scheduled anywhere "
             "and gets no GPU",
@@ -49,11 +51,11 @@ def check_smoke_gpu_limit(
 
 
 def _gpu_key(container: Any) -> str:
-    """The GPU resource a container's limits name: a MIG one when there is one, else
-    ``nvidia.com/gpu``."""
+    """The GPU resource a container's limits name: a MIG or shared one when there is one,
+    else ``nvidia.com/gpu``."""
     limits = dig(container, "resources", "limits") or {}
-    mig = [k for k in limits if isinstance(k, str) and RESOURCE.match(k) and k != GPU_RESOURCE]
-    return mig[0] if mig else GPU_RESOURCE
+    other = [k for k in limits if isinstance(k, str) and RESOURCE.match(k) and k != GPU_RESOURCE]
+    return other[0] if other else GPU_RESOURCE
 
 
 SPEC: Final = Spec(

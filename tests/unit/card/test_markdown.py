@@ -18,7 +18,7 @@ def test_simulated_markdown_has_banner_and_marks(sim: dict[str, Any]) -> None:
         "| `hostDriverVersion` |" in md
     )
     assert (
-        "| Allocatable nvidia.com/gpu | 1 *(simulated)* | 2026-11-30 07:58:12 UTC (this run) "
+        "| Allocatable GPUs (of that resource) | 1 *(simulated)* | 2026-11-30 07:58:12 UTC (this run) "
         "| `allocatableGpus` |" in md
     )
     assert "not-observable-in-simulation *(simulated)*" in md

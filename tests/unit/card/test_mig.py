@@ -44,7 +44,10 @@ def test_markdown_lists_each_mig_resource_and_the_smoke_resource(mig: dict[str, 
     assert "| MIG strategy | mixed | configured | `migStrategy` |" in md
     assert "| Resource requested | nvidia.com/mig-1g.18gb | configured | `smokeResource` |" in md
     # 0 nvidia.com/gpu is true under MIG, and says why.
-    assert "| Allocatable nvidia.com/gpu | 0 (MIG: the GPUs are advertised as MIG devices, see MIG)" in md
+    assert (
+        "| Allocatable GPUs (of that resource) | 0 (MIG: the GPUs are advertised as MIG devices, see MIG)"
+        in md
+    )
 
 
 def test_html_mig_rows(mig: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from tests.unit.card.samples import DATA, NOW, tflops_fixture
 def test_simulated_lab_summary(sim: dict[str, Any]) -> None:
     assert summary_line(card.build_card(sim, now=NOW)) == (
         "gpu-lab: GPUs 1 allocatable / 1 physical (simulated); smoke Succeeded (simulated); "
-        "driver 580.159.04 in Pod / 580.159.04 on host (simulated); compute passed (simulated); "
+        "driver 580.159.04 in Pod / 580.159.04 on host (simulated); compute passed on 1 GPU (simulated); "
         "checklist pass (simulated lab)"
     )
 
@@ -27,8 +27,9 @@ def test_gpu_lab_summary_with_compute(real: dict[str, Any]) -> None:
     assert line == (
         "gpu-lab: GPUs 1 allocatable / 1 physical; smoke Succeeded; "
         "driver 580.159.04 in Pod / 580.159.04 on host; "
-        "compute passed, bf16 667.9 (68% of peak; burst 790.9), fp16 639.5 (65% of peak; burst 764.2), "
-        "fp32 51.3 (76% of peak; burst 51.2), tf32 345.3 (70% of peak; burst 405.2) TFLOP/s; "
+        "compute passed on 1 GPU, bf16 667.9 (68% of peak; burst 790.9), "
+        "fp16 639.5 (65% of peak; burst 764.2), fp32 51.3 (76% of peak; burst 51.2), "
+        "tf32 345.3 (70% of peak; burst 405.2) TFLOP/s; "
         "checklist pass"
     )
     assert "\n" not in line
@@ -103,9 +104,9 @@ def test_compute_check_passed_with_and_without_tflops(real: dict[str, Any]) -> N
     with_compute(real, "passed", "2026-11-29T23:32:30+00:00")
     c = card.build_card(real, now=NOW)
     assert c["compute"]["result"]["freshness"] == "current"
-    assert "; compute passed; checklist pass" in summary_line(c)
+    assert "; compute passed on 1 GPU; checklist pass" in summary_line(c)
     line = summary_line(card.build_card(real, tflops=tflops_fixture(), now=NOW))
-    assert "; compute passed, bf16 667.9 (68% of peak; burst 790.9), " in line
+    assert "; compute passed on 1 GPU, bf16 667.9 (68% of peak; burst 790.9), " in line
     assert "| Result (vector add on the GPU) | passed | 2026-11-29 23:32:30 UTC (this run) |" in (
         card.render_markdown(c)
     )
@@ -116,7 +117,22 @@ def test_compute_check_from_an_earlier_run(real: dict[str, Any]) -> None:
     real[o.RUN_AT] = "2026-11-30T06:00:00+00:00"
     c = card.build_card(real, now=NOW)
     assert "compute" in c["measurements"]["groups"]
-    assert "; compute passed (earlier run); " in summary_line(c)
+    assert "; compute passed on 1 GPU (earlier run); " in summary_line(c)
+
+
+def test_the_card_shows_how_many_gpus_the_compute_check_covered(real: dict[str, Any]) -> None:
+    real.update({o.COMPUTE_GPUS: 2, o.HOST_GPU_COUNT: 2})
+    c = card.build_card(real, now=NOW)
+    assert c["compute"]["gpus"]["value"] == 2 and c["compute"]["gpus"]["source"] == o.COMPUTE_GPUS
+    assert "; compute passed on 2 GPUs; " in summary_line(c)
+    md = card.render_markdown(c)
+    assert "| GPUs covered (vectorAdd containers that passed, one GPU each) | 2 |" in md
+    assert "GPUs covered (vectorAdd containers that passed, one GPU each)" in card.render_html(c)
+    # Outputs from before the per-GPU check: the result alone, no invented count.
+    del real[o.COMPUTE_GPUS]
+    c = card.build_card(real, now=NOW)
+    assert c["compute"]["gpus"]["known"] is False
+    assert "; compute passed; " in summary_line(c)
 
 
 def test_compute_check_off_is_not_tested(sim: dict[str, Any]) -> None:
@@ -124,3 +140,17 @@ def test_compute_check_off_is_not_tested(sim: dict[str, Any]) -> None:
     assert "compute" not in c["measurements"]["groups"]
     assert c["compute"]["result"]["freshness"] == "configured"
     assert "; compute not tested; " in summary_line(c)
+
+
+def test_a_renamed_shared_resource_is_named_in_the_summary_card_and_boundary(sim: dict[str, Any]) -> None:
+    """Time-slicing's rename: allocatable counts nvidia.com/gpu.shared (gpulab.time_slicing)."""
+    sim[o.GPU_RESOURCE_NAME] = "nvidia.com/gpu.shared"
+    sim[o.ALLOCATABLE_GPUS] = sim[o.CAPACITY_GPUS] = 4
+    sim[o.OPERATOR_COMPONENTS] = {**sim[o.OPERATOR_COMPONENTS], "timeSlicingReplicas": 4}
+    built = card.build_card(sim, now=NOW)
+    assert summary_line(built).startswith("gpu-lab: GPUs 4 allocatable as nvidia.com/gpu.shared / 1 physical")
+    assert built["cluster"]["gpuResource"]["value"] == "nvidia.com/gpu.shared"
+    [row] = [r for r in built["capabilityBoundary"] if r["capability"].startswith("GPU sharing")]
+    assert "here: 4 replica(s) per GPU as nvidia.com/gpu.shared" in row["status"]
+    md = card.render_markdown(built)
+    assert "| GPU resource | nvidia.com/gpu.shared" in md

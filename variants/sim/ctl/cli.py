@@ -58,6 +58,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     sp_up.add_argument("--replicas", type=int, default=1, help="time-slicing replicas of nvidia.com/gpu")
     sp_up.add_argument(
+        "--rename",
+        action="store_true",
+        help="time-slicing's renameByDefault: advertise nvidia.com/gpu.shared",
+    )
+    sp_up.add_argument(
         "--mig", default="", help="MIG devices of the GPUs, PROFILE=COUNT,... (e.g. 1g.18gb=7)"
     )
     sp_up.add_argument("--mig-strategy", choices=STRATEGIES, default="none", help="what --mig advertises")
@@ -115,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     mig=tuple(sorted(parse_devices(args.mig).items())),
                     mig_strategy=args.mig_strategy,
                     capture=args.capture,
+                    rename=args.rename,
                 )
             except ValueError as e:
                 print(f"simcluster: {e}", file=sys.stderr)

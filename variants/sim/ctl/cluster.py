@@ -47,7 +47,6 @@ from variants.sim.ctl.render import (
     DEFAULT_LOG_NAMESPACES,
     DEFAULT_LOG_PODS,
     DEFAULT_NODE_NAME,
-    GPU_RESOURCE,
     CaptureInfo,
     capture_name,
     load_capture,
@@ -83,11 +82,13 @@ class UpOptions:
     mig: tuple[tuple[str, int], ...] = ()
     mig_strategy: str = "none"
     capture: str | None = None
+    #: Time-slicing's rename: the node advertises ``nvidia.com/gpu.shared``.
+    rename: bool = False
 
     @property
     def node_gpus(self) -> NodeGpus:
         """What each node advertises."""
-        return NodeGpus(self.gpus, self.replicas, self.mig, self.mig_strategy)
+        return NodeGpus(self.gpus, self.replicas, self.mig, self.mig_strategy, self.rename)
 
     def __post_init__(self) -> None:
         validate_name("cluster name", self.name)
@@ -348,9 +349,10 @@ def _wait_usable(opts: UpOptions, tools: Tools, paths: Paths, names: Sequence[st
         if time.monotonic() > deadline:
             kwok_log = paths.cluster_dir / "logs" / "kwok-controller.log"
             node = pending[0] if pending else names[-1]
+            key = opts.node_gpus.gpu_key
             raise SimClusterError(
                 f"node {node} not usable after {opts.timeout:.0f}s (Ready={ready}, "
-                f"allocatable {GPU_RESOURCE}={(alloc or {}).get(GPU_RESOURCE)!r}, want {want}; "
+                f"allocatable {key}={(alloc or {}).get(key)!r}, want {want}; "
                 "default ServiceAccount "
                 f"{'present' if sa.returncode == 0 else 'missing'}); kwok log {kwok_log}:\n{_tail(kwok_log)}",
                 "check the kwok-controller and kube-controller-manager logs in that directory",

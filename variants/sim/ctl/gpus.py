@@ -17,7 +17,10 @@ The MIG labels are GFD's (NVIDIA/k8s-device-plugin ``internal/lm/resource.go`` a
 ``nvidia.com/gpu.count`` = physical GPUs (NVIDIA/k8s-device-plugin#738) and
 ``nvidia.com/gpu.replicas: 0`` when they have MIG. Time-slicing: ``nvidia.com/gpu.replicas``,
 ``nvidia.com/gpu.product`` ``<model>-SHARED`` and ``nvidia.com/gpu.sharing-strategy:
-time-slicing`` (``none`` otherwise). The MIG attribute values are those of an
+time-slicing`` (``none`` otherwise); with ``renameByDefault`` (``rename``) the GPUs are
+``nvidia.com/gpu.shared`` and the product label has no ``-SHARED`` (the labels keep the
+``nvidia.com/gpu.`` prefix: GFD keys them by the configured resource,
+``internal/lm/resource.go``). The MIG attribute values are those of an
 H200 1g.18gb device (16 SMs, about 16 GiB usable), written down, not measured here.
 
 Pure: no I/O.
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from gpulab.mig import MIG_RESOURCE_PREFIX, STRATEGIES, resource_of
-from gpulab.names import GPU_RESOURCE
+from gpulab.names import GPU_RESOURCE, SHARED_GPU_RESOURCE
 
 #: MIG attribute labels per profile (GFD's ``<resource>.<attribute>``); the memory in MB.
 _MIG_ATTRIBUTES: Final[Mapping[str, Mapping[str, str]]] = {
@@ -57,6 +60,8 @@ class NodeGpus:
         replicas: time-slicing replicas of ``nvidia.com/gpu`` (>= 1).
         mig: MIG devices of the node's GPUs, ``(("1g.18gb", 7),)``; empty: no MIG.
         strategy: ``none``, ``single`` or ``mixed``.
+        rename: time-slicing's ``renameByDefault``: the GPUs are ``nvidia.com/gpu.shared``
+            (only with ``replicas > 1``).
 
     Raises:
         ValueError: a count out of range or an unknown strategy.
@@ -66,6 +71,12 @@ class NodeGpus:
     replicas: int = 1
     mig: tuple[tuple[str, int], ...] = ()
     strategy: str = "none"
+    rename: bool = False
+
+    @property
+    def gpu_key(self) -> str:
+        """The whole-GPU resource name: ``nvidia.com/gpu.shared`` when shared and renamed."""
+        return SHARED_GPU_RESOURCE if self.rename and self.replicas > 1 else GPU_RESOURCE
 
     def __post_init__(self) -> None:
         if not 0 <= self.gpus <= 8 or self.replicas < 1:
@@ -77,11 +88,12 @@ class NodeGpus:
         """The extended resources of ``status.capacity``/``allocatable`` (module docstring)."""
         if self.gpus == 0:
             return {}
+        key = self.gpu_key
         if self.mig and self.strategy == "mixed":
-            return {GPU_RESOURCE: "0", **{resource_of(p): str(n) for p, n in self.mig}}
+            return {key: "0", **{resource_of(p): str(n) for p, n in self.mig}}
         if self.mig and self.strategy == "single":
-            return {GPU_RESOURCE: str(sum(n for _, n in self.mig) * self.replicas)}
-        return {GPU_RESOURCE: str(self.gpus * self.replicas)}
+            return {key: str(sum(n for _, n in self.mig) * self.replicas)}
+        return {key: str(self.gpus * self.replicas)}
 
     def labels(self, model: str) -> dict[str, str]:
         """GFD's labels for these GPUs beyond the node's base labels; ``model`` is the product
@@ -96,7 +108,7 @@ class NodeGpus:
         if shared:
             labels |= {
                 "nvidia.com/gpu.replicas": str(self.replicas),
-                "nvidia.com/gpu.product": f"{model}-SHARED",
+                "nvidia.com/gpu.product": model if self.rename else f"{model}-SHARED",
             }
         if not self.mig:
             return labels
@@ -130,10 +142,15 @@ class NodeGpus:
         """True when a node's ``status.allocatable`` shows exactly these GPU resources (and no
         ``nvidia.com/gpu`` where there should be none)."""
         want = self.resources()
-        gpu_keys = {k for k in allocatable if k == GPU_RESOURCE or k.startswith(MIG_RESOURCE_PREFIX)}
+        gpu_keys = {
+            k
+            for k in allocatable
+            if k in (GPU_RESOURCE, SHARED_GPU_RESOURCE) or k.startswith(MIG_RESOURCE_PREFIX)
+        }
         return gpu_keys == set(want) and all(str(allocatable.get(k)) == v for k, v in want.items())
 
     def stale(self) -> dict[str, None]:
-        """GPU keys a merge patch must remove from an earlier ``up``'s status (``nvidia.com/gpu``
-        when there is none now)."""
-        return {} if GPU_RESOURCE in self.resources() else {GPU_RESOURCE: None}
+        """Whole-GPU keys a merge patch must remove from an earlier ``up``'s status
+        (``nvidia.com/gpu`` or ``nvidia.com/gpu.shared`` when there is none now)."""
+        now = self.resources()
+        return {k: None for k in (GPU_RESOURCE, SHARED_GPU_RESOURCE) if k not in now}

@@ -72,3 +72,36 @@ def test_no_host_facts_is_not_evaluated_not_passed() -> None:
 def test_no_compute_pod_nothing_to_check() -> None:
     o = check_stack(ITEM, [host_probe()])
     assert o.passed and not o.violations
+
+
+def per_gpu_pod(gpus: int, image: str = COMPUTE_OK) -> dict[str, Any]:
+    """The compute Pod of a ``gpus``-GPU lab: ``vectoradd-0`` ... with one GPU each."""
+    spec = compute_pod(image)
+    one = spec["spec"]["containers"][0]
+    spec["spec"]["containers"] = [{**one, "name": f"vectoradd-{i}"} for i in range(gpus)]
+    return spec
+
+
+def test_one_container_per_gpu_each_with_one_gpu_passes() -> None:
+    o = check_stack(ITEM, [host_probe(), pod(per_gpu_pod(4))])
+    assert o.passed, o.text
+    o = check_stack(ITEM, [host_probe(), pod({}), component(per_gpu_pod(2)["spec"])])
+    assert o.passed, o.text
+
+
+def test_a_container_without_a_gpu_violates_naming_it() -> None:
+    spec = per_gpu_pod(2)
+    spec["spec"]["containers"][1]["resources"] = {"limits": {"cpu": "1"}}
+    o = check_stack(ITEM, [host_probe(), pod(spec)])
+    assert len(o.violations) == 1, o.text
+    assert "every container with resources.limits nvidia.com/gpu >= 1" in o.text
+    assert 'vectoradd-1: {"cpu": "1"}' in o.text
+
+
+def test_an_image_too_new_for_the_host_violates_once_not_per_gpu() -> None:
+    o = check_stack(ITEM, [host_probe(driver="550.54.14", max_cuda="12.4"), pod(per_gpu_pod(3))])
+    assert len(o.violations) == 1, o.text
+    assert "needs CUDA 12.5" in o.text
+    latest = check_stack(ITEM, [host_probe(), pod(per_gpu_pod(2, "nvcr.io/nvidia/k8s/cuda-sample:latest"))])
+    assert len(latest.violations) == 1, latest.text
+    assert "containers vectoradd-0, vectoradd-1: image 'nvcr.io/nvidia/k8s/cuda-sample:latest'" in latest.text

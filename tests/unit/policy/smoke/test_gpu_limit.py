@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from policy import validators
 
 from ..harness import (
@@ -18,11 +20,13 @@ def test_smoke_gpu_limit() -> None:
     assert "limits[nvidia.com/gpu]=unset" in o.text
 
 
-def test_a_mig_device_is_a_gpu_limit_too() -> None:
-    """Under migStrategy mixed the smoke Pod asks for nvidia.com/mig-<profile> (gpulab.mig)."""
+@pytest.mark.parametrize("resource", ["nvidia.com/mig-1g.18gb", "nvidia.com/gpu.shared"])
+def test_a_mig_device_or_a_shared_gpu_is_a_gpu_limit_too(resource: str) -> None:
+    """Under migStrategy mixed the smoke Pod asks for nvidia.com/mig-<profile> (gpulab.mig), under
+    time-slicing's rename for nvidia.com/gpu.shared (gpulab.time_slicing)."""
     pod = smoke_pod()
-    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/mig-1g.18gb": "1"}}
+    pod["spec"]["containers"][0]["resources"] = {"limits": {resource: "1"}}
     o = check_resource("smoke-pod-gpu-limit", validators.T_POD, pod)
     assert o.passed, o.text
-    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/mig-1g.18gb": "0"}}
+    pod["spec"]["containers"][0]["resources"] = {"limits": {resource: "0"}}
     assert not check_resource("smoke-pod-gpu-limit", validators.T_POD, pod).passed

@@ -23,7 +23,7 @@ def test_whole_gpus_times_replicas() -> None:
 def test_zero_gpus_advertise_no_key_at_all() -> None:
     """A device plugin that never registered (NVIDIA/k8s-device-plugin#834)."""
     none = NodeGpus(0)
-    assert none.resources() == {} and none.stale() == {"nvidia.com/gpu": None}
+    assert none.resources() == {} and none.stale() == {"nvidia.com/gpu": None, "nvidia.com/gpu.shared": None}
     assert none.advertised_by({"cpu": "16", "pods": "110"})
     assert not none.advertised_by({"cpu": "16", "nvidia.com/gpu": "1"})
 

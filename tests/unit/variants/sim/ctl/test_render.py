@@ -94,6 +94,19 @@ def test_bare_run_once_pod_stage_reaches_succeeded_with_exit_code_0() -> None:
     assert stage["spec"]["next"]["event"]["reason"] == "SimulatedExit"
 
 
+def test_every_container_of_a_multi_container_pod_runs_then_exits_0() -> None:
+    # The compute Pod has one vectorAdd container per GPU: each one must get a status, first
+    # running, then terminated with exit code 0 (the Pod is Succeeded only when all are).
+    docs = _config_docs()
+    ready = _stage(docs, "gpulab-pod-ready")["spec"]["next"]["statusTemplate"]
+    done = _stage(docs, "gpulab-pod-complete-bare")["spec"]["next"]["statusTemplate"]
+    for template, state in ((ready, "running:"), (done, "terminated:")):
+        statuses = template.split("containerStatuses:", 1)[1]
+        loop = statuses.split("{{ range .spec.containers }}", 1)[1].split("{{ end }}", 1)[0]
+        assert "- name: {{ .name | Quote }}" in loop and state in loop
+    assert "exitCode: 0" in done.split("{{ range .spec.containers }}", 1)[1].split("{{ end }}", 1)[0]
+
+
 def test_job_pod_stage_only_matches_job_pods() -> None:
     stage = _stage(_config_docs(), "gpulab-pod-complete-job")
     assert _expr(stage, ".metadata.ownerReferences.[].kind")["values"] == ["Job"]
@@ -306,6 +319,8 @@ def test_the_compute_pod_gets_the_vectoradd_log_in_the_same_namespaces() -> None
     compute = logs["gpulab-vectoradd"]["spec"]
     assert compute["selector"] == {"matchNamespaces": ["default", "lab"], "matchNames": ["gpu-compute"]}
     assert compute["logs"][0]["logsFile"] == "/work/sim/logs/vectoradd.log"
+    # No "containers": every vectorAdd container (vectoradd-0 ..., one per GPU) gets the log.
+    assert "containers" not in compute["logs"][0]
     # The served log: the simulated banner first, then NVIDIA's documented vectorAdd output.
     served = sc.render_cri_log(render.load_vectoradd(), dt.datetime(2026, 12, 1, tzinfo=dt.UTC))
     lines = [line.split(" stdout F ", 1)[1] for line in served.splitlines()]
