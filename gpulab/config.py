@@ -367,7 +367,7 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
     sharing = slicing.TimeSlicing(
         replicas, bool(get("timeSlicingRename")), bool(get("timeSlicingFailRequestsGreaterThanOne"))
     )
-    slicing.check(sharing, smoke_gpus, problems, NAMESPACE)
+    slicing.check(sharing, smoke_gpus, problems, NAMESPACE, owner)
     resolved = _variant_settings(chosen, values, get, problems, env)
     timeouts = {
         k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")

@@ -84,13 +84,27 @@ class TimeSlicing:
         return yaml.safe_dump({"version": "v1", "sharing": {"timeSlicing": ts}}, sort_keys=False)
 
 
-def check(ts: TimeSlicing, smoke_gpus: int, problems: list[str], namespace: str) -> None:
-    """Append to ``problems`` what contradicts: a sharing option without sharing, and a smoke
-    Pod that would ask for more than one shared GPU where the plugin refuses it.
+def check(
+    ts: TimeSlicing,
+    smoke_gpus: int,
+    problems: list[str],
+    namespace: str,
+    device_plugin_owner: str = "operator",
+) -> None:
+    """Append to ``problems`` what contradicts: a sharing option without sharing, a smoke Pod
+    that would ask for more than one shared GPU where the plugin refuses it, and sharing with
+    minikube's addon as the device plugin (it never reads the ClusterPolicy's config).
 
     ``smoke_gpus``: ``smokeGpus`` parsed (0 is ``all``, which is 1 under time-slicing:
-    :func:`gpulab.gpu_config.smoke_gpu_count`).
+    :func:`gpulab.gpu_config.smoke_gpu_count`); ``device_plugin_owner``: ``devicePluginOwner``.
     """
+    if ts.enabled and device_plugin_owner == "minikube-addon":
+        problems.append(
+            f"{namespace}:timeSlicingReplicas={ts.replicas} with devicePluginOwner=minikube-addon: "
+            "minikube's nvidia-device-plugin addon does not read the operator's sharing config, so "
+            "the GPUs would not be shared; set devicePluginOwner operator (and devicePlugin true) or "
+            "timeSlicingReplicas 1"
+        )
     for key, on in (
         ("timeSlicingRename", ts.rename),
         ("timeSlicingFailRequestsGreaterThanOne", ts.fail_requests_greater_than_one),

@@ -87,6 +87,19 @@ def test_a_smoke_pod_asking_two_shared_gpus_is_refused_when_the_plugin_would_fai
     assert parse_config({**base, "gpu-lab:smokeGpus": "all"}, env={}).smoke_gpus == 0
 
 
+def test_sharing_with_minikubes_addon_as_device_plugin_is_refused() -> None:
+    """The addon's plugin never reads the ClusterPolicy's devicePlugin.config."""
+    with pytest.raises(ConfigError, match="does not read the operator's sharing config"):
+        parse_config(
+            {
+                "gpu-lab:timeSlicingReplicas": "2",
+                "gpu-lab:devicePluginOwner": "minikube-addon",
+                "gpu-lab:devicePlugin": "false",
+            },
+            env={},
+        )
+
+
 def test_the_plan_asks_for_the_renamed_resource_and_refuses_the_old_name() -> None:
     plan = mig.plan("none", 2, 4, gpu_resource=SHARED)
     assert plan.smoke_resource == SHARED and plan.expected == Expected("none", 8, None, SHARED)

@@ -51,7 +51,7 @@ from typing import Any, Final
 import yaml
 
 from gpulab.errors import GpuLabError
-from gpulab.names import GPU_RESOURCE
+from gpulab.names import GPU_RESOURCE, SHARED_GPU_RESOURCE
 from variants.base import Action, ctl_main
 from variants.existing import leftovers
 
@@ -244,13 +244,19 @@ def removal_plan(crds: Sequence[str], keep: Sequence[str]) -> dict[str, list[str
 
 
 def gpu_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Nodes (JSON dicts) that advertise ``nvidia.com/gpu`` or carry ``nvidia.com/gpu.present``."""
+    """Nodes (JSON dicts) that advertise ``nvidia.com/gpu`` (or, renamed by time-slicing,
+    ``nvidia.com/gpu.shared``) or carry ``nvidia.com/gpu.present``: ``[{"name", "allocatable",
+    "capacity"}]``, the counts of the name with more allocatable (a renamed node keeps the old
+    name at 0 for a while; None: neither name)."""
     found = []
     for n in nodes:
         st = n.get("status") or {}
         labels = (n.get("metadata") or {}).get("labels") or {}
-        alloc = (st.get("allocatable") or {}).get(GPU_RESOURCE)
-        cap = (st.get("capacity") or {}).get(GPU_RESOURCE)
+        have = {**(st.get("capacity") or {}), **(st.get("allocatable") or {})}
+        names = [k for k in (GPU_RESOURCE, SHARED_GPU_RESOURCE) if k in have]
+        key = max(names, key=lambda k: int(str(have[k])), default=GPU_RESOURCE)
+        alloc = (st.get("allocatable") or {}).get(key)
+        cap = (st.get("capacity") or {}).get(key)
         if alloc is None and cap is None and labels.get("nvidia.com/gpu.present") != "true":
             continue
         found.append(

@@ -139,10 +139,19 @@ def test_gpu_nodes_are_those_with_the_resource_or_the_label() -> None:
             "status": {"allocatable": {"nvidia.com/gpu": "1"}, "capacity": {"nvidia.com/gpu": "1"}},
         },
         {"metadata": {"name": "g2", "labels": {"nvidia.com/gpu.present": "true"}}, "status": {}},
+        {
+            # Renamed by time-slicing; the old name lingers at 0 until the kubelet drops it.
+            "metadata": {"name": "g3"},
+            "status": {
+                "allocatable": {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "8"},
+                "capacity": {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "8"},
+            },
+        },
     ]
     assert ec.gpu_nodes(nodes) == [
         {"name": "g1", "allocatable": 1, "capacity": 1},
         {"name": "g2", "allocatable": None, "capacity": None},
+        {"name": "g3", "allocatable": 8, "capacity": 8},
     ]
 
 
