@@ -32,7 +32,7 @@ is :data:`UNKNOWN`, when it is one of the Pulumi policy SDK's unknown sentinels
 (``pulumi_policy/proxy.py``, ``UNKNOWN_*_VALUE``), or when it is ``None`` before anything was
 deployed (no host or gate fact is known). After deployment a ``None`` is a real *absence*:
 ``allocatableGpus: null`` means no node has the key (the device plugin never registered,
-:func:`gpulab.kube.gpu_totals`), which fails, distinctly from ``0`` (registered, devices
+:class:`gpulab.gate_rules.Resources`), which fails, distinctly from ``0`` (registered, devices
 unhealthy).
 
 ``simulated`` on an item is True when any value it read is simulated: its key is listed in

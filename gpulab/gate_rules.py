@@ -32,7 +32,8 @@ from typing import Any, Final
 
 from gpulab import fixes
 from gpulab.mig import Expected, mig_totals
-from gpulab.names import GPU_RESOURCE, SHARED_GPU_RESOURCE
+from gpulab.names import GPU_RESOURCE
+from gpulab.time_slicing import other_resource
 
 Json = Mapping[str, Any]
 
@@ -189,19 +190,18 @@ class Resources:
     @classmethod
     def of(cls, nodes: Sequence[Json], resource: str = GPU_RESOURCE) -> Resources:
         """Sum ``nodes`` (JSON dicts as ``kubectl get nodes -o json`` items)."""
-        other = SHARED_GPU_RESOURCE if resource == GPU_RESOURCE else GPU_RESOURCE
         return cls(
             _gpu(nodes, "allocatable", resource),
             _gpu(nodes, "capacity", resource),
             mig_totals(nodes),
             resource,
-            _gpu(nodes, "allocatable", other),
+            _gpu(nodes, "allocatable", other_resource(resource)),
         )
 
     @property
     def other_name(self) -> str:
         """The other whole-GPU name (``nvidia.com/gpu.shared`` <-> ``nvidia.com/gpu``)."""
-        return SHARED_GPU_RESOURCE if self.resource == GPU_RESOURCE else GPU_RESOURCE
+        return other_resource(self.resource)
 
     def describe(self) -> str:
         """One phrase, e.g. ``"nvidia.com/gpu 1 (capacity 1)"``."""

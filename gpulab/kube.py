@@ -45,8 +45,8 @@ from gpulab.names import (
     DEVICE_PLUGIN_DS,
     GPU_RESOURCE,
     OPERATOR_NAMESPACE,
-    SHARED_GPU_RESOURCE,
     SMOKE_POD,
+    WHOLE_GPU_RESOURCES,
     WORKLOAD_NAMESPACE,
 )
 
@@ -80,32 +80,6 @@ def load_clients(kubeconfig_text: str | None = None) -> Any:
 def sanitize(obj: Any, api: Any) -> Any:
     """A client model object as plain JSON (camelCase keys, as ``kubectl -o json``)."""
     return api.sanitize_for_serialization(obj)
-
-
-def quantity_to_int(q: str | None) -> int | None:
-    """``"2"`` -> 2; None stays None. Extended resources are whole numbers."""
-    if q is None:
-        return None
-    return int(str(q))
-
-
-def gpu_totals(nodes: list[dict[str, Any]], resource: str = GPU_RESOURCE) -> tuple[int | None, int | None]:
-    """Sum allocatable and capacity ``resource`` (``nvidia.com/gpu``) over nodes (JSON dicts).
-
-    Returns ``(allocatable, capacity)``; each is None when no node has the key at all
-    (the device plugin never registered), which differs from 0 (registered, unhealthy).
-    """
-    alloc: int | None = None
-    cap: int | None = None
-    for n in nodes:
-        st = n.get("status") or {}
-        a = (st.get("allocatable") or {}).get(resource)
-        c = (st.get("capacity") or {}).get(resource)
-        if a is not None:
-            alloc = (alloc or 0) + int(quantity_to_int(a) or 0)
-        if c is not None:
-            cap = (cap or 0) + int(quantity_to_int(c) or 0)
-    return alloc, cap
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -173,10 +147,33 @@ class Waiter:
             pause = min(pause * 2, self.interval)
 
 
+def wait_finished(
+    api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None, interval: float = 2.0
+) -> dict[str, Any]:
+    """Wait for a run-once Pod's final phase, ``Succeeded`` or ``Failed`` (a Pod has no
+    ``complete`` condition), and return the Pod as JSON (``kubectl get -o json``).
+
+    Raises:
+        GateError: timeout (with the diagnosis).
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+
+    def done() -> dict[str, Any] | None:
+        doc: dict[str, Any] = sanitize(core.read_namespaced_pod(pod, namespace), api)
+        return doc if (doc.get("status") or {}).get("phase") in ("Succeeded", "Failed") else None
+
+    found: dict[str, Any] = Waiter(timeout, interval).until(
+        f"Pod {namespace}/{pod} to reach phase Succeeded", done, lambda: _diagnose(api, ctx or Context())
+    )
+    return found
+
+
 def wait_succeeded(
     api: Any, what: str, namespace: str, pod: str, timeout: float, ctx: Context | None, interval: float = 2.0
 ) -> str:
-    """Wait for a run-once Pod's phase ``Succeeded`` (a Pod has no ``complete`` condition).
+    """Wait for a one-container run-once Pod's phase ``Succeeded`` (:func:`wait_finished`).
 
     Raises:
         GateError: phase ``Failed`` (with the log's last lines and the diagnosis) or timeout
@@ -184,21 +181,13 @@ def wait_succeeded(
     """
     from kubernetes import client
 
-    core = client.CoreV1Api(api)
-
-    def diag() -> str:
-        return _diagnose(api, ctx or Context())
-
-    def done() -> str | None:
-        phase = (sanitize(core.read_namespaced_pod(pod, namespace), api).get("status") or {}).get("phase")
-        if phase == "Failed":
-            tail = core.read_namespaced_pod_log(pod, namespace, tail_lines=20)
-            raise GateError(f"{what} Pod {namespace}/{pod} failed; log tail:\n{tail}\n{diag()}")
-        return phase if phase == "Succeeded" else None
-
-    phase: str = Waiter(timeout, interval).until(
-        f"Pod {namespace}/{pod} to reach phase Succeeded", done, diag
-    )
+    doc = wait_finished(api, namespace, pod, timeout, ctx, interval)
+    phase = str((doc.get("status") or {}).get("phase"))
+    if phase == "Failed":
+        tail = client.CoreV1Api(api).read_namespaced_pod_log(pod, namespace, tail_lines=20)
+        raise GateError(
+            f"{what} Pod {namespace}/{pod} failed; log tail:\n{tail}\n{_diagnose(api, ctx or Context())}"
+        )
     return phase
 
 
@@ -370,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     for sp in (g, s, cp):
         sp.add_argument(
             "--gpu-resource",
-            choices=(GPU_RESOURCE, SHARED_GPU_RESOURCE),
+            choices=WHOLE_GPU_RESOURCES,
             default=GPU_RESOURCE,
             help="the whole-GPU resource counted (nvidia.com/gpu.shared: time-slicing's rename)",
         )

@@ -220,12 +220,10 @@ def compute(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | N
         codes = exit_codes(doc)
         return [ContainerRun(n, log_of(n), codes.get(n) if n else None) for n in names or [None]]
 
-    def final() -> dict[str, Any] | None:
-        doc = read_pod()
-        return doc if (doc.get("status") or {}).get("phase") in ("Succeeded", "Failed") else None
-
     where = f"{namespace}/{pod}"
-    doc = kube.Waiter(timeout).until(f"Pod {where} to finish (phase Succeeded)", final, diag)
+    # Not kube.wait_succeeded: a Failed Pod's log is read per container below (the API refuses
+    # a log without ``container=`` once the Pod has two or more).
+    doc = kube.wait_finished(api, namespace, pod, timeout, ctx)
     phase = str((doc.get("status") or {}).get("phase"))
     runs = runs_of(doc)
     report = failure_report(runs)

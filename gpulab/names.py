@@ -29,6 +29,7 @@ __all__ = [
     "SMOKE_POD",
     "TOOLKIT_DS",
     "VECTORADD_PASSED",
+    "WHOLE_GPU_RESOURCES",
     "WORKLOAD_NAMESPACE",
 ]
 
@@ -42,6 +43,8 @@ GPU_RESOURCE: Final = "nvidia.com/gpu"
 #: What the device plugin registers instead under time-slicing with ``renameByDefault: true``
 #: (NVIDIA/k8s-device-plugin README, "With CUDA Time-Slicing": ``<resource-name>.shared``).
 SHARED_GPU_RESOURCE: Final = GPU_RESOURCE + ".shared"
+#: The names a whole GPU is advertised under: one of them, never both by one plugin config.
+WHOLE_GPU_RESOURCES: Final = (GPU_RESOURCE, SHARED_GPU_RESOURCE)
 
 #: The GPU Operator's namespace, Helm release and chart name.
 OPERATOR_NAMESPACE: Final = "gpu-operator"

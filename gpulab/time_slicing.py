@@ -32,7 +32,7 @@ from typing import Final
 
 import yaml
 
-from gpulab.names import GPU_RESOURCE, SHARED_GPU_RESOURCE
+from gpulab.names import GPU_RESOURCE, SHARED_GPU_RESOURCE, WHOLE_GPU_RESOURCES
 
 #: key -> (kind, default), as :data:`gpulab.config.SCHEMA`.
 SCHEMA: Final[dict[str, tuple[str, object]]] = {
@@ -44,6 +44,18 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
 #: (``devicePlugin.config.default``).
 CONFIG_MAP: Final = "time-slicing-config"
 CONFIG_KEY: Final = "any"
+
+
+def other_resource(resource: str) -> str:
+    """The other whole-GPU name: ``nvidia.com/gpu`` <-> ``nvidia.com/gpu.shared``. Where the
+    nodes advertise it instead of ``resource``, the rename was applied unlike the config says.
+
+    Raises:
+        ValueError: ``resource`` is not a whole-GPU name (a MIG resource has no other name).
+    """
+    if resource not in WHOLE_GPU_RESOURCES:
+        raise ValueError(f"{resource!r} is not one of {', '.join(WHOLE_GPU_RESOURCES)}")
+    return next(r for r in WHOLE_GPU_RESOURCES if r != resource)
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,10 @@ from gpulab import fixes
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _ds_ready, _get, _name, _ns, _one_line, _pod_obj, _quantity
 from gpulab.diagnose.gpus import gpu_holders, gpu_request
-from gpulab.diagnose.record import GPU_RESOURCE, SHARED_GPU_RESOURCE, Diagnosis, Json
+from gpulab.diagnose.record import SHARED_GPU_RESOURCE, Diagnosis, Json
 from gpulab.diagnose.roles import _ROLE_RANK
 from gpulab.names import OPERATOR_NAMESPACE, SIMULATED_ANNOTATION
+from gpulab.time_slicing import other_resource
 
 
 def _node_ready(node: Json) -> tuple[bool, str]:
@@ -58,7 +59,7 @@ def _allocatable_diagnoses(
     out: list[tuple[Diagnosis, int]] = []
     rank = _ROLE_RANK["allocatable"]
     resource = ctx.gpu_resource
-    other = SHARED_GPU_RESOURCE if resource == GPU_RESOURCE else GPU_RESOURCE
+    other = other_resource(resource)
     alloc: dict[str, int] = {}
     cap: dict[str, int] = {}
     other_alloc: int | None = None

@@ -12,9 +12,10 @@ from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _get, _last_line, _name, _ns, _one_line, _pod_obj, _status_texts
 from gpulab.diagnose.init_containers import _init_blocked
 from gpulab.diagnose.patterns import _CRASH_REASONS, _CREATING_REASONS, _INSUFFICIENT_RE, _PULL_REASONS
-from gpulab.diagnose.record import GPU_RESOURCE, SHARED_GPU_RESOURCE, Diagnosis, Json
+from gpulab.diagnose.record import Diagnosis, Json
 from gpulab.diagnose.roles import _NON_BLOCKING_RANK, _ROLE_RANK, _role
 from gpulab.diagnose.smoke import _creating_diagnosis, _cuda_diagnosis
+from gpulab.names import WHOLE_GPU_RESOURCES
 
 
 def _unschedulable(pod: Json, events: Sequence[Json]) -> Json | None:
@@ -66,7 +67,7 @@ def _pod_diagnoses(ctx: _Ctx, pod: Json, gpu_pending: list[tuple[Json, str]]) ->
     if unsched is not None:
         msg = str(unsched.get("message") or "")
         short = set(_INSUFFICIENT_RE.findall(msg))
-        if short & {GPU_RESOURCE, SHARED_GPU_RESOURCE}:
+        if short & set(WHOLE_GPU_RESOURCES):
             gpu_pending.append((pod, msg))
             return []
         if short & {"cpu", "memory"}:

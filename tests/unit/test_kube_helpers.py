@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from gpulab.kube import GateError, Waiter, gpu_totals
+from gpulab.gate_rules import Resources
+from gpulab.kube import GateError, Waiter
 from variants.minikube import ctl as minikube_ctl
 
 
@@ -19,10 +20,15 @@ def node(alloc: str | None, cap: str | None) -> dict[str, object]:
     return {"metadata": {"name": "n"}, "status": st}
 
 
+def totals(nodes: list[dict[str, object]]) -> tuple[int | None, int | None]:
+    have = Resources.of(nodes)
+    return have.allocatable, have.capacity
+
+
 def test_gpu_totals_distinguish_missing_from_zero() -> None:
-    assert gpu_totals([node(None, None)]) == (None, None)
-    assert gpu_totals([node("0", "1")]) == (0, 1)
-    assert gpu_totals([node("1", "1"), node("2", "2"), node(None, None)]) == (3, 3)
+    assert totals([node(None, None)]) == (None, None)
+    assert totals([node("0", "1")]) == (0, 1)
+    assert totals([node("1", "1"), node("2", "2"), node(None, None)]) == (3, 3)
 
 
 def test_waiter_returns_the_first_value_and_times_out_with_the_diagnosis() -> None:

@@ -220,3 +220,11 @@ def test_the_benchmark_pod_asks_for_the_smoke_pods_resource() -> None:
 
     (c,) = pod_spec("nvcr.io/nvidia/pytorch:25.01-py3", 8192, "cm", SHARED)["containers"]  # type: ignore[misc]
     assert c["resources"]["limits"] == {SHARED: "1"}
+
+
+def test_the_other_whole_gpu_name_and_no_other_for_a_mig_resource() -> None:
+    from gpulab.time_slicing import other_resource
+
+    assert other_resource("nvidia.com/gpu") == SHARED and other_resource(SHARED) == "nvidia.com/gpu"
+    with pytest.raises(ValueError, match="not one of"):
+        other_resource("nvidia.com/mig-1g.18gb")

@@ -51,7 +51,7 @@ from typing import Any, Final
 import yaml
 
 from gpulab.errors import GpuLabError
-from gpulab.names import GPU_RESOURCE, SHARED_GPU_RESOURCE
+from gpulab.names import GPU_RESOURCE, WHOLE_GPU_RESOURCES
 from variants.base import Action, ctl_main
 from variants.existing import leftovers
 
@@ -253,7 +253,7 @@ def gpu_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         st = n.get("status") or {}
         labels = (n.get("metadata") or {}).get("labels") or {}
         have = {**(st.get("capacity") or {}), **(st.get("allocatable") or {})}
-        names = [k for k in (GPU_RESOURCE, SHARED_GPU_RESOURCE) if k in have]
+        names = [k for k in WHOLE_GPU_RESOURCES if k in have]
         key = max(names, key=lambda k: int(str(have[k])), default=GPU_RESOURCE)
         alloc = (st.get("allocatable") or {}).get(key)
         cap = (st.get("capacity") or {}).get(key)

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from gpulab.mig import MIG_RESOURCE_PREFIX, STRATEGIES, resource_of
-from gpulab.names import GPU_RESOURCE, SHARED_GPU_RESOURCE
+from gpulab.names import WHOLE_GPU_RESOURCES
+from gpulab.time_slicing import TimeSlicing
 
 #: MIG attribute labels per profile (GFD's ``<resource>.<attribute>``); the memory in MB.
 _MIG_ATTRIBUTES: Final[Mapping[str, Mapping[str, str]]] = {
@@ -76,7 +77,7 @@ class NodeGpus:
     @property
     def gpu_key(self) -> str:
         """The whole-GPU resource name: ``nvidia.com/gpu.shared`` when shared and renamed."""
-        return SHARED_GPU_RESOURCE if self.rename and self.replicas > 1 else GPU_RESOURCE
+        return TimeSlicing(self.replicas, self.rename).resource
 
     def __post_init__(self) -> None:
         if not 0 <= self.gpus <= 8 or self.replicas < 1:
@@ -142,15 +143,11 @@ class NodeGpus:
         """True when a node's ``status.allocatable`` shows exactly these GPU resources (and no
         ``nvidia.com/gpu`` where there should be none)."""
         want = self.resources()
-        gpu_keys = {
-            k
-            for k in allocatable
-            if k in (GPU_RESOURCE, SHARED_GPU_RESOURCE) or k.startswith(MIG_RESOURCE_PREFIX)
-        }
+        gpu_keys = {k for k in allocatable if k in WHOLE_GPU_RESOURCES or k.startswith(MIG_RESOURCE_PREFIX)}
         return gpu_keys == set(want) and all(str(allocatable.get(k)) == v for k, v in want.items())
 
     def stale(self) -> dict[str, None]:
         """Whole-GPU keys a merge patch must remove from an earlier ``up``'s status
         (``nvidia.com/gpu`` or ``nvidia.com/gpu.shared`` when there is none now)."""
         now = self.resources()
-        return {k: None for k in (GPU_RESOURCE, SHARED_GPU_RESOURCE) if k not in now}
+        return {k: None for k in WHOLE_GPU_RESOURCES if k not in now}
