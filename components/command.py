@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -189,13 +190,43 @@ def pod_check(
     )
 
 
-def diagnosis_args(host_max_cuda: str | None, profile: str, resource: str | None = None) -> list[str]:
-    """The arguments a check's diagnosis needs: the host's newest CUDA, the lab's profile and,
-    when the Pod asks for ``nvidia.com/gpu.shared`` (time-slicing's rename), that name as the
-    whole-GPU resource the diagnosis counts (``--gpu-resource``; left out otherwise, so the
-    command of a lab without the rename stays as it was)."""
-    shared = ["--gpu-resource", resource] if resource == names.SHARED_GPU_RESOURCE else []
-    return [*(["--host-max-cuda", host_max_cuda] if host_max_cuda else []), "--profile", profile, *shared]
+@dataclass(frozen=True)
+class GpuPodArgs:
+    """Inputs of the lab's run-once GPU Pods and their checks (components/smoke.py,
+    components/compute.py).
+
+    Attributes:
+        image: the Pod's image, pinned (``smokeImage``, ``computeImage``).
+        kubeconfig: the cluster's kubeconfig (secret), for the check.
+        gpus: how many ``resource`` the Pod asks for: the smoke Pod's limit, the compute
+            Pod's containers (one each); ``smokeGpus`` resolved (gpulab.gpu_config).
+        resource: ``nvidia.com/gpu``, ``nvidia.com/gpu.shared`` under time-slicing's rename,
+            or under MIG ``mixed`` a ``nvidia.com/mig-<profile>`` (gpulab.mig.plan).
+        timeout_seconds: seconds for the Pod to reach ``Succeeded`` (image pull included).
+        simulated: the sim lab (kwok fakes the execution; the Pod's annotation says so).
+        host_max_cuda: the host's newest CUDA, and ``profile``: named in a failure's diagnosis.
+        runtime_class: the Pod's ``runtimeClassName`` (``nvidia`` on kind and k3s, whose
+            containerd keeps runc as default), None for the node's default runtime.
+    """
+
+    image: str
+    kubeconfig: pulumi.Input[str]
+    gpus: int = 1
+    resource: str = names.GPU_RESOURCE
+    timeout_seconds: int = 300
+    simulated: bool = False
+    host_max_cuda: str | None = None
+    profile: str = names.DEFAULT_PROFILE
+    runtime_class: str | None = None
+
+    def diagnosis_args(self) -> list[str]:
+        """The arguments the check's diagnosis needs: the host's newest CUDA, the lab's profile
+        and, when the Pod asks for ``nvidia.com/gpu.shared`` (time-slicing's rename), that name
+        as the whole-GPU resource the diagnosis counts (``--gpu-resource``; left out otherwise,
+        so the command of a lab without the rename stays as it was)."""
+        cuda = ["--host-max-cuda", self.host_max_cuda] if self.host_max_cuda else []
+        shared = ["--gpu-resource", self.resource] if self.resource == names.SHARED_GPU_RESOURCE else []
+        return [*cuda, "--profile", self.profile, *shared]
 
 
 def pod_uid(pod: k8s.core.v1.Pod) -> pulumi.Output[Any]:

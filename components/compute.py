@@ -25,45 +25,15 @@ as simulated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import diagnosis_args, parse_json_stdout, pod_check, run_once_pod
+from components.command import GpuPodArgs, parse_json_stdout, pod_check, run_once_pod
 from gpulab import names
 
 POD_NAME = names.COMPUTE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
 CONTAINER_PREFIX = names.COMPUTE_CONTAINER_PREFIX
-
-
-@dataclass(frozen=True)
-class ComputeArgs:
-    """Inputs.
-
-    Attributes:
-        image: the vectorAdd image, pinned (config ``computeImage``).
-        kubeconfig: the cluster's kubeconfig (secret), for the check.
-        resource: the extended resource each container requests one of, the one the smoke
-            Pod asks for (``nvidia.com/gpu``).
-        gpus: containers (one ``resource`` each), the smoke Pod's count (>= 1).
-        timeout_seconds: seconds for the Pod to reach ``Succeeded`` (image pull included).
-        simulated: the sim lab (kwok completes the Pod; the annotation says so).
-        runtime_class: the Pod's ``runtimeClassName`` (as the smoke Pod's), None for the
-            node's default runtime.
-        host_max_cuda: the host's newest CUDA, and ``profile``: named in a failure's diagnosis.
-    """
-
-    image: str
-    kubeconfig: pulumi.Input[str]
-    resource: str = names.GPU_RESOURCE
-    timeout_seconds: int = 300
-    simulated: bool = False
-    runtime_class: str | None = None
-    host_max_cuda: str | None = None
-    profile: str = names.DEFAULT_PROFILE
-    gpus: int = 1
 
 
 def container_names(gpus: int) -> list[str]:
@@ -100,7 +70,8 @@ def pod_spec(
 
 class ComputeCheck(pulumi.ComponentResource):
     """The compute Pod and its check (see module docstring). Type token
-    ``gpulab:compute:ComputeCheck``.
+    ``gpulab:compute:ComputeCheck``. Inputs: :class:`components.command.GpuPodArgs` (``gpus``:
+    the containers, one ``resource`` each; the lab passes the smoke Pod's with the compute image).
 
     Outputs: ``phase`` (``"Succeeded"``), ``result`` (``"passed"``: the check fails the update
     otherwise), ``gpus`` (int: containers whose log said ``Test PASSED``, one GPU each; all of
@@ -112,7 +83,7 @@ class ComputeCheck(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        args: ComputeArgs,
+        args: GpuPodArgs,
         provider: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -133,7 +104,7 @@ class ComputeCheck(pulumi.ComponentResource):
             (POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
             timeout_seconds=args.timeout_seconds,
-            extra=diagnosis_args(args.host_max_cuda, args.profile, args.resource),
+            extra=args.diagnosis_args(),
             parent=self,
         )
         facts = parse_json_stdout(self.check.stdout, "gpulab.kube compute")

@@ -15,7 +15,7 @@ existing or simulated lab.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,12 +23,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.benchmark import BenchmarkArgs, TflopsBenchmark
-from components.compute import ComputeArgs, ComputeCheck
+from components.command import GpuPodArgs
+from components.compute import ComputeCheck
 from components.dcgm import DcgmArgs, DcgmMetrics
 from components.edge import mig_plan, simulated_fields
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
-from components.smoke import SmokeArgs, SmokeTest
+from components.smoke import SmokeTest
 from gpulab import gpu_config, mig, operand_images, tflops_report
 from gpulab import outputs as out
 from gpulab.config import LabConfig
@@ -104,19 +105,20 @@ class Lab(pulumi.ComponentResource):
             self.mig_plan.smoke_resource,
             cfg.gpu.mig_strategy,
         )
+        smoke_args = GpuPodArgs(
+            image=cfg.smoke_image,
+            kubeconfig=self.cluster.kubeconfig,
+            gpus=pod_gpus,
+            resource=self.mig_plan.smoke_resource,
+            timeout_seconds=cfg.smoke_timeout_seconds,
+            simulated=cfg.simulated,
+            host_max_cuda=facts.max_cuda if facts else None,
+            profile=cfg.profile,
+            runtime_class=cfg.smoke_runtime_class,
+        )
         self.smoke = SmokeTest(
             "smoke",
-            SmokeArgs(
-                image=cfg.smoke_image,
-                kubeconfig=self.cluster.kubeconfig,
-                gpus=pod_gpus,
-                resource=self.mig_plan.smoke_resource,
-                timeout_seconds=cfg.smoke_timeout_seconds,
-                simulated=cfg.simulated,
-                host_max_cuda=facts.max_cuda if facts else None,
-                profile=cfg.profile,
-                runtime_class=cfg.smoke_runtime_class,
-            ),
+            smoke_args,
             provider=self.provider,
             # The Pod must be scheduled only after the device plugin has registered the GPUs.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.operator.gate]),
@@ -125,18 +127,8 @@ class Lab(pulumi.ComponentResource):
         if cfg.compute_check:
             self.compute = ComputeCheck(
                 "compute",
-                ComputeArgs(
-                    image=cfg.compute_image,
-                    kubeconfig=self.cluster.kubeconfig,
-                    # The resource the smoke Pod asks for (components/smoke.py pod_spec).
-                    resource=self.mig_plan.smoke_resource,
-                    timeout_seconds=cfg.smoke_timeout_seconds,
-                    simulated=cfg.simulated,
-                    runtime_class=cfg.smoke_runtime_class,
-                    host_max_cuda=facts.max_cuda if facts else None,
-                    profile=cfg.profile,
-                    gpus=pod_gpus,  # one container per GPU the smoke Pod held
-                ),
+                # The smoke Pod's resource, runtime and timeout; one container per GPU it held.
+                replace(smoke_args, image=cfg.compute_image),
                 provider=self.provider,
                 # One GPU at a time on a one-GPU lab: after the smoke Pod is done with it.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),

@@ -12,37 +12,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import diagnosis_args, parse_json_stdout, pod_check, run_once_pod
+from components.command import GpuPodArgs, parse_json_stdout, pod_check, run_once_pod
 from gpulab import names, smoke_gpus
 
 POD_NAME = names.SMOKE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
-
-
-@dataclass(frozen=True)
-class SmokeArgs:
-    """Inputs: ``image`` (pinned), ``gpus`` requested, ``timeout_seconds``, the cluster's
-    ``kubeconfig`` (secret), ``simulated`` (the sim lab: execution is faked by kwok), and for
-    the diagnosis of a failure the host's ``host_max_cuda`` and the ``profile`` name.
-    ``runtime_class``: the Pod's ``runtimeClassName`` (``nvidia`` on kind and k3s, whose
-    containerd keeps runc as default), None for the node's default runtime. ``resource``:
-    what ``gpus`` counts, ``nvidia.com/gpu`` or under MIG ``mixed`` a
-    ``nvidia.com/mig-<profile>`` (gpulab.mig.plan)."""
-
-    image: str
-    kubeconfig: pulumi.Input[str]
-    gpus: int = 1
-    resource: str = names.GPU_RESOURCE
-    timeout_seconds: int = 300
-    simulated: bool = False
-    host_max_cuda: str | None = None
-    profile: str = names.DEFAULT_PROFILE
-    runtime_class: str | None = None
 
 
 def pod_spec(
@@ -68,7 +45,8 @@ def pod_spec(
 
 
 class SmokeTest(pulumi.ComponentResource):
-    """The smoke Pod and its check (see module docstring).
+    """The smoke Pod and its check (see module docstring). Inputs:
+    :class:`components.command.GpuPodArgs` (``gpus``: the Pod's limit of ``resource``).
 
     Outputs: ``phase``, ``driver_version``, ``cuda_version`` (None on old drivers),
     ``gpus`` (how many it requested), ``gpu_uuids`` (the GPUs it saw, None when its log lists
@@ -80,7 +58,7 @@ class SmokeTest(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        args: SmokeArgs,
+        args: GpuPodArgs,
         provider: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -101,7 +79,7 @@ class SmokeTest(pulumi.ComponentResource):
             (POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
             timeout_seconds=args.timeout_seconds,
-            extra=diagnosis_args(args.host_max_cuda, args.profile, args.resource),
+            extra=args.diagnosis_args(),
             parent=self,
         )
         facts = parse_json_stdout(self.check.stdout, "gpulab.kube smoke")
