@@ -1,13 +1,18 @@
 """Unit-test fixtures: no network (the chart repository check is tested on its own) and a
-clean Pulumi runtime around every test."""
+clean Pulumi runtime around every test; for the program tests under mocks (their modules say
+``pytestmark = pytest.mark.usefixtures("no_host_tools")``) no host checks, and ``chart``, a
+stand-in chart directory."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 import components.edge
+import variants.base
+import variants.minikube.host
 
 #: The real check, kept before the autouse fixture replaces it (tests/unit/test_chart_preflight.py).
 real_chart_findings = components.edge.chart_findings
@@ -31,3 +36,18 @@ def restore_runtime() -> Iterator[None]:
     rsettings.SETTINGS.__dict__.update(saved)
     rconfig.CONFIG.reset(cfg_token)
     rsettings.ROOT.reset(root_token)
+
+
+@pytest.fixture
+def no_host_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This machine has neither minikube nor a GPU: the host checks are tested elsewhere."""
+    monkeypatch.setattr(variants.base.Variant, "missing_tools", lambda self, *_: [])
+    monkeypatch.delenv("GPULAB_CHART_PATH", raising=False)
+    monkeypatch.setattr(variants.minikube.host, "minikube_host_findings", lambda cfg: [])
+
+
+@pytest.fixture
+def chart(tmp_path: Path) -> str:
+    """A directory that passes for the gpu-operator chart (its Chart.yaml only)."""
+    (tmp_path / "Chart.yaml").write_text("name: gpu-operator\nversion: v26.7.0\n")
+    return str(tmp_path)

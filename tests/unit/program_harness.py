@@ -20,6 +20,8 @@ from pulumi.runtime import rpc
 from gpulab.argv import decode, step_of
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The minikube lab on the shipped H200 capture (no GPU needed).
+MINIKUBE: dict[str, Any] = {"cluster": "minikube", "hostProbe": "capture"}
 COMMAND = "command:local:Command"
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\n"
 #: The ``measuredAt`` each fake helper prints.
@@ -211,3 +213,8 @@ def run_program(config: dict[str, Any], preview: bool = False) -> Run:
 
     body()
     return run
+
+
+def sim(chart: str, **extra: Any) -> dict[str, Any]:
+    """The sim lab's config on ``chart`` (the ``chart`` fixture), plus ``extra`` keys."""
+    return {"cluster": "sim", "chartPath": chart, **extra}

@@ -4,14 +4,11 @@ and the stack policies that run at preview see what they need. No engine."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pulumi_policy import PolicyResource
 
-import variants.base
-import variants.minikube.host
 from gpulab import outputs as out
 from gpulab.argv import decode, encode
 from policy import stack_context, validators
@@ -20,12 +17,7 @@ from policy.stack_context import StackContext
 from .policy.harness import Outcome, _opts, check_resource, check_stack
 from .program_harness import Run, run_program
 
-
-@pytest.fixture(autouse=True)
-def no_host_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This machine has neither minikube nor a GPU: the host checks are tested elsewhere."""
-    monkeypatch.setattr(variants.base.Variant, "missing_tools", lambda self, *_: [])
-    monkeypatch.setattr(variants.minikube.host, "minikube_host_findings", lambda cfg: [])
+pytestmark = pytest.mark.usefixtures("no_host_tools")
 
 
 @pytest.fixture(autouse=True)
@@ -33,12 +25,6 @@ def fresh_ledger() -> Any:
     validators.LEDGER.clear()
     yield
     validators.LEDGER.clear()
-
-
-@pytest.fixture
-def chart(tmp_path: Path) -> str:
-    (tmp_path / "Chart.yaml").write_text("name: gpu-operator\nversion: v26.7.0\n")
-    return str(tmp_path)
 
 
 def resource_outcomes(run: Run, ctx: StackContext) -> dict[tuple[str, str], Outcome]:

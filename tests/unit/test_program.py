@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,28 +16,9 @@ from gpulab.config import ConfigError
 from gpulab.preflight import Finding, PreflightError
 from variants.minikube.ctl import StartSpec, start_argv
 
-from .program_harness import COMMAND, GATE_AT, KUBECONFIG, SMOKE_AT, TFLOPS_AT, run_program
+from .program_harness import COMMAND, GATE_AT, KUBECONFIG, MINIKUBE, SMOKE_AT, TFLOPS_AT, run_program, sim
 
-
-@pytest.fixture(autouse=True)
-def no_host_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This machine has neither minikube nor a GPU: the host checks are tested elsewhere."""
-    monkeypatch.setattr(variants.base.Variant, "missing_tools", lambda self, *_: [])
-    monkeypatch.delenv("GPULAB_CHART_PATH", raising=False)
-    monkeypatch.setattr(variants.minikube.host, "minikube_host_findings", lambda cfg: [])
-
-
-@pytest.fixture
-def chart(tmp_path: Path) -> str:
-    (tmp_path / "Chart.yaml").write_text("name: gpu-operator\nversion: v26.7.0\n")
-    return str(tmp_path)
-
-
-def sim(chart: str, **extra: Any) -> dict[str, Any]:
-    return {"cluster": "sim", "chartPath": chart, **extra}
-
-
-MINIKUBE = {"cluster": "minikube", "hostProbe": "capture"}
+pytestmark = pytest.mark.usefixtures("no_host_tools")
 
 
 def argv(run: Any, name: str, key: str = "create") -> list[str]:

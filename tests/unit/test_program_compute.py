@@ -3,36 +3,13 @@ fits the node, and the operand images pinned in config."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-import variants.base
-import variants.minikube.host
 from gpulab import outputs as out
 
-from .program_harness import COMMAND, COMPUTE_AT, run_program
+from .program_harness import COMMAND, COMPUTE_AT, MINIKUBE, run_program, sim
 
-MINIKUBE = {"cluster": "minikube", "hostProbe": "capture"}
-
-
-@pytest.fixture(autouse=True)
-def no_host_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This machine has neither minikube nor a GPU: the host checks are tested elsewhere."""
-    monkeypatch.setattr(variants.base.Variant, "missing_tools", lambda self, *_: [])
-    monkeypatch.delenv("GPULAB_CHART_PATH", raising=False)
-    monkeypatch.setattr(variants.minikube.host, "minikube_host_findings", lambda cfg: [])
-
-
-@pytest.fixture
-def chart(tmp_path: Path) -> str:
-    (tmp_path / "Chart.yaml").write_text("name: gpu-operator\nversion: v26.7.0\n")
-    return str(tmp_path)
-
-
-def sim(chart: str, **extra: Any) -> dict[str, Any]:
-    return {"cluster": "sim", "chartPath": chart, **extra}
+pytestmark = pytest.mark.usefixtures("no_host_tools")
 
 
 def test_the_compute_pod_runs_nvidias_vectoradd_once_on_one_gpu_after_the_smoke_check() -> None:

@@ -8,29 +8,15 @@ from pathlib import Path
 
 import pytest
 
-import variants.base
-import variants.minikube.host
 from gpulab import outputs as out
 from gpulab.argv import step_of
 
-from .program_harness import run_program
+from .program_harness import MINIKUBE, run_program
 
-MINIKUBE = {"cluster": "minikube", "hostProbe": "capture"}
 V2 = Path(__file__).resolve().parents[1] / "data" / "tflops" / "h200-torch-v2.json"
 
 
-@pytest.fixture(autouse=True)
-def no_host_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This machine has neither minikube nor a GPU: the host checks are tested elsewhere."""
-    monkeypatch.setattr(variants.base.Variant, "missing_tools", lambda self, *_: [])
-    monkeypatch.delenv("GPULAB_CHART_PATH", raising=False)
-    monkeypatch.setattr(variants.minikube.host, "minikube_host_findings", lambda cfg: [])
-
-
-@pytest.fixture
-def chart(tmp_path: Path) -> str:
-    (tmp_path / "Chart.yaml").write_text("name: gpu-operator\nversion: v26.7.0\n")
-    return str(tmp_path)
+pytestmark = pytest.mark.usefixtures("no_host_tools")
 
 
 def test_gpu_lab_scrapes_dcgm_after_the_smoke_check_beside_the_compute_check() -> None:

@@ -3,27 +3,14 @@ expects, what the smoke Pod asks for, the operator's mig.strategy, the MIG outpu
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-import variants.base
 from gpulab import outputs as out
 from gpulab.preflight import PreflightError
 
 from .program_harness import run_program
 
-
-@pytest.fixture(autouse=True)
-def no_host_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(variants.base.Variant, "missing_tools", lambda self, *_: [])
-    monkeypatch.delenv("GPULAB_CHART_PATH", raising=False)
-
-
-@pytest.fixture
-def chart(tmp_path: Path) -> str:
-    (tmp_path / "Chart.yaml").write_text("name: gpu-operator\nversion: v26.7.0\n")
-    return str(tmp_path)
+pytestmark = pytest.mark.usefixtures("no_host_tools")
 
 
 def sim_mig(chart: str) -> dict[str, str]:

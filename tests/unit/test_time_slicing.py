@@ -178,29 +178,13 @@ def test_the_operator_components_record_the_sharing_options() -> None:
     assert op.time_slicing == TimeSlicing(4, True, False) and op.gpu_resource == SHARED
 
 
-def test_the_program_asks_every_gpu_pod_and_the_gate_for_the_renamed_resource(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("no_host_tools")
+def test_the_program_asks_every_gpu_pod_and_the_gate_for_the_renamed_resource(chart: str) -> None:
     """Under mocks: the gate counts nvidia.com/gpu.shared, the smoke and compute Pods ask for one
     each, and the stack exports the name."""
-    import variants.base
+    from .program_harness import run_program, sim
 
-    from .program_harness import run_program
-
-    # This machine's PATH may lack the sim tools: the host checks are tested elsewhere.
-    monkeypatch.setattr(variants.base.Variant, "missing_tools", lambda self, *_: [])
-    monkeypatch.delenv("GPULAB_CHART_PATH", raising=False)
-
-    (tmp_path / "Chart.yaml").write_text("name: gpu-operator\nversion: v26.7.0\n")
-    run = run_program(
-        {
-            "cluster": "sim",
-            "chartPath": str(tmp_path),
-            "simGpus": 2,
-            "timeSlicingReplicas": 4,
-            "timeSlicingRename": "true",
-        }
-    )
+    run = run_program(sim(chart, simGpus=2, timeSlicingReplicas=4, timeSlicingRename="true"))
     assert run.error is None, run.error
     gate = run.by_name("gpu-operator-gate").argv()
     assert gate[gate.index("--gpu-resource") + 1] == SHARED
