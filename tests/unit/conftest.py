@@ -1,18 +1,21 @@
 """Unit-test fixtures: no network (the chart repository check is tested on its own) and a
 clean Pulumi runtime around every test; for the program tests under mocks (their modules say
 ``pytestmark = pytest.mark.usefixtures("no_host_tools")``) no host checks, and ``chart``, a
-stand-in chart directory."""
+stand-in chart directory; ``sim`` and ``real``, the saved outputs of a simulated and of a real
+lab (tests/unit/samples.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import components.edge
 import variants.base
 import variants.minikube.host
+from tests.unit.samples import load
 
 #: The real check, kept before the autouse fixture replaces it (tests/unit/test_chart_preflight.py).
 real_chart_findings = components.edge.chart_findings
@@ -51,3 +54,15 @@ def chart(tmp_path: Path) -> str:
     """A directory that passes for the gpu-operator chart (its Chart.yaml only)."""
     (tmp_path / "Chart.yaml").write_text("name: gpu-operator\nversion: v26.7.0\n")
     return str(tmp_path)
+
+
+@pytest.fixture
+def sim() -> dict[str, Any]:
+    """The saved outputs of the simulated one-GPU lab."""
+    return load("sim-h200-1gpu.json")
+
+
+@pytest.fixture
+def real() -> dict[str, Any]:
+    """The saved outputs of a minikube lab on one H200."""
+    return load("minikube-h200-1gpu.json")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,13 +9,7 @@ import pytest
 from gpulab import checklist
 from gpulab import outputs as o
 from gpulab.checklist import UNKNOWN
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "outputs"
-
-
-def load(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((DATA / name).read_text())
-    return data
+from tests.unit.samples import load
 
 
 def compute_item(outputs: dict[str, Any]) -> checklist.Item:

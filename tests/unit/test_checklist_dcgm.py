@@ -3,34 +3,17 @@
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from gpulab import checklist
 from gpulab import outputs as o
 
-OUTPUTS = Path(__file__).resolve().parents[1] / "data" / "outputs"
 H200 = "GPU-00000000-0000-4000-8000-000000000000"
 
 
 def item(outputs: dict[str, Any]) -> checklist.Item:
     (found,) = [i for i in checklist.evaluate(outputs) if i.id == "dcgm-reports-gpus"]
     return found
-
-
-@pytest.fixture
-def real() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((OUTPUTS / "minikube-h200-1gpu.json").read_text())
-    return data
-
-
-@pytest.fixture
-def sim() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((OUTPUTS / "sim-h200-1gpu.json").read_text())
-    return data
 
 
 def test_registered_after_compute_in_the_checklist() -> None:

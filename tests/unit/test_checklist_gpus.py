@@ -7,17 +7,12 @@ where a case needs a multi-GPU host.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from gpulab import checklist
 from gpulab import outputs as o
 from gpulab.findings import Status
 
-OUTPUTS = Path(__file__).resolve().parents[1] / "data" / "outputs"
 GPU0, GPU1 = "GPU-00000000-0000-4000-8000-000000000000", "GPU-00000001-0000-4000-8000-000000000001"
 
 
@@ -33,18 +28,6 @@ def two_gpus(data: dict[str, Any], seen: list[str] | None, requested: int = 2) -
     data[o.HOST_GPUS] = [{**gpu, "index": 0, "uuid": GPU0}, {**gpu, "index": 1, "uuid": GPU1}]
     data[o.HOST_GPU_COUNT] = 2
     data[o.SMOKE_GPUS], data[o.SMOKE_GPU_UUIDS] = requested, seen
-    return data
-
-
-@pytest.fixture
-def real() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((OUTPUTS / "minikube-h200-1gpu.json").read_text())
-    return data
-
-
-@pytest.fixture
-def sim() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((OUTPUTS / "sim-h200-1gpu.json").read_text())
     return data
 
 

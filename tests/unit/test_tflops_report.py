@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
 from gpulab import tflops_report
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "tflops"
-
-
-def load(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((DATA / name).read_text())
-    return data
+from tests.unit.samples import tflops_fixture as load
 
 
 def test_the_h200_run_keeps_burst_sustained_and_the_reference() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from gpulab import card
 from gpulab import outputs as o
-from tests.unit.card.samples import DATA
+from tests.unit.samples import DATA
 
 
 def write(tmp_path: Path, name: str, data: Any) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from gpulab import card, probe
 from gpulab import outputs as o
 from gpulab.card import hardware
-from tests.unit.card.samples import NOW
+from tests.unit.samples import NOW
 
 H200 = "GPU-00000000-0000-4000-8000-000000000000"
 

@@ -12,7 +12,7 @@ from gpulab import card
 from gpulab import outputs as o
 from gpulab.card.html import render_html, tflops_chart
 from tests import chromium
-from tests.unit.card.samples import NOW, tflops_fixture
+from tests.unit.samples import NOW, tflops_fixture
 
 
 def rows(html: str) -> dict[str, str]:
@@ -83,7 +83,7 @@ def test_a_single_rate_document_draws_one_bar_per_dtype(real: dict[str, Any]) ->
     """A method-v1 document (tests/data/tflops/h200-torch.json): one rate, no burst/sustained."""
     import json
 
-    from tests.unit.card.samples import DATA
+    from tests.unit.samples import DATA
 
     v1 = json.loads((DATA / "tflops" / "h200-torch.json").read_text())
     c = card.build_card(real, tflops=v1, now=NOW)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpulab import card
-from tests.unit.card.samples import NOW
+from tests.unit.samples import NOW
 
 
 def test_simulated_markdown_has_banner_and_marks(sim: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ from gpulab.card.html import render_html
 from gpulab.card.markdown import render_markdown
 from gpulab.card.summary import summary_line
 from tests import chromium
-from tests.unit.card.samples import NOW, load
+from tests.unit.samples import NOW, load
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from gpulab import card
 from gpulab import outputs as o
-from tests.unit.card.samples import NOW, tflops_fixture
+from tests.unit.samples import NOW, tflops_fixture
 
 # A flattened kubeconfig as `kubectl config view --flatten --minify` prints it (keys made up).
 KUBECONFIG_TEXT = """\

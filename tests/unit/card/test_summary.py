@@ -11,7 +11,7 @@ import pytest
 from gpulab import card
 from gpulab import outputs as o
 from gpulab.card.summary import summary_line
-from tests.unit.card.samples import DATA, NOW, tflops_fixture
+from tests.unit.samples import DATA, NOW, tflops_fixture
 
 
 def test_simulated_lab_summary(sim: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ import pytest
 from gpulab import card
 from gpulab import outputs as o
 from gpulab.card import timing
-from tests.unit.card.samples import NOW, tflops_fixture
+from tests.unit.samples import NOW, tflops_fixture
 
 
 @pytest.mark.parametrize(
