@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.sandbox import ROOT, toolchain_env
+from tests.support.sandbox import ROOT, run_pulumi, toolchain_env
 
 pytestmark = pytest.mark.engine
 
@@ -87,18 +87,8 @@ class Stack:
     def pulumi(
         self, *args: str, check: bool = True, timeout: float = 300
     ) -> subprocess.CompletedProcess[str]:
-        """Run the CLI in the program; fail with its output when it fails and ``check``."""
-        p = subprocess.run(
-            [self.env["GPULAB_PULUMI"], *args, "--non-interactive"],
-            cwd=self.dir,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if check and p.returncode != 0:
-            raise AssertionError(f"pulumi {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
-        return p
+        """Run the CLI in the program (tests.support.sandbox.run_pulumi)."""
+        return run_pulumi(self.dir, self.env, *args, check=check, timeout=timeout)
 
     def set(self, **resources: dict[str, Any]) -> None:
         """Describe the program's resources (see command_parity/__main__.py)."""

@@ -65,6 +65,24 @@ def missing_toolchain(env: dict[str, str]) -> str | None:
     return None
 
 
+def run_pulumi(
+    cwd: Path, env: dict[str, str], *args: str, check: bool = True, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """Run the CLI (``$GPULAB_PULUMI``, else ``pulumi``) non-interactively in ``cwd``; raise
+    AssertionError with its output when it fails and ``check``."""
+    p = subprocess.run(
+        [env.get("GPULAB_PULUMI") or "pulumi", *args, "--non-interactive"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and p.returncode != 0:
+        raise AssertionError(f"pulumi {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+    return p
+
+
 @dataclass
 class Project:
     """A throwaway copy of the project with its own Pulumi backend."""
@@ -75,18 +93,8 @@ class Project:
     def pulumi(
         self, *args: str, check: bool = True, timeout: float = 900
     ) -> subprocess.CompletedProcess[str]:
-        """Run the CLI in the copy; raise AssertionError with its output when it fails and ``check``."""
-        p = subprocess.run(
-            [self.env.get("GPULAB_PULUMI") or "pulumi", *args, "--non-interactive"],
-            cwd=self.dir,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if check and p.returncode != 0:
-            raise AssertionError(f"pulumi {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
-        return p
+        """Run the CLI in the copy (:func:`run_pulumi`)."""
+        return run_pulumi(self.dir, self.env, *args, check=check, timeout=timeout)
 
     def init(self, stack: str, **config: Any) -> None:
         """Create ``stack`` (passphrase secrets) from its ``stacks/<stack>.yaml`` template, as
