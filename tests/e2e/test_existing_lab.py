@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gpulab import checklist
 from gpulab import outputs as out
-from tests.support.sandbox import Project, shared_chart
+from tests.support.sandbox import Project, kube_api, shared_chart
 from variants.existing import ctl as existing_ctl
 
 pytestmark = pytest.mark.sim
@@ -36,14 +35,6 @@ pytestmark = pytest.mark.sim
 SIM_TOOLS = ("kwokctl", "kwok", "kube-apiserver", "etcd", "kubectl")
 NAME = "e2e-existing"
 CRD_PREFIX = "customresourcedefinition/"
-
-
-def _api(kubeconfig: str) -> Any:
-    from kubernetes import client, config
-
-    conf = client.Configuration()
-    config.load_kube_config_from_dict(yaml.safe_load(kubeconfig), client_configuration=conf)
-    return client.ApiClient(conf)
 
 
 def _simcluster(project: Project, *args: str) -> dict[str, Any]:
@@ -122,7 +113,7 @@ def test_existing_cluster_with_two_gpu_nodes_up_checks_destroy_and_leftovers(
     if chart is None:
         pytest.skip("no offline gpu-operator chart: set GPULAB_CHART_PATH")
     path, kubeconfig = two_gpu_nodes
-    api = _api(kubeconfig)
+    api = kube_api(kubeconfig)
     chart_crds = existing_ctl.chart_crds(Path(chart), nfd=True)
     project.init(
         "existing",

@@ -12,12 +12,9 @@ completes each and serves each the simulated vectorAdd log, so ``computeGpus`` i
 
 from __future__ import annotations
 
-import json
-import time
 from typing import Any
 
 import pytest
-import yaml
 
 from gpulab import checklist
 from gpulab import outputs as out
@@ -32,11 +29,7 @@ UUIDS = ["GPU-00000000-0000-4000-8000-000000000000", "GPU-00000001-0000-4000-800
 def test_the_2gpu_lab_goes_up_sees_every_gpu_and_comes_down(project: Project) -> None:
     if shared_chart() is None:
         pytest.skip("no offline gpu-operator chart: set GPULAB_CHART_PATH")
-    try:
-        t0 = time.monotonic()
-        up = project.lab("up", stack=STACK)
-        up_s = time.monotonic() - t0
-        assert up.returncode == 0, f"{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
+    with project.round_trip(STACK, "gpu-lab-2gpu"):
         o = project.outputs(STACK)
         assert o[out.HOST_PROBE_SOURCE] == "capture:h200-2gpu" and o[out.HOST_GPU_COUNT] == 2
         assert o[out.ALLOCATABLE_GPUS] == 2 and o[out.SMOKE_GPUS] == 2
@@ -57,28 +50,14 @@ def test_the_2gpu_lab_goes_up_sees_every_gpu_and_comes_down(project: Project) ->
         )
         _each_compute_container_passed(project)
         assert checklist.exit_code(items) == 0, [i.report() for i in items]
-    finally:
-        t1 = time.monotonic()
-        down = project.lab("destroy", stack=STACK)
-        down_s = time.monotonic() - t1
-    assert down.returncode == 0, down.stderr[-3000:]
-    export = json.loads(project.pulumi("stack", "export", "--stack", STACK).stdout)
-    assert not export["deployment"].get("resources")
-    assert not (project.dir / ".state" / "sim" / "gpu-lab-2gpu").exists()
-    print(f"\ntimings: make lab {up_s:.1f}s, make destroy {down_s:.1f}s")
 
 
 def _each_compute_container_passed(project: Project) -> None:
     """The compute Pod in the cluster: two containers, one GPU each, each terminated with exit
     code 0 and served a (simulated) vectorAdd log with ``Test PASSED``."""
-    from kubernetes import client, config
+    from kubernetes import client
 
-    kubeconfig = json.loads(
-        project.pulumi("stack", "output", "--json", "--show-secrets", "--stack", STACK).stdout
-    )[out.KUBECONFIG]
-    conf = client.Configuration()
-    config.load_kube_config_from_dict(yaml.safe_load(kubeconfig), client_configuration=conf)
-    core: Any = client.CoreV1Api(client.ApiClient(conf))
+    core: Any = client.CoreV1Api(project.kube_api(STACK))
     pod = core.read_namespaced_pod("gpu-compute", "default")
     assert pod.status.phase == "Succeeded"
     names = [c.name for c in pod.spec.containers]

@@ -8,25 +8,13 @@ reads "not observable in simulation", never a pass -> destroy.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
-import yaml
 
 from gpulab import checklist
 from gpulab import outputs as out
-from tests.support.sandbox import Project, shared_chart
+from tests.support.sandbox import Project, kube_api, shared_chart
 
 pytestmark = pytest.mark.sim
-
-
-def _api(kubeconfig: str) -> Any:
-    from kubernetes import client, config
-
-    conf = client.Configuration()
-    config.load_kube_config_from_dict(yaml.safe_load(kubeconfig), client_configuration=conf)
-    return client.ApiClient(conf)
 
 
 def test_simulated_compute_check(project: Project) -> None:
@@ -59,12 +47,10 @@ def _compute_check(project: Project) -> None:
     # The pack says so after up, without blocking it.
     assert "[compute-works] not observable in the simulated lab" in up.stdout + up.stderr
 
-    kubeconfig = json.loads(
-        project.pulumi("stack", "output", "--json", "--show-secrets", "--stack", "sim").stdout
-    )[out.KUBECONFIG]
+    kubeconfig = project.secret_outputs("sim")[out.KUBECONFIG]
     from kubernetes import client
 
-    core = client.CoreV1Api(_api(kubeconfig))
+    core = client.CoreV1Api(kube_api(kubeconfig))
     pod = core.read_namespaced_pod("gpu-compute", "default")
     assert pod.status.phase == "Succeeded"
     assert pod.metadata.annotations["gpulab.dev/simulated-execution"] == "true"

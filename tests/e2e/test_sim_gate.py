@@ -15,25 +15,15 @@ import os
 import re
 import subprocess
 import time
-from typing import Any
 
 import pytest
-import yaml
 
-from tests.support.sandbox import Project, shared_chart
+from tests.support.sandbox import Project, kube_api, shared_chart
 
 pytestmark = pytest.mark.sim
 
 #: The gate must give up on a GPU-less node within this many seconds (issue #12).
 LIMIT_S = 30
-
-
-def _api(kubeconfig: str) -> Any:
-    from kubernetes import client, config
-
-    conf = client.Configuration()
-    config.load_kube_config_from_dict(yaml.safe_load(kubeconfig), client_configuration=conf)
-    return client.ApiClient(conf)
 
 
 def test_a_node_without_gpus_fails_the_gate_within_30s_and_no_smoke_pod_is_made(project: Project) -> None:
@@ -74,7 +64,7 @@ def _fails_fast(project: Project) -> None:
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
-    core = client.CoreV1Api(_api(kubeconfig))
+    core = client.CoreV1Api(kube_api(kubeconfig))
     with pytest.raises(ApiException) as missing:
         core.read_namespaced_pod("gpu-smoke", "default")
     assert missing.value.status == 404

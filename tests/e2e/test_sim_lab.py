@@ -18,7 +18,7 @@ import yaml
 
 from gpulab import card, checklist, diagnose
 from gpulab import outputs as out
-from tests.support.sandbox import Project, shared_chart
+from tests.support.sandbox import Project, kube_api, shared_chart
 
 pytestmark = pytest.mark.sim
 
@@ -28,14 +28,6 @@ def _chart() -> str:
     if chart is None:
         pytest.skip("no offline gpu-operator chart: set GPULAB_CHART_PATH")
     return chart
-
-
-def _api(kubeconfig: str) -> Any:
-    from kubernetes import client, config
-
-    conf = client.Configuration()
-    config.load_kube_config_from_dict(yaml.safe_load(kubeconfig), client_configuration=conf)
-    return client.ApiClient(conf)
 
 
 def _cluster_pids(workdir: Path) -> list[int]:
@@ -114,16 +106,14 @@ def _up_noop_contention_destroy(project: Project) -> None:
     noop_s, noop = project.timed("up", "--yes", "--skip-preview", "--stack", "sim", "--expect-no-changes")
     assert "unchanged" in noop.stdout, noop.stdout
 
-    kubeconfig = json.loads(
-        project.pulumi("stack", "output", "--json", "--show-secrets", "--stack", "sim").stdout
-    )[out.KUBECONFIG]
+    kubeconfig = project.secret_outputs("sim")[out.KUBECONFIG]
     server = yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]["server"]
     port = int(server.rsplit(":", 1)[1])
     assert _listening(port)
 
     from kubernetes import client
 
-    api = _api(kubeconfig)
+    api = kube_api(kubeconfig)
     core = client.CoreV1Api(api)
 
     def gpu_pod(name: str, gpus: int, restart: str) -> dict[str, Any]:

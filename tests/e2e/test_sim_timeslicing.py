@@ -14,10 +14,6 @@ With ``timeSlicingRename`` the config says ``renameByDefault: true`` (and
 
 from __future__ import annotations
 
-import json
-import time
-from typing import Any
-
 import pytest
 import yaml
 
@@ -34,24 +30,12 @@ STACKS = {
 }
 
 
-def _api(kubeconfig: str) -> Any:
-    from kubernetes import client, config
-
-    conf = client.Configuration()
-    config.load_kube_config_from_dict(yaml.safe_load(kubeconfig), client_configuration=conf)
-    return client.ApiClient(conf)
-
-
 @pytest.mark.parametrize("stack", sorted(STACKS))
 def test_the_time_slicing_lab_goes_up_passes_and_comes_down(project: Project, stack: str) -> None:
     profile, resource, renamed = STACKS[stack]
     if shared_chart() is None:
         pytest.skip("no offline gpu-operator chart: set GPULAB_CHART_PATH")
-    try:
-        t0 = time.monotonic()
-        up = project.lab("up", stack=stack)
-        up_s = time.monotonic() - t0
-        assert up.returncode == 0, f"{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
+    with project.round_trip(stack, profile):
         o = project.outputs(stack)
         assert o[out.HOST_GPU_COUNT] == 2 and o[out.ALLOCATABLE_GPUS] == 8
         assert o[out.GPU_RESOURCE_NAME] == resource and o[out.SMOKE_RESOURCE] == resource
@@ -62,24 +46,12 @@ def test_the_time_slicing_lab_goes_up_passes_and_comes_down(project: Project, st
         assert by_id["pods-see-every-gpu"].status == "not-tested", by_id["pods-see-every-gpu"]
         assert checklist.exit_code(items) == 0, [i.report() for i in items]
         _sharing_config_applied(project, stack, resource, renamed)
-    finally:
-        t1 = time.monotonic()
-        down = project.lab("destroy", stack=stack)
-        down_s = time.monotonic() - t1
-    assert down.returncode == 0, down.stderr[-3000:]
-    export = json.loads(project.pulumi("stack", "export", "--stack", stack).stdout)
-    assert not export["deployment"].get("resources")
-    assert not (project.dir / ".state" / "sim" / profile).exists()
-    print(f"\ntimings: make lab {up_s:.1f}s, make destroy {down_s:.1f}s")
 
 
 def _sharing_config_applied(project: Project, stack: str, resource: str, renamed: bool) -> None:
     from kubernetes import client
 
-    kubeconfig = json.loads(
-        project.pulumi("stack", "output", "--json", "--show-secrets", "--stack", stack).stdout
-    )[out.KUBECONFIG]
-    api = _api(kubeconfig)
+    api = project.kube_api(stack)
     policy = client.CustomObjectsApi(api).get_cluster_custom_object(
         "nvidia.com", "v1", "clusterpolicies", "cluster-policy"
     )

@@ -30,7 +30,7 @@ import yaml
 
 from gpulab import outputs as out
 from tests import chromium
-from tests.support.sandbox import Project, shared_chart
+from tests.support.sandbox import Project, kube_api, shared_chart
 
 pytestmark = pytest.mark.sim
 
@@ -61,14 +61,6 @@ def _plain(value: Any) -> Any:
 def _ok(p: subprocess.CompletedProcess[str], what: str) -> list[str]:
     assert p.returncode == 0, f"{what} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
     return p.stdout.splitlines()
-
-
-def _api(kubeconfig: str) -> Any:
-    from kubernetes import client, config
-
-    conf = client.Configuration()
-    config.load_kube_config_from_dict(yaml.safe_load(kubeconfig), client_configuration=conf)
-    return client.ApiClient(conf)
 
 
 def test_verify_bundle_and_html_on_the_simulated_lab(project: Project) -> None:
@@ -135,9 +127,7 @@ def _lab_verify_bundle(project: Project) -> None:
     }
     assert stale["smoke"]["measuredAt"] == card["measurements"]["groups"]["smoke"]["measuredAt"]
 
-    kubeconfig = json.loads(
-        project.pulumi("stack", "output", "--json", "--show-secrets", "--stack", "sim").stdout
-    )[out.KUBECONFIG]
+    kubeconfig = project.secret_outputs("sim")[out.KUBECONFIG]
     _plant_secrets(kubeconfig)
     t0 = time.monotonic()
     p = project.lab("debug-bundle")
@@ -196,7 +186,7 @@ def _plant_secrets(kubeconfig: str) -> None:
     """The sentinels where the bundle reads: a Secret, a Pod's env and annotation, an event."""
     from kubernetes import client
 
-    api = _api(kubeconfig)
+    api = kube_api(kubeconfig)
     core = client.CoreV1Api(api)
     core.create_namespaced_secret(
         "gpu-operator",

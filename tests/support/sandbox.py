@@ -12,6 +12,8 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,16 @@ def missing_toolchain(env: dict[str, str]) -> str | None:
     if not plugin.is_dir():
         return f"{plugin} missing: run `make toolchain-tests`"
     return None
+
+
+def kube_api(kubeconfig: str) -> Any:
+    """An ``ApiClient`` (the official ``kubernetes`` client) for kubeconfig text."""
+    import yaml
+    from kubernetes import client, config
+
+    conf = client.Configuration()
+    config.load_kube_config_from_dict(yaml.safe_load(kubeconfig), client_configuration=conf)
+    return client.ApiClient(conf)
 
 
 def run_pulumi(
@@ -121,6 +133,36 @@ class Project:
     def outputs(self, stack: str) -> dict[str, Any]:
         """``pulumi stack output --json`` (secrets print as ``"[secret]"``)."""
         return json.loads(self.pulumi("stack", "output", "--json", "--stack", stack).stdout)  # type: ignore[no-any-return]
+
+    def secret_outputs(self, stack: str) -> dict[str, Any]:
+        """``pulumi stack output --json --show-secrets`` (the kubeconfig in clear)."""
+        out = self.pulumi("stack", "output", "--json", "--show-secrets", "--stack", stack).stdout
+        return json.loads(out)  # type: ignore[no-any-return]
+
+    def kube_api(self, stack: str) -> Any:
+        """An ``ApiClient`` for ``stack``'s cluster (its ``kubeconfig`` output)."""
+        return kube_api(self.secret_outputs(stack)["kubeconfig"])
+
+    @contextmanager
+    def round_trip(self, stack: str, profile: str) -> Iterator[subprocess.CompletedProcess[str]]:
+        """``make lab`` for ``stack`` (asserted to succeed), yielding its run; then ``make
+        destroy``, always. When the body passed: destroy succeeded, the state holds no resource,
+        the sim cluster directory ``.state/sim/<profile>`` is gone; the timings are printed."""
+        t0 = time.monotonic()
+        try:
+            up = self.lab("up", stack=stack)
+            up_s = time.monotonic() - t0
+            assert up.returncode == 0, f"{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
+            yield up
+        finally:
+            t1 = time.monotonic()
+            down = self.lab("destroy", stack=stack)
+            down_s = time.monotonic() - t1
+        assert down.returncode == 0, down.stderr[-3000:]
+        export = json.loads(self.pulumi("stack", "export", "--stack", stack).stdout)
+        assert not export["deployment"].get("resources")
+        assert not (self.dir / ".state" / "sim" / profile).exists()
+        print(f"\ntimings: make lab {up_s:.1f}s, make destroy {down_s:.1f}s")
 
     def timed(self, *args: str, **kw: Any) -> tuple[float, subprocess.CompletedProcess[str]]:
         """:meth:`pulumi` and its wall time in seconds."""
