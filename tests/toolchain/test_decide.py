@@ -103,10 +103,17 @@ def test_the_sim_stack_and_the_tests_build_the_simulated_control_plane() -> None
     assert run("sim").build == ["pulumi", "sim"]
 
 
-def test_the_sim_stack_without_go_says_so_unless_built() -> None:
-    with pytest.raises(ToolchainError, match="simulated control plane"):
-        run("sim", pulumi="/p", version="v3.290.0", go=False)
-    assert not run("sim", pulumi="/p", version="v3.290.0", go=False, sim_built=True).needs_go
+def test_the_sim_stack_without_go_may_download_its_control_plane() -> None:
+    """Without go the sim control plane's release binaries may still be downloaded
+    (toolchain/sim/fetch.py asks the servers); only GPULAB_OFFLINE rules that out."""
+    d = run("sim", pulumi="/p", version="v3.290.0", go=False)
+    assert d.build == ["sim"] and not d.needs_go
+    with pytest.raises(ToolchainError, match="GPULAB_OFFLINE=1: the simulated control plane") as e:
+        run("sim", env={"GPULAB_OFFLINE": "1"}, pulumi="/p", version="v3.290.0", go=False)
+    assert "unset GPULAB_OFFLINE to download" in str(e.value)
+    offline = {"env": {"GPULAB_OFFLINE": "1"}, "offline_built": True}
+    assert not run("sim", go=False, sim_built=True, **offline).needs_go  # type: ignore[arg-type]
+    assert run("sim", **offline).needs_go  # type: ignore[arg-type]
 
 
 def test_cli_prints_json_and_shell_lines(tmp_path: Path) -> None:
