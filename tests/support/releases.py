@@ -38,9 +38,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Self
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.sandbox import ROOT, user_cli_path
 
 
 def load_fetch() -> ModuleType:
@@ -204,7 +204,26 @@ class _Limiter:
         time.sleep(max(0.0, wait))
 
 
-class ReleaseServer:
+class _Loopback:
+    """A server on 127.0.0.1 in a daemon thread (a context manager); ``url`` is its base."""
+
+    url: str
+    thread: threading.Thread
+
+    def env(self) -> dict[str, str]:
+        """The base-URL overrides (fetch.DEFAULT_BASES' variables) pointing here, with the
+        real URLs' paths below them."""
+        return {k: f"{self.url}/{url_path(v)}" for k, v in fetch.DEFAULT_BASES.items()}
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        raise NotImplementedError
+
+
+class ReleaseServer(_Loopback):
     """Serves ``root`` on ``127.0.0.1:<free port>`` in a thread (a context manager).
 
     Attributes:
@@ -252,21 +271,13 @@ class ReleaseServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def env(self) -> dict[str, str]:
-        """The base-URL overrides (fetch.DEFAULT_BASES' variables) pointing here."""
-        return {k: f"{self.url}/{url_path(v)}" for k, v in fetch.DEFAULT_BASES.items()}
-
-    def __enter__(self) -> ReleaseServer:
-        self.thread.start()
-        return self
-
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(10)
 
 
-class SilentServer:
+class SilentServer(_Loopback):
     """A TCP port on 127.0.0.1 that accepts connections and never sends a byte."""
 
     def __init__(self) -> None:
@@ -286,13 +297,6 @@ class SilentServer:
             except (TimeoutError, OSError):
                 continue
             self.conns.append(conn)
-
-    def env(self) -> dict[str, str]:
-        return {k: f"{self.url}/{url_path(v)}" for k, v in fetch.DEFAULT_BASES.items()}
-
-    def __enter__(self) -> SilentServer:
-        self.thread.start()
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
@@ -380,16 +384,7 @@ def user_machine_env(tmp: Path, real_cli: str, extra: Mapping[str, str]) -> dict
     Raises:
         AssertionError: a ``go`` is still on that PATH.
     """
-    userbin = tmp / "userbin"
-    userbin.mkdir(parents=True, exist_ok=True)
-    wrapper = userbin / "pulumi"
-    wrapper.write_text(
-        f'#!/bin/sh\nif [ "$1" = version ]; then echo {USER_CLI_VERSION}; exit 0; fi\nexec {real_cli} "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    python_dir = Path(os.path.realpath(shutil.which("python3") or "/usr/bin/python3")).parent
-    path = os.pathsep.join([str(userbin), str(python_dir), "/usr/local/bin", "/usr/bin", "/bin"])
-    assert shutil.which("go", path=path) is None, "the user's PATH must have no go"
+    path = user_cli_path(tmp / "userbin", real_cli, USER_CLI_VERSION)
     drop = ("PULUMI_", "GPULAB_", "GO", "KWOK_", "VIRTUAL_ENV")
     env = {k: v for k, v in quiet_network_env(os.environ).items() if not k.startswith(drop)}
     (tmp / "backend").mkdir(exist_ok=True)

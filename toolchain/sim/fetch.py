@@ -62,6 +62,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import hashlib
+import importlib.util
 import json
 import os
 import platform
@@ -215,15 +216,20 @@ class Artifact:
         return [b for _, b in self.install]
 
 
+def _load_decide() -> Any:
+    """toolchain/decide.py, loaded by path (toolchain/ is no package)."""
+    name = "gpulab_toolchain_decide"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE.parent / "decide.py")
+        assert spec and spec.loader
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
 def read_versions(path: Path = VERSIONS) -> dict[str, str]:
-    """``KEY=value`` lines of toolchain/versions.env (comments and blanks skipped)."""
-    out: dict[str, str] = {}
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            k, v = line.split("=", 1)
-            out[k.strip()] = v.strip()
-    return out
+    """toolchain/versions.env as a dict (decide.py's ``read_versions``)."""
+    return dict(_load_decide().read_versions(path))
 
 
 def bases(env: Mapping[str, str]) -> dict[str, str]:
