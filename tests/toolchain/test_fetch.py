@@ -189,7 +189,7 @@ def test_download_installs_verified_binaries_and_links_them(
     assert "sha256 from SHA256SUMS" in err and "asset digests" in err
     assert "each matched its published sha256" in err
     assert "GPULAB_OFFLINE=1 builds from Go modules instead" in err
-    assert not list((sim / "release").glob("*.partial"))
+    assert not list((sim / "release").glob("*.partial*"))
 
 
 def test_a_second_run_uses_the_cache_and_asks_no_server(

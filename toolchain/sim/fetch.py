@@ -139,7 +139,8 @@ class NotPublished(FetchError):
     """A server answered with an HTTP error for a file of a pinned version."""
 
     def __init__(self, url: str, status: int, text: str) -> None:
-        super().__init__(f"{url} answered HTTP {status} {text}".rstrip())
+        hint = " (rate-limited or refused: try again later)" if status in (403, 429) else ""
+        super().__init__(f"{url} answered HTTP {status} {text}".rstrip() + hint)
         self.url = url
         self.status = status
 
@@ -512,8 +513,9 @@ def _extract(archive: Path, member: str, dest: Path) -> None:
 
 
 def _partial(d: Path) -> Path:
-    """The staging dir of ``d`` (``kube-1.36.3.partial``)."""
-    return d.parent / f"{d.name}.partial"
+    """This process's staging dir for ``d`` (``kube-1.36.3.partial-<pid>``): two runs at once
+    never write into each other's."""
+    return d.parent / f"{d.name}.partial-{os.getpid()}"
 
 
 @dataclass
@@ -538,7 +540,7 @@ def fetch_all(
 
     The checksum documents are fetched first (one request each, in order): the first of
     them answers whether this machine is connected. Then the files, ``workers`` at a time,
-    each hashed while it streams. Each component is staged in ``<dir>.partial`` and renamed
+    each hashed while it streams. Each component is staged in ``<dir>.partial-<pid>`` and renamed
     into place only when all its files matched; on any error every staging dir is removed.
 
     Raises:
