@@ -82,7 +82,7 @@ def test_fresh_clone_make_lab_without_go_downloads_the_release_binaries(tmp_path
         served = list(server.requests)
     text = up.stdout + up.stderr
     assert up.returncode == 0, text[-6000:]
-    lines = [line for line in text.splitlines() if line.startswith("gpu-lab:")]
+    lines = [line for line in up.stderr.splitlines() if line.startswith("gpu-lab:")]
     # The first lines: which lab, which Pulumi, then which sim binaries from where and why.
     assert lines[0].startswith("gpu-lab: the SIMULATED lab"), lines[:3]
     tc = next(i for i, line in enumerate(lines) if line.startswith("gpu-lab: toolchain: "))
@@ -103,6 +103,8 @@ def test_fresh_clone_make_lab_without_go_downloads_the_release_binaries(tmp_path
         line.startswith(f"connected: 127.0.0.1:{server.url.rsplit(':', 1)[1]} answered") for line in sim
     )
     assert "each matched its published sha256" in sim[-1]
+    # The last line of make lab is the card's one-line summary (stdout).
+    assert up.stdout.strip().splitlines()[-1].endswith("checklist pass (simulated lab)"), up.stdout[-500:]
     assert "[sim-build]" not in text and "go: downloading" not in text  # nothing compiled
     # Every file came from the release URLs, checksum documents first.
     asked = [p.split("/", 2)[1] for p in served]
