@@ -692,14 +692,20 @@ def main(
     )
 
     def build(why: str) -> int:
-        if not have_go and not cached_build(cache, versions):
+        if cached_build(cache, versions):
+            say(
+                f"the Go build of {pins}, cached in {cache / 'sim'}: used ({why}); "
+                "toolchain/sim/build.sh relinks it, nothing is compiled or fetched"
+            )
+        elif not have_go:
             say(f"the Go build is needed ({why}) and there is no go on PATH")
             say(
                 f"fix: {INSTALL_GO}"
                 + ("" if offline not in ("", "0") else ", or run where the release servers answer")
             )
             return 1
-        say(f"building {pins} from Go modules (toolchain/sim/build.sh): {why}")
+        else:
+            say(f"building {pins} from Go modules (toolchain/sim/build.sh, minutes on 2 cores): {why}")
         return run_build(env)
 
     if offline not in ("", "0"):
@@ -719,7 +725,7 @@ def main(
         say(f"linked into {link_release(cache, arts)}; nothing to fetch")
         return 0
     if cached_build(cache, versions):
-        return build(f"it is already built in {cache / 'sim'} (nothing is compiled or fetched)")
+        return build("no release binaries are cached, and this build is")
     say(
         f"no cached binaries of {pins}: asking the release servers for their checksum files first "
         f"(an answer within {timeout:.0f} s means connected; GPULAB_OFFLINE=1 builds from Go modules instead)"
