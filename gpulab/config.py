@@ -104,7 +104,9 @@ class OperatorConfig:
     device_plugin: bool = True
     dcgm_exporter: bool = True
     nfd: bool = True
-    cdi: bool = True
+    #: Off for the default cluster, minikube: its node runtime reads no CDI (the variant
+    #: decides, ``Variant.operator_cdi``; the chart's own default, and ``gpu-lab:cdi``'s, is on).
+    cdi: bool = False
     time_slicing_replicas: int = 1
     #: ``timeSlicingRename``, ``timeSlicingFailRequestsGreaterThanOne`` (gpulab.time_slicing).
     time_slicing_rename: bool = False
@@ -231,7 +233,8 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "devicePlugin": ("bool", OperatorConfig.device_plugin),
     "dcgmExporter": ("bool", OperatorConfig.dcgm_exporter),
     "nfd": ("bool", OperatorConfig.nfd),
-    "cdi": ("bool", OperatorConfig.cdi),
+    # The chart's default (v25.10+); the variant may turn it off when unset (Variant.operator_cdi).
+    "cdi": ("bool", True),
     # Operand images (gpulab.operand_images.OPERANDS); empty: the chart's default.
     "devicePluginImage": ("str", ""),
     "toolkitImage": ("str", ""),
@@ -428,7 +431,7 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
             device_plugin=device_plugin,
             dcgm_exporter=bool(get("dcgmExporter")),
             nfd=bool(get("nfd")),
-            cdi=bool(get("cdi")),
+            cdi=_operator_cdi(chosen, values, get),
             time_slicing_replicas=replicas,
             time_slicing_rename=sharing.rename,
             time_slicing_fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
@@ -461,6 +464,19 @@ def _operator_toolkit(chosen: variants.Variant | None, values: Mapping[str, obje
     if chosen is None:
         return explicit is not False
     return chosen.operator_toolkit(explicit)
+
+
+def _operator_cdi(
+    chosen: variants.Variant | None, values: Mapping[str, object], get: Callable[[str], object]
+) -> bool:
+    """The chart's ``cdi.enabled``: the variant decides from ``cdi`` (None: unset), as it does
+    for the toolkit (minikube, kind and k3s without NRI default it off: their node runtime
+    reads no CDI)."""
+    requested = values.get("cdi")
+    explicit = requested if isinstance(requested, bool) else None
+    if chosen is None:
+        return explicit is not False
+    return chosen.operator_cdi(explicit, get)
 
 
 def _check_pinned(key: str, image: str, example: str, problems: list[str]) -> None:
