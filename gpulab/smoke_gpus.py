@@ -18,6 +18,12 @@ from typing import Final
 #: One physical GPU line of ``nvidia-smi -L`` (the table's lines start with ``|`` or ``+``).
 _GPU_LINE: Final = re.compile(r"^GPU (?P<index>\d+): .+ \(UUID: (?P<uuid>GPU-[0-9A-Fa-f-]+)\)\s*$")
 
+#: One MIG device line of ``nvidia-smi -L`` (indented under its GPU):
+#: ``  MIG 1g.18gb     Device  0: (UUID: MIG-...)``.
+_MIG_LINE: Final = re.compile(
+    r"^MIG (?P<profile>\S+)\s+Device\s+(?P<index>\d+): \(UUID: (?P<uuid>MIG-[0-9A-Za-z-]+)\)\s*$"
+)
+
 #: The smoke Pod's command: the table first (its header is what the smoke check parses),
 #: then the listing; ``&&`` so a failing ``nvidia-smi`` fails the Pod as before.
 SMOKE_SCRIPT: Final = "nvidia-smi && nvidia-smi -L"
@@ -31,6 +37,17 @@ def gpu_uuids(log: str) -> list[str] | None:
     found: list[str] = []
     for line in log.splitlines():
         m = _GPU_LINE.match(line.strip())
+        if m and m.group("uuid") not in found:
+            found.append(m.group("uuid"))
+    return found or None
+
+
+def mig_uuids(log: str) -> list[str] | None:
+    """The MIG device UUIDs listed in ``log`` (``nvidia-smi -L``'s indented ``MIG ... Device N:``
+    lines), in listing order, each once; ``None`` when it lists none."""
+    found: list[str] = []
+    for line in log.splitlines():
+        m = _MIG_LINE.match(line.strip())
         if m and m.group("uuid") not in found:
             found.append(m.group("uuid"))
     return found or None
