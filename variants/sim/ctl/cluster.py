@@ -87,6 +87,8 @@ class UpOptions:
     capture: str | None = None
     #: Time-slicing's rename: the node advertises ``nvidia.com/gpu.shared``.
     rename: bool = False
+    #: GPUs the smoke Pod is given (its simulated log lists that many); None: every one.
+    smoke_gpus: int | None = None
 
     @property
     def node_gpus(self) -> NodeGpus:
@@ -389,7 +391,7 @@ def up(opts: UpOptions) -> dict[str, Any]:
     paths.marker.write_text(json.dumps({"name": opts.name}) + "\n", encoding="utf-8")
     paths.log_file.parent.mkdir(parents=True, exist_ok=True)
     # Rewritten on every up: the capture follows --gpus, and kwok reads the file per request.
-    smoke = smoke_log(capture, opts.capture or capture_name(opts.gpus))
+    smoke = smoke_log(capture, opts.capture or capture_name(opts.gpus), opts.smoke_gpus)
     paths.log_file.write_text(render_cri_log(smoke, dt.datetime.now(dt.UTC)), encoding="utf-8")
     paths.compute_log_file.write_text(
         render_cri_log(load_vectoradd(), dt.datetime.now(dt.UTC)), encoding="utf-8"

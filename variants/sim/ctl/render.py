@@ -136,10 +136,12 @@ def load_capture(gpus: int, name: str | None = None) -> str:
     return ref.read_text(encoding="utf-8")
 
 
-def smoke_log(capture: str, name: str) -> str:
+def smoke_log(capture: str, name: str, gpus: int | None = None) -> str:
     """The smoke Pod's simulated log: ``capture`` (the plain ``nvidia-smi`` table), then the
     physical GPU lines of the capture's ``nvidia-smi-L.txt`` where it has one, as the Pod's
-    ``nvidia-smi && nvidia-smi -L`` prints them (components/smoke.py). MIG rows are left out:
+    ``nvidia-smi && nvidia-smi -L`` prints them (components/smoke.py): the first ``gpus`` of
+    them (what the smoke Pod is given: one replica, one MIG device or ``smokeGpus``; None: all),
+    so the listing matches the allocation as a real runtime's would. MIG rows are left out:
     a Pod given one MIG device does not list all of them. ``name``: the capture's directory.
 
     Raises:
@@ -150,8 +152,9 @@ def smoke_log(capture: str, name: str) -> str:
     ref = resources.files("gpulab").joinpath("captures", name, "nvidia-smi-L.txt")
     if not ref.is_file():
         return capture
-    gpus = [line for line in ref.read_text(encoding="utf-8").splitlines() if line.startswith("GPU ")]
-    return capture.rstrip("\n") + "\n" + "".join(f"{line}\n" for line in gpus)
+    listed = [line for line in ref.read_text(encoding="utf-8").splitlines() if line.startswith("GPU ")]
+    listed = listed if gpus is None else listed[: max(gpus, 0)]
+    return capture.rstrip("\n") + "\n" + "".join(f"{line}\n" for line in listed)
 
 
 def load_vectoradd() -> str:

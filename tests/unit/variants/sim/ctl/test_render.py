@@ -375,3 +375,15 @@ def test_each_compute_container_s_simulated_log_lists_one_gpu_of_the_capture() -
     assert render.compute_container_log_file(Path("/w/logs/vectoradd.log"), 3) == Path(
         "/w/logs/vectoradd-3.log"
     )
+
+
+def test_the_smoke_log_lists_only_the_gpus_the_smoke_pod_is_given() -> None:
+    from gpulab import smoke_gpus
+    from variants.sim.ctl import render
+
+    table = render.load_capture(2)
+    assert len(smoke_gpus.gpu_uuids(render.smoke_log(table, "h200-2gpu")) or []) == 2
+    # One time-slicing replica: a real runtime lists one GPU, so the simulated log does too.
+    assert smoke_gpus.gpu_uuids(render.smoke_log(table, "h200-2gpu", 1)) == [
+        "GPU-00000000-0000-4000-8000-000000000000"
+    ]
