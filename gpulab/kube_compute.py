@@ -204,7 +204,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default=DEFAULT_PROFILE, help="minikube profile named in fixes")
     p.add_argument("--unit", choices=gpu_isolation.UNITS, default=gpu_isolation.UNIT_GPU)
     p.add_argument("--host-gpu-uuid", action="append", default=None, help="a host GPU UUID (repeatable)")
-    p.add_argument("--cluster", help="the variant, whose device-list reason the diagnosis quotes")
+    p.add_argument(
+        "--cluster", choices=variants.NAMES, help="the variant, whose device-list reason the diagnosis names"
+    )
     p.add_argument("--device-list-strategy", help="the device plugin's DEVICE_LIST_STRATEGY the lab set")
 
 
