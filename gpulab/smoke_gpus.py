@@ -34,20 +34,20 @@ def gpu_uuids(log: str) -> list[str] | None:
     order, each once: ``["GPU-00000000-0000-4000-8000-000000000000", ...]``; ``None`` when the
     log has no such line (a Pod that ran plain ``nvidia-smi``, or a simulated log without a
     listing): unknown, which is not the same as "no GPU"."""
-    found: list[str] = []
-    for line in log.splitlines():
-        m = _GPU_LINE.match(line.strip())
-        if m and m.group("uuid") not in found:
-            found.append(m.group("uuid"))
-    return found or None
+    return _uuids(log, _GPU_LINE)
 
 
 def mig_uuids(log: str) -> list[str] | None:
     """The MIG device UUIDs listed in ``log`` (``nvidia-smi -L``'s indented ``MIG ... Device N:``
     lines), in listing order, each once; ``None`` when it lists none."""
+    return _uuids(log, _MIG_LINE)
+
+
+def _uuids(log: str, pattern: re.Pattern[str]) -> list[str] | None:
+    """The ``uuid`` groups of the lines of ``log`` that ``pattern`` matches (stripped), each once."""
     found: list[str] = []
     for line in log.splitlines():
-        m = _MIG_LINE.match(line.strip())
+        m = pattern.match(line.strip())
         if m and m.group("uuid") not in found:
             found.append(m.group("uuid"))
     return found or None

@@ -136,6 +136,18 @@ def load_capture(gpus: int, name: str | None = None) -> str:
     return ref.read_text(encoding="utf-8")
 
 
+def _listing(name: str) -> list[str] | None:
+    """The lines of capture ``name``'s ``nvidia-smi-L.txt``; None when it has none.
+
+    Raises:
+        ValueError: ``name`` is not a capture's directory name.
+    """
+    if not _NAME_RE.match(name):
+        raise ValueError(f"capture {name!r} is not a capture name")
+    ref = resources.files("gpulab").joinpath("captures", name, "nvidia-smi-L.txt")
+    return ref.read_text(encoding="utf-8").splitlines() if ref.is_file() else None
+
+
 def smoke_log(capture: str, name: str, gpus: int | None = None) -> str:
     """The smoke Pod's simulated log: ``capture`` (the plain ``nvidia-smi`` table), then the
     physical GPU lines of the capture's ``nvidia-smi-L.txt`` where it has one, as the Pod's
@@ -147,12 +159,10 @@ def smoke_log(capture: str, name: str, gpus: int | None = None) -> str:
     Raises:
         ValueError: ``name`` is not a capture's directory name.
     """
-    if not _NAME_RE.match(name):
-        raise ValueError(f"capture {name!r} is not a capture name")
-    ref = resources.files("gpulab").joinpath("captures", name, "nvidia-smi-L.txt")
-    if not ref.is_file():
+    lines = _listing(name)
+    if lines is None:
         return capture
-    listed = [line for line in ref.read_text(encoding="utf-8").splitlines() if line.startswith("GPU ")]
+    listed = [line for line in lines if line.startswith("GPU ")]
     listed = listed if gpus is None else listed[: max(gpus, 0)]
     return capture.rstrip("\n") + "\n" + "".join(f"{line}\n" for line in listed)
 
@@ -173,14 +183,9 @@ def compute_logs(name: str) -> list[str]:
     Raises:
         ValueError: ``name`` is not a capture's directory name.
     """
-    if not _NAME_RE.match(name):
-        raise ValueError(f"capture {name!r} is not a capture name")
-    ref = resources.files("gpulab").joinpath("captures", name, "nvidia-smi-L.txt")
-    if not ref.is_file():
-        return []
+    lines = _listing(name) or []
     units: list[list[str]] = []
     parent = ""
-    lines = ref.read_text(encoding="utf-8").splitlines()
     has_mig = any(line.strip().startswith("MIG ") for line in lines)
     for line in lines:
         if line.startswith("GPU "):
