@@ -233,8 +233,9 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "devicePlugin": ("bool", OperatorConfig.device_plugin),
     "dcgmExporter": ("bool", OperatorConfig.dcgm_exporter),
     "nfd": ("bool", OperatorConfig.nfd),
-    # The chart's default (v25.10+); the variant may turn it off when unset (Variant.operator_cdi).
-    "cdi": ("bool", True),
+    # "auto" (the variant decides: the chart's default, on, unless its node runtime reads no
+    # CDI: Variant.operator_cdi), "true" or "false": a string, so that unset differs from true.
+    "cdi": ("str", "auto"),
     # Operand images (gpulab.operand_images.OPERANDS); empty: the chart's default.
     "devicePluginImage": ("str", ""),
     "toolkitImage": ("str", ""),
@@ -291,7 +292,8 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
         except ValueError:
             problems.append(f"{NAMESPACE}:{key}={text!r} is not a valid {kind}")
 
-    _toolkit_choice(values, problems)
+    for key in ("toolkit", "cdi"):
+        _auto_choice(key, values, problems)
 
     def get(key: str) -> object:
         return values.get(key, SCHEMA[key][1])
@@ -443,18 +445,20 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
     )
 
 
-def _toolkit_choice(values: dict[str, object], problems: list[str]) -> None:
-    """``toolkit``: an explicit ``true``/``false`` becomes a bool in ``values``; ``auto`` is
-    removed, so ``values`` holds the key only when it was set (the variants tell the two apart)."""
-    if "toolkit" not in values:
+def _auto_choice(key: str, values: dict[str, object], problems: list[str]) -> None:
+    """``toolkit``, ``cdi``: an explicit ``true``/``false`` becomes a bool in ``values``;
+    ``auto`` is removed, so ``values`` holds the key only when it was set (the variants tell
+    the two apart). A string, not a bool, because the engine hands the program every default
+    of Pulumi.yaml's config block as if it were set: a bool default could not say "unset"."""
+    if key not in values:
         return
-    choice = str(values.pop("toolkit")).strip().lower()
+    choice = str(values.pop(key)).strip().lower()
     if choice == "auto":
         return
     try:
-        values["toolkit"] = _coerce("bool", choice)
+        values[key] = _coerce("bool", choice)
     except ValueError:
-        problems.append(f"{NAMESPACE}:toolkit={choice!r} is not one of auto, true, false")
+        problems.append(f"{NAMESPACE}:{key}={choice!r} is not one of auto, true, false")
 
 
 def _operator_toolkit(chosen: variants.Variant | None, values: Mapping[str, object]) -> bool:

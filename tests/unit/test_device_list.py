@@ -64,3 +64,17 @@ def test_cdi_true_where_the_runtime_reads_no_cdi_is_refused_with_why(cluster: st
 def test_cdi_false_is_accepted_and_the_sim_lab_keeps_the_chart_default() -> None:
     assert parse_config({"gpu-lab:cluster": "kind", "gpu-lab:cdi": "false"}, env={}).operator.cdi is False
     assert parse_config({"gpu-lab:cluster": "sim"}, env={}).operator.cdi is True
+
+
+def test_the_engine_s_default_auto_is_unset() -> None:
+    """The engine hands the program every default of Pulumi.yaml's config block as if set
+    (``cdi: auto``), so ``auto`` must read as unset, as ``toolkit`` does."""
+    cfg = parse_config(
+        {"gpu-lab:cluster": "minikube", "gpu-lab:cdi": "auto", "gpu-lab:toolkit": "auto"}, env={}
+    )
+    assert cfg.operator.cdi is False
+    nri = {"gpu-lab:cluster": "k3s", "gpu-lab:k3sNriPlugin": "true", "gpu-lab:cdi": "auto"}
+    assert parse_config(nri, env={}).operator.cdi is True
+    assert parse_config({"gpu-lab:cluster": "sim", "gpu-lab:cdi": "auto"}, env={}).operator.cdi is True
+    with pytest.raises(ConfigError, match="gpu-lab:cdi='maybe' is not one of auto, true, false"):
+        parse_config({"gpu-lab:cluster": "sim", "gpu-lab:cdi": "maybe"}, env={})
