@@ -105,7 +105,7 @@ class OperatorConfig:
     dcgm_exporter: bool = True
     nfd: bool = True
     #: Off for the default cluster, minikube: its node runtime reads no CDI (the variant
-    #: decides, ``Variant.operator_cdi``; the chart's own default, and ``gpu-lab:cdi``'s, is on).
+    #: decides from ``gpu-lab:cdi``, default ``auto``: ``Variant.operator_cdi``; the chart's default is on).
     cdi: bool = False
     time_slicing_replicas: int = 1
     #: ``timeSlicingRename``, ``timeSlicingFailRequestsGreaterThanOne`` (gpulab.time_slicing).
