@@ -110,6 +110,7 @@ def decide(
     own_bin: str | None = None,
     offline_built: bool = False,
     sim_built: bool = False,
+    euid: int | None = None,
 ) -> Decision:
     """Choose the toolchain for ``stack`` (``purpose``: ``"lab"`` or ``"tests"``).
 
@@ -125,13 +126,26 @@ def decide(
         offline_built: the offline build is complete in the cache (no ``go`` needed to use it).
         sim_built: the Go build of the simulated control plane is complete in the cache
             (toolchain/sim/fetch.py ``cached_build``).
+        euid: this process's effective uid (None: not checked).
 
     Raises:
         ToolchainError: nothing usable and no ``go`` to build with; or the sim control
             plane is needed, ``GPULAB_OFFLINE`` forbids downloading it, it is not built and
-            there is no ``go``. (Without ``GPULAB_OFFLINE`` it may be downloaded: whether
-            that works is only known by asking, which toolchain/sim/fetch.py does.)
+            there is no ``go`` (without ``GPULAB_OFFLINE`` it may be downloaded: whether
+            that works is only known by asking, which toolchain/sim/fetch.py does); or the
+            lab runs as root through sudo (``SUDO_USER`` set, ``euid`` 0): sudo's
+            ``secure_path`` replaced the user's PATH, so their ``pulumi`` would look missing
+            and the offline build would start for no reason (and the checkout's
+            ``.venv``/``.state`` would become root's).
     """
+    sudo_user = env.get("SUDO_USER")
+    if euid == 0 and sudo_user:
+        raise ToolchainError(
+            f"gpu-lab runs as you, not through sudo (SUDO_USER={sudo_user}): sudo's secure_path replaced "
+            "your PATH, so your pulumi would look missing, and .venv and .state would become root's; run "
+            f"it as {sudo_user} (the k3s lab asks `sudo -n` for its own root steps); if an earlier sudo run "
+            f"left root-owned files: sudo chown -R {sudo_user}: .venv .state stacks"
+        )
     floor = versions["PULUMI_CLI_FLOOR"]
     pinned = "v" + versions["PULUMI_VERSION"]
     need_sim = stack == "sim" or stack.startswith("sim-") or purpose == "tests"
@@ -230,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             own_bin=os.path.join(cache, "bin", "pulumi"),
             offline_built=offline_built,
             sim_built=sim_built(Path(cache), versions),
+            euid=os.geteuid(),
         )
     except ToolchainError as exc:
         print(f"gpu-lab: toolchain: {exc}", file=sys.stderr)

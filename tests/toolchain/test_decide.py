@@ -138,3 +138,26 @@ def test_cli_prints_json_and_shell_lines(tmp_path: Path) -> None:
         [sys.executable, script, "--stack", "minikube"], capture_output=True, text=True, env=env
     )
     assert err.returncode == 1 and "install the Pulumi CLI" in err.stderr
+
+
+def test_under_sudo_the_lab_refuses_instead_of_building_the_offline_toolchain() -> None:
+    # `sudo make lab`: secure_path dropped the user's PATH (no pulumi found), euid 0, SUDO_USER set.
+    with pytest.raises(ToolchainError) as err:
+        run("k3s", env={"SUDO_USER": "alice"}, euid=0)
+    text = str(err.value)
+    assert "not through sudo (SUDO_USER=alice)" in text and "secure_path" in text
+    assert "sudo chown -R alice: .venv .state stacks" in text
+    # Root itself (a root login, CI) and a user with SUDO_USER left in the environment are fine.
+    assert run("k3s", env={}, euid=0).mode == "offline"
+    assert run("k3s", env={"SUDO_USER": "alice"}, euid=1000).mode == "offline"
+
+
+def test_make_refuses_to_run_through_sudo_before_it_creates_the_venv() -> None:
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("the guard applies to root only; this test runs as a user")
+    env = {**os.environ, "SUDO_USER": "alice"}
+    proc = subprocess.run(["make", "-n", "lab"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "run make as alice, not through sudo" in proc.stderr
