@@ -69,10 +69,10 @@ card: venv
 	@stack=$$(scripts/choose-variant) && export GPULAB_STACK=$$stack && . scripts/env.sh && \
 	  scripts/pulumi stack output --json --stack $$stack > .state/outputs-$$stack.json && \
 	  tf=(); [[ -s .state/tflops.json ]] && tf=(--tflops .state/tflops.json); \
-	  $(PY) -m gpulab.card --outputs .state/outputs-$$stack.json "$${tf[@]}" --out-dir .
+	  $(PY) -m gpulab.verdict.card --outputs .state/outputs-$$stack.json "$${tf[@]}" --out-dir .
 
 lint: venv
-	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy
+	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy && .venv/bin/lint-imports
 
 test-unit: venv
 	$(PYTEST) -q -m "not engine and not sim" tests

@@ -1,25 +1,28 @@
 """gpu-lab: a Kubernetes lab where a GPU is a schedulable resource (entry point).
 
-Config is parsed and the host is checked before any resource exists (components/edge.py);
-then one Lab component builds everything, top down (components/lab.py), and its outputs
-are the stack's (keys: gpulab/outputs.py), from which the baseline card is made.
+Config is parsed and the host is checked before any resource exists (program/edge.py); the
+variant the config names is asked of the registry here, at the edge, and passed in; then one
+Lab component builds everything, top down (program/lab.py), and its outputs are the stack's
+(keys: gpulab/core/outputs.py), from which the baseline card is made.
 """
 
 import pulumi
 
-from components.edge import load_config, probe_and_preflight
-from components.lab import Lab, LabArgs
-from gpulab.config import ConfigError
-from gpulab.nvsmi import NvidiaSmiParseError
-from gpulab.preflight import PreflightError
+from gpulab.config.lab import ConfigError
+from gpulab.host.nvsmi import NvidiaSmiParseError
+from gpulab.host.preflight import PreflightError
+from program.edge import load_config, probe_and_preflight
+from program.lab import Lab, LabArgs
+from variants import registry
 
 try:
     cfg = load_config()
-    facts = probe_and_preflight(cfg)
+    variant = registry.get(cfg.cluster)
+    facts = probe_and_preflight(cfg, variant)
 except (ConfigError, PreflightError, NvidiaSmiParseError) as exc:
     # The message names every cause and its first fix; a traceback would only bury it.
     raise pulumi.RunError(str(exc)) from exc
 
-lab = Lab("gpu-lab", LabArgs(cfg, facts))
+lab = Lab("gpu-lab", LabArgs(cfg, facts, variant))
 for key, value in lab.outputs.items():
     pulumi.export(key, value)

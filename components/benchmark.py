@@ -2,7 +2,7 @@
 
 The chapter's baseline card records measured TFLOPS. On a GPU lab with ``benchmarkPod``
 on, this component runs ``python -m gpulab.tflops --json`` (the same code as the
-host-side command) in a PyTorch image on one GPU, with gpulab's two modules mounted
+host-side command) in a PyTorch image on one GPU, with package gpulab.tflops mounted
 from a ConfigMap, then reads the JSON result from the Pod's log. Never used in the
 simulated lab: nothing there can be measured, and a simulated figure must never pass
 for a measured one.
@@ -17,15 +17,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.command import parse_json_stdout, pod_check
-from gpulab import names
+from gpulab.core import names
 
 POD_NAME = "gpu-benchmark"
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
-GPULAB_DIR = Path(__file__).resolve().parents[1] / "gpulab"
-#: The modules the Pod needs (tflops imports tflops_measure, tflops_clocks and peaks; each uses
-#: only the standard library at import, tests/unit/test_tflops*.py check it); nothing else of
-#: gpulab is shipped.
-MODULES = ("tflops.py", "tflops_measure.py", "tflops_clocks.py", "peaks.py")
+TFLOPS_DIR = Path(__file__).resolve().parents[1] / "gpulab" / "tflops"
+#: The modules of package gpulab.tflops the Pod needs (benchmark imports measure, clocks and
+#: peaks; each uses only the standard library at import, tests/unit/tflops/ check it); nothing
+#: else of gpulab is shipped.
+MODULES = ("__init__.py", "__main__.py", "benchmark.py", "measure.py", "clocks.py", "peaks.py")
 
 
 @dataclass(frozen=True)
@@ -42,18 +42,27 @@ class BenchmarkArgs:
 
 
 def module_files() -> dict[str, str]:
-    """ConfigMap data: an empty package marker plus the measurement modules' source."""
+    """ConfigMap data: an empty ``gpulab`` package marker plus the source of each module of
+    :data:`MODULES`, keyed ``tflops.<file>`` (a ConfigMap key holds no ``/``; :func:`pod_spec`
+    mounts each at ``gpulab/tflops/<file>``)."""
     data = {"__init__.py": ""}
     for name in MODULES:
-        data[name] = (GPULAB_DIR / name).read_text()
+        data[f"tflops.{name}"] = (TFLOPS_DIR / name).read_text()
     return data
+
+
+def module_paths() -> list[dict[str, str]]:
+    """The ConfigMap volume's ``items``: each key of :func:`module_files` at its package path."""
+    return [{"key": "__init__.py", "path": "__init__.py"}] + [
+        {"key": f"tflops.{name}", "path": f"tflops/{name}"} for name in MODULES
+    ]
 
 
 def pod_spec(
     image: str, size: int, config_map: pulumi.Input[str], resource: str = names.GPU_RESOURCE
 ) -> dict[str, object]:
-    """One GPU (``resource``: 1), run once, the modules mounted as package ``gpulab`` under
-    /opt/gpulab."""
+    """One GPU (``resource``: 1), run once, the modules mounted as package ``gpulab.tflops``
+    under /opt/gpulab."""
     return {
         "restartPolicy": "Never",
         "containers": [
@@ -66,7 +75,7 @@ def pod_spec(
                 "volumeMounts": [{"name": "gpulab", "mountPath": "/opt/gpulab/gpulab", "readOnly": True}],
             }
         ],
-        "volumes": [{"name": "gpulab", "configMap": {"name": config_map}}],
+        "volumes": [{"name": "gpulab", "configMap": {"name": config_map, "items": module_paths()}}],
     }
 
 

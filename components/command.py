@@ -1,7 +1,7 @@
 """The lab's local commands: ``pulumi_command.local.Command`` with the lab's conventions.
 
 * **No shell.** Each command is an argv list, JSON-encoded into the one command string and
-  run by :data:`gpulab.argv.INTERPRETER`, so no configured value is ever parsed by a shell.
+  run by :data:`gpulab.core.argv.INTERPRETER`, so no configured value is ever parsed by a shell.
 * **Re-runs.** Only a change under ``triggers`` replaces a Command (pulumi-command's rule);
   any other input change is an in-place update that re-runs ``create``. Values whose change
   must rebuild a thing (a cluster's size, version, name) go into ``triggers``; where the
@@ -30,11 +30,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from gpulab import names
-from gpulab.argv import INTERPRETER, encode
-from gpulab.kube import KUBECONFIG_ENV
+from gpulab.core import names
+from gpulab.core.argv import INTERPRETER, encode
+from gpulab.kube.client import KUBECONFIG_ENV
 
-#: argv[0] of the lab's helper commands: gpulab.argv runs them on its own interpreter (the
+#: argv[0] of the lab's helper commands: gpulab.core.argv runs them on its own interpreter (the
 #: project's virtualenv), so no machine path reaches the state.
 PYTHON = "python"
 
@@ -199,19 +199,20 @@ class GpuPodArgs:
         image: the Pod's image, pinned (``smokeImage``, ``computeImage``).
         kubeconfig: the cluster's kubeconfig (secret), for the check.
         gpus: how many ``resource`` the Pod asks for: the smoke Pod's limit, the compute
-            Pod's containers (one each); ``smokeGpus`` resolved (gpulab.gpu_config).
+            Pod's containers (one each); ``smokeGpus`` resolved (gpulab.config.gpus).
         resource: ``nvidia.com/gpu``, ``nvidia.com/gpu.shared`` under time-slicing's rename,
-            or under MIG ``mixed`` a ``nvidia.com/mig-<profile>`` (gpulab.mig.plan).
+            or under MIG ``mixed`` a ``nvidia.com/mig-<profile>`` (gpulab.config.mig.plan).
         timeout_seconds: seconds for the Pod to reach ``Succeeded`` (image pull included).
         simulated: the sim lab (kwok fakes the execution; the Pod's annotation says so).
         host_max_cuda: the host's newest CUDA, and ``profile``: named in a failure's diagnosis.
         runtime_class: the Pod's ``runtimeClassName`` (``nvidia`` on kind and k3s, whose
             containerd keeps runc as default), None for the node's default runtime.
-        unit: what one container of the compute Pod is given (gpulab.gpu_isolation: ``gpu``,
+        unit: what one container of the compute Pod is given (gpulab.kube.gpu_isolation: ``gpu``,
             ``shared``, ``mig``), ``host_gpu_uuids`` the host's GPU UUIDs (empty: not known),
-            ``cluster`` the variant and ``device_list`` the device plugin's
-            ``DEVICE_LIST_STRATEGY`` the lab set: what the compute check compares the GPUs each
-            container saw with, and names in its diagnosis.
+            ``cluster`` the variant, ``device_list`` the device plugin's
+            ``DEVICE_LIST_STRATEGY`` the lab set and ``device_list_reason`` why the variant
+            needs it (``Variant.device_list_reason``): what the compute check compares the GPUs
+            each container saw with, and names in its diagnosis.
     """
 
     image: str
@@ -227,10 +228,12 @@ class GpuPodArgs:
     host_gpu_uuids: tuple[str, ...] = ()
     cluster: str | None = None
     device_list: str | None = None
+    device_list_reason: str | None = None
 
     def isolation_args(self) -> list[str]:
         """The compute check's arguments for what each container must see (``--unit``, one
-        ``--host-gpu-uuid`` per host GPU, ``--cluster``, ``--device-list-strategy``). Every
+        ``--host-gpu-uuid`` per host GPU, ``--cluster``, ``--device-list-strategy`` and its
+        ``--device-list-reason``). Every
         value is validated or the host probe's (UUIDs), and none reaches a shell."""
         return [
             "--unit",
@@ -238,6 +241,7 @@ class GpuPodArgs:
             *(a for u in self.host_gpu_uuids for a in ("--host-gpu-uuid", u)),
             *(["--cluster", self.cluster] if self.cluster else []),
             *(["--device-list-strategy", self.device_list] if self.device_list else []),
+            *(["--device-list-reason", self.device_list_reason] if self.device_list_reason else []),
         ]
 
     def diagnosis_args(self) -> list[str]:

@@ -9,15 +9,15 @@ driver library, a kernel launch). So after the smoke check:
   ``vectoradd-<gpus-1>``, each NVIDIA's vectorAdd sample in the configured pinned image
   (default ``nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0``, the GPU Operator docs'
   sample) running ``nvidia-smi -L`` (the GPUs it sees) and then ``/cuda-samples/vectorAdd``
-  (gpulab.kube_compute.COMPUTE_SCRIPT), with ``limits: nvidia.com/gpu: 1`` (the resource the smoke
+  (gpulab.kube.compute.COMPUTE_SCRIPT), with ``limits: nvidia.com/gpu: 1`` (the resource the smoke
   Pod asks for), ``restartPolicy: Never``. The containers of one Pod run at once, and the
   kubelet's device manager gives each its own devices, so with whole GPUs and no
   time-slicing N containers are N distinct GPUs. Created = accepted by the API server
   (``pulumi.com/waitFor``, as the smoke Pod); replaced delete-first (same name).
 * The check (``python -m gpulab.kube compute``): waits for phase ``Succeeded`` and requires
-  a ``Test PASSED`` line in each container's log (gpulab.kube_compute), and that each
+  a ``Test PASSED`` line in each container's log (gpulab.kube.compute), and that each
   container listed exactly the GPU it was given, no two the same, all among the host's
-  (gpulab.gpu_isolation); a ``Failed`` Pod, a container whose log lacks it, or one that saw
+  (gpulab.kube.gpu_isolation); a ``Failed`` Pod, a container whose log lacks it, or one that saw
   GPUs it was not given fails the update, naming the container(s) with their log tail or
   GPUs and the diagnosis. ``gpus`` (output ``computeGpus``) is how many containers passed.
 
@@ -32,8 +32,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.command import GpuPodArgs, parse_json_stdout, pod_check, run_once_pod
-from gpulab import names
-from gpulab.kube_compute import COMPUTE_SCRIPT
+from gpulab.core import names
+from gpulab.kube.compute import COMPUTE_SCRIPT
 
 POD_NAME = names.COMPUTE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
@@ -56,7 +56,7 @@ def pod_spec(
 ) -> dict[str, object]:
     """The compute Pod's spec: ``gpus`` containers (:func:`container_names`), each with one
     ``resource``, listing the GPUs it sees and then running vectorAdd
-    (gpulab.kube_compute.COMPUTE_SCRIPT, a constant), run once.
+    (gpulab.kube.compute.COMPUTE_SCRIPT, a constant), run once.
 
     Raises:
         ValueError: ``gpus`` < 1.

@@ -1,6 +1,6 @@
 """DcgmMetrics component: what the GPU Operator's DCGM exporter reports, sampled beside the compute check.
 
-One command, ``python -m gpulab.kube dcgm`` (gpulab.kube_dcgm): the exporter's ``/metrics``
+One command, ``python -m gpulab.kube dcgm`` (gpulab.kube.dcgm): the exporter's ``/metrics``
 through the API server's service proxy (Service ``nvidia-dcgm-exporter``, port 9400, in the
 operator's namespace), sampled every few seconds for ``seconds``, summed up per GPU UUID
 (utilisation %, framebuffer used MiB, power W, temperature C, the driver label). It is created
@@ -20,7 +20,7 @@ from typing import Any
 import pulumi
 
 from components.command import kube_command, parse_json_stdout
-from gpulab.names import DCGM_EXPORTER_PORT, DCGM_EXPORTER_SERVICE, OPERATOR_NAMESPACE
+from gpulab.core.names import DCGM_EXPORTER_PORT, DCGM_EXPORTER_SERVICE, OPERATOR_NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class DcgmArgs:
 class DcgmMetrics(pulumi.ComponentResource):
     """The scrape command (see module docstring). Type token ``gpulab:dcgm:DcgmMetrics``.
 
-    Outputs: ``metrics`` (the ``dcgmMetrics`` output: gpulab.dcgm.summarize's dict) and
+    Outputs: ``metrics`` (the ``dcgmMetrics`` output: gpulab.kube.dcgm_metrics.summarize's dict) and
     ``measured_at`` (UTC ISO 8601, when the scrape ended).
     """
 

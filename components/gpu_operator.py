@@ -17,24 +17,24 @@ Children:
   ClusterPolicy ``cluster-policy`` to be ``ready``, the device-plugin DaemonSet to be
   ready and the nodes to advertise what ``expect`` says (``nvidia.com/gpu``, or the MIG
   resources), and fails within ``gpuGraceSeconds`` of a state that will not recover
-  (gpulab.gate): the smoke Pod, which depends on it, is then never created.
+  (gpulab.kube.gate): the smoke Pod, which depends on it, is then never created.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-import variants
 from components.command import PYTHON, kube_command, lab_command, parse_json_stdout
-from gpulab import mig, names, time_slicing
-from gpulab.config import OperatorConfig
-from gpulab.kube import KUBECONFIG_ENV
-from gpulab.mig import Expected
+from gpulab.config import mig, time_slicing
+from gpulab.config.lab import OperatorConfig
+from gpulab.config.mig import Expected
+from gpulab.core import names
+from gpulab.kube.client import KUBECONFIG_ENV
 
 NAMESPACE = names.OPERATOR_NAMESPACE
 RELEASE = names.OPERATOR_RELEASE
@@ -44,11 +44,21 @@ SIMULATED_ANNOTATION = names.SIMULATED_ANNOTATION
 DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 
 
-def helm_values(op: OperatorConfig) -> dict[str, Any]:
+class OperatorVariant(Protocol):
+    """What the operator component asks of the cluster variant (``variants.base.Variant``
+    answers it; the edge passes the chosen one in)."""
+
+    @property
+    def owns_cluster(self) -> bool: ...
+    def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None: ...
+    def device_list_strategy(self, op: OperatorConfig) -> str | None: ...
+
+
+def helm_values(op: OperatorConfig, variant: OperatorVariant) -> dict[str, Any]:
     """The chart values the lab sets (everything else is the chart's default).
 
-    ``driver.enabled`` is always false: the host provides the driver. The variant
-    (``op.cluster``) adjusts them to its node runtime (``Variant.helm_values``: kind keeps
+    ``driver.enabled`` is always false: the host provides the driver. The ``variant``
+    adjusts them to its node runtime (``Variant.helm_values``: kind keeps
     the operator's toolkit off; k3s points the toolkit at k3s's containerd, or enables the
     NRI plugin) and names the device plugin's ``DEVICE_LIST_STRATEGY`` its node runtime honours
     (``Variant.device_list_strategy``: ``envvar`` on minikube, kind and k3s). With
@@ -64,12 +74,11 @@ def helm_values(op: OperatorConfig) -> dict[str, Any]:
         "dcgmExporter": {"enabled": op.dcgm_exporter},
         "nfd": {"enabled": op.nfd},
         "cdi": {"enabled": op.cdi},
-        # The device plugin's and GFD's MIG strategy (gpulab.mig): set always, since the
+        # The device plugin's and GFD's MIG strategy (gpulab.config.mig): set always, since the
         # chart's own default is single, not the lab's none.
         "mig": {"strategy": op.mig_strategy},
     }
     # The node runtime's needs (kind: toolkit off; k3s: its containerd, or the NRI plugin).
-    variant = variants.get(op.cluster)
     variant.helm_values(values, op)
     strategy = variant.device_list_strategy(op)
     if strategy:
@@ -81,7 +90,7 @@ def helm_values(op: OperatorConfig) -> dict[str, Any]:
         values.setdefault(pinned.operand, {}).update(pinned.helm_values())
     sharing = op.time_slicing
     if sharing.enabled:
-        # The chart makes the ConfigMap and the ClusterPolicy names it (gpulab.time_slicing).
+        # The chart makes the ConfigMap and the ClusterPolicy names it (gpulab.config.time_slicing).
         values["devicePlugin"]["config"] = {
             "name": time_slicing.CONFIG_MAP,
             "create": True,
@@ -112,12 +121,13 @@ class GpuOperatorArgs:
     """Inputs.
 
     Attributes:
-        operator: chart settings (gpulab.config.OperatorConfig).
+        operator: chart settings (gpulab.config.lab.OperatorConfig).
+        variant: the cluster variant the chart goes into (:class:`OperatorVariant`).
         kubeconfig: the cluster's kubeconfig (secret), for the gate.
         device_plugin_owner: ``"operator"`` or ``"minikube-addon"``; decides which
             DaemonSet the gate waits for.
         simulate_operands: create the simulated stand-ins (sim lab only).
-        expect: what the nodes must advertise (gpulab.mig.Expected: ``nvidia.com/gpu`` =
+        expect: what the nodes must advertise (gpulab.config.mig.Expected: ``nvidia.com/gpu`` =
             physical GPUs x time-slicing replicas, or the MIG resources); the gate waits for
             it and the diagnosis compares with it.
         grace_seconds: ``gpuGraceSeconds``: how long the gate lets a stuck state last.
@@ -127,6 +137,7 @@ class GpuOperatorArgs:
     """
 
     operator: OperatorConfig
+    variant: OperatorVariant
     kubeconfig: pulumi.Input[str]
     device_plugin_owner: str = "operator"
     simulate_operands: bool = False
@@ -155,7 +166,7 @@ class GpuOperator(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpulab:gpu_operator:GpuOperator", name, None, opts)
-        op = args.operator
+        op, variant = args.operator, args.variant
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
@@ -173,7 +184,7 @@ class GpuOperator(pulumi.ComponentResource):
         if op.chart_path:
             # Helm installs a chart's crds/ only where absent and never upgrades them: CRDs left
             # by another chart version are compared first, and upgraded (on a cluster the lab
-            # owns) or stopped at with the fix (gpulab.crd_check). A repository chart is not
+            # owns) or stopped at with the fix (gpulab.kube.crd_check). A repository chart is not
             # on disk before Helm pulls it, so only a local chart is checked.
             release_after.append(
                 lab_command(
@@ -181,11 +192,11 @@ class GpuOperator(pulumi.ComponentResource):
                     [
                         PYTHON,
                         "-m",
-                        "gpulab.crd_check",
+                        "gpulab.kube.crd_check",
                         "--chart",
                         op.chart_path,
                         *(["--nfd"] if op.nfd else []),
-                        *(["--apply"] if variants.get(op.cluster).owns_cluster else []),
+                        *(["--apply"] if variant.owns_cluster else []),
                     ],
                     environment=pulumi.Output.secret({KUBECONFIG_ENV: args.kubeconfig}),
                     triggers=[op.chart_version, op.chart_path],
@@ -200,7 +211,7 @@ class GpuOperator(pulumi.ComponentResource):
             version=None if op.chart_path else op.chart_version,
             repository_opts=None if op.chart_path else k8s.helm.v3.RepositoryOptsArgs(repo=op.chart_repo),
             namespace=self.namespace.metadata["name"],
-            values=helm_values(op),
+            values=helm_values(op, variant),
             timeout=op.timeout_seconds,
             cleanup_on_fail=True,
             # Readiness is the gate's job, not Helm's: a Helm wait covers only the chart's own
@@ -262,8 +273,8 @@ class GpuOperator(pulumi.ComponentResource):
                 "nfd": op.nfd,
                 "cdi": op.cdi,
                 # How allocated GPUs reach a container (None: the chart's choice).
-                "deviceListStrategy": variants.get(op.cluster).device_list_strategy(op),
-                # Read by the card's allocatable check (gpulab.card.model: GPUs x replicas).
+                "deviceListStrategy": variant.device_list_strategy(op),
+                # Read by the card's allocatable check (gpulab.verdict.card.model: GPUs x replicas).
                 "timeSlicingReplicas": op.time_slicing_replicas,
                 "timeSlicingRename": op.time_slicing_rename,
                 "timeSlicingFailRequestsGreaterThanOne": op.time_slicing_fail_requests_greater_than_one,

@@ -3,18 +3,18 @@
 The probe runs while the program runs (preview included), before any other resource is
 registered, so a host without a working driver stops the deployment with the cause and
 the first fix and nothing is created. In the simulated lab it reads a shipped capture
-(see gpulab/probe.py) and says so (``simulated``).
+(see gpulab/host/probe.py) and says so (``simulated``).
 """
 
 from __future__ import annotations
 
 import pulumi
 
-from gpulab.probe import HostFacts
+from gpulab.host.facts import HostFacts
 
 
 class HostProbe(pulumi.ComponentResource):
-    """Exposes the host's GPU facts (read by ``components.edge.probe_and_preflight``).
+    """Exposes the host's GPU facts (read by ``program.edge.probe_and_preflight``).
 
     Args:
         name: resource name.
@@ -24,9 +24,9 @@ class HostProbe(pulumi.ComponentResource):
         facts: the facts, or None with ``mode="off"``.
 
     Outputs: ``gpu_count`` (int), ``gpu_models`` (list[str]), ``gpus`` (list[dict], see
-    gpulab.outputs.HOST_GPUS), ``driver_version`` (str), ``max_cuda`` (str|None),
+    gpulab.core.outputs.HOST_GPUS), ``driver_version`` (str), ``max_cuda`` (str|None),
     ``source`` (str), ``simulated`` (bool), ``topology`` (dict|None: the ``hostTopology``
-    output, gpulab.host_topology.output_json), ``facts`` (the :class:`HostFacts` or None;
+    output, gpulab.host.topology_probe.output_json), ``facts`` (the :class:`HostFacts` or None;
     a plain attribute, known at construction).
     """
 

@@ -16,7 +16,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.command import GpuPodArgs, parse_json_stdout, pod_check, run_once_pod
-from gpulab import names, smoke_gpus
+from gpulab.core import names
+from gpulab.kube import smoke_gpus
 
 POD_NAME = names.SMOKE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE

@@ -1,40 +1,11 @@
-"""The registry of cluster variants: the one place that knows their names.
+"""The cluster variants: one folder per kind of cluster, behind one interface.
 
-Each variant is a folder ``variants/<name>/`` whose ``__init__`` defines ``VARIANT``, an
-implementation of :class:`variants.base.Variant`; adding a variant means adding its folder
-and one line to :data:`REGISTRY`. The rest of the lab asks :func:`get` and calls the
-interface.
+``variants/base.py`` is the interface (:class:`variants.base.Variant`); ``variants/<name>/`` is
+one variant, and ``variants/registry.py`` is the only place that knows their names. The edge
+(the program's entry, the policy pack, the operations' commands) asks the registry for the
+chosen variant and passes it in; nothing below the edge imports the registry.
+
+May import: ``components`` (the shared components a variant's own builds on) and ``gpulab``.
+Never imported by ``components`` or ``gpulab`` (below the variants); a variant never imports
+another variant.
 """
-
-from __future__ import annotations
-
-from typing import Final
-
-from variants import existing, k3s, kind, minikube, sim
-from variants.base import Variant
-
-#: name -> variant, in the order config errors list them.
-REGISTRY: Final[dict[str, Variant]] = {
-    v.name: v for v in (minikube.VARIANT, sim.VARIANT, kind.VARIANT, k3s.VARIANT, existing.VARIANT)
-}
-NAMES: Final = tuple(REGISTRY)
-
-
-def get(name: str) -> Variant:
-    """The variant called ``name``.
-
-    Raises:
-        KeyError: no such variant (the message lists the known ones).
-    """
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown cluster variant {name!r}; known: {', '.join(NAMES)}") from None
-
-
-def step_of_module(module: str, subcommand: str) -> str | None:
-    """The step name of ``python -m <module> <subcommand>`` when it is a variant's helper."""
-    for v in REGISTRY.values():
-        if module == v.ctl:
-            return v.steps.get(subcommand)
-    return None

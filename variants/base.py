@@ -4,7 +4,7 @@ The shape is NVIDIA holodeck's provider interface (one interface, one folder per
 environment kind): a variant says what it needs on this machine, checks its own config
 keys, makes the component that yields a kubeconfig, adjusts the operator's Helm values to
 its node runtime, and says whether a cluster it owns is gone. Everything a variant is
-lives in ``variants/<name>/``; the registry (``variants/__init__.py``) is the only place
+lives in ``variants/<name>/``; the registry (``variants/registry.py``) is the only place
 that knows the names.
 
 This module imports no Pulumi: config parsing and preflight use it before any resource
@@ -24,17 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from gpulab import outputs as out
-from gpulab import run as cmd
-from gpulab.errors import GpuLabError
+from gpulab.core import outputs as out
+from gpulab.core import run as cmd
+from gpulab.core.errors import GpuLabError
+from gpulab.host import preflight
 
 if TYPE_CHECKING:
     import pulumi
 
     from components.cluster import ClusterOutputs
-    from gpulab.config import LabConfig, OperatorConfig
-    from gpulab.findings import Finding
-    from gpulab.probe import HostFacts
+    from gpulab.config.lab import LabConfig, OperatorConfig
+    from gpulab.core.findings import Finding
+    from gpulab.host.facts import HostFacts
 
 #: ``get(key)``: a config key's parsed value, or its default.
 Getter = Callable[[str], object]
@@ -43,7 +44,7 @@ Runner = Callable[[list[str]], cmd.Result]
 
 
 def run_quietly(argv: list[str]) -> cmd.Result:
-    """``argv`` with its output captured (:func:`gpulab.run.run`); 120 s at most."""
+    """``argv`` with its output captured (:func:`gpulab.core.run.run`); 120 s at most."""
     return cmd.run(argv, timeout=120)
 
 
@@ -142,7 +143,7 @@ class Variant(ABC):
             operator runs (minikube ``--gpus=all``, kind the nvkind way), so the operator's
             toolkit is redundant there: off by default (policy ``operator-toolkit-redundant``).
         steps: its helper module's subcommands and their stable step names
-            (``{"up": "kind-cluster"}``; gpulab.argv.step_of).
+            (``{"up": "kind-cluster"}``; gpulab.core.argv.step_of).
         exclusive_settings: ``(key, value)`` config settings that mean something for this
             variant only and are refused for every other one.
         exclusive_keys: config keys that apply to this variant only; any non-empty value is
@@ -248,7 +249,6 @@ class Variant(ABC):
 
     def missing_tools(self, which: Callable[[str], str | None] = shutil.which) -> list[Finding]:
         """One failed Finding per binary of :attr:`tools` that is not on PATH."""
-        from gpulab import preflight
 
         return [
             preflight.Finding(

@@ -4,8 +4,9 @@ Input is what ``kubectl get -o json`` returns (the ``items`` of pods, events, Da
 nodes, as plain JSON dicts with camelCase keys), optionally recent container logs, a Helm
 error message or ``minikube start``'s stderr. Output is a list of :class:`Diagnosis`: which
 object fails, why, the evidence, and the first reaction as a concrete command. Pure
-functions, no API calls: :mod:`gpulab.kube` reads the cluster and calls
-:func:`diagnose_cluster` and :func:`render` when a wait times out.
+functions, no API calls, except :mod:`~gpulab.diagnose.live`, which reads a live cluster
+through the API and renders :func:`diagnose_cluster`'s findings for a wait of :mod:`gpulab.kube`
+that failed; :mod:`~gpulab.diagnose.sharing` says which step of time-slicing is missing.
 
 Rows (``Diagnosis.row``), the first five from the chapter's table 2 (单机 GPU 集群常见故障与
 第一反应), the others from its checklist and from how the GPU Operator fails in practice:
@@ -85,6 +86,9 @@ Shared: :mod:`~gpulab.diagnose.record` (:class:`Diagnosis`),
 :mod:`~gpulab.diagnose.roles` (what a pod is to the lab, and its rank),
 :mod:`~gpulab.diagnose.fields` (JSON readers), :mod:`~gpulab.diagnose.gpus` (GPU
 accounting), :mod:`~gpulab.diagnose.context` (the state one call reads).
+
+May import: :mod:`gpulab.config`, :mod:`gpulab.core`. Not :mod:`gpulab.host` (its neighbour),
+the cluster checks (:mod:`gpulab.kube` calls it) or anything above.
 """
 
 from gpulab.diagnose.cluster import diagnose_cluster

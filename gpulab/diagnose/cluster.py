@@ -52,7 +52,7 @@ def diagnose_cluster(
         host_max_cuda: newest CUDA ``"X.Y"`` the host driver supports (nvidia-smi header),
             used when a start error gives no maximum.
         profile: minikube profile named in the fix commands.
-        mig_strategy: ``none``, ``single`` or ``mixed`` (:mod:`gpulab.mig`); under ``mixed``
+        mig_strategy: ``none``, ``single`` or ``mixed`` (:mod:`gpulab.config.mig`); under ``mixed``
             the nodes' ``nvidia.com/mig-*`` resources are checked against ``expected_mig``
             (``{"nvidia.com/mig-1g.18gb": 7}``, None: some > 0) instead of ``nvidia.com/gpu``.
         namespaces: ``kubectl get ns -o json`` items; those ``Terminating`` are diagnosed

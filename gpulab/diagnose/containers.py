@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpulab import fixes, fixes_operator
+from gpulab.core import fixes, fixes_operator
+from gpulab.core.names import OPERATOR_NAMESPACE, TOOLKIT_DS
 from gpulab.diagnose import messages
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import (
@@ -27,7 +28,6 @@ from gpulab.diagnose.fields import (
 )
 from gpulab.diagnose.record import Diagnosis, Json
 from gpulab.diagnose.roles import _NON_BLOCKING_RANK, _ROLE_RANK, _init_rank
-from gpulab.names import OPERATOR_NAMESPACE, TOOLKIT_DS
 
 #: The row a known message gets, by the failing pod's role (else ``pod-crashloop``).
 _ROW_BY_ROLE = {"device-plugin": "device-plugin-crashloop", "validator": "validator-stuck"}

@@ -20,7 +20,7 @@ class _Ctx:
     host_max_cuda: str | None
     profile: str
     #: The whole-GPU resource the lab counts: ``nvidia.com/gpu``, or ``nvidia.com/gpu.shared``
-    #: under time-slicing's rename (gpulab.time_slicing).
+    #: under time-slicing's rename (gpulab.config.time_slicing).
     gpu_resource: str = GPU_RESOURCE
     #: Terminating namespaces (``kubectl get ns -o json`` items).
     namespaces: list[Json] = field(default_factory=list)

@@ -6,12 +6,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from gpulab import fixes_operator
-from gpulab.config import DEFAULT_CHART_REPO
+from gpulab.config.lab import DEFAULT_CHART_REPO
+from gpulab.core import fixes_operator
+from gpulab.core.names import OPERATOR_NAMESPACE, OPERATOR_RELEASE
 from gpulab.diagnose.cluster import diagnose_cluster
 from gpulab.diagnose.fields import _last_line, _one_line
 from gpulab.diagnose.record import DEFAULT_PROFILE, Diagnosis, Json
-from gpulab.names import OPERATOR_NAMESPACE, OPERATOR_RELEASE
 
 _EXISTS_RE: Final = re.compile(r'(?P<kind>[A-Za-z]+) "(?P<name>[^"]+)" in namespace "(?P<ns>[^"]*)" exists')
 # The API server's refusal while a namespace terminates (k8s.io/apiserver, NamespaceLifecycle

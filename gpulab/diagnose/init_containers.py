@@ -6,14 +6,14 @@ while it waits to start, from the pod's ``Initialized`` condition (``lastTransit
 its ``status.startTime`` or its creation, to the time the state was read. A known message in
 its log (:mod:`gpulab.diagnose.messages`, e.g. ``waiting for nvidia container stack to be
 setup``) names the cause and the fix; otherwise the fix is that init container's own
-(:func:`gpulab.fixes_operator.validator_init`: each validator step checks one thing).
+(:func:`gpulab.core.fixes_operator.validator_init`: each validator step checks one thing).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from gpulab import fixes_operator
+from gpulab.core import fixes_operator
 from gpulab.diagnose.containers import _known
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import (

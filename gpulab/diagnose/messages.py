@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from gpulab import fixes, fixes_operator
+from gpulab.core import fixes, fixes_operator
 
 KINDS: Final = ("not-injected", "host-driver", "runtime", "toolkit", "validator", "dcgm", "device-plugin")
 
@@ -56,7 +56,7 @@ class FixArgs:
 class KnownMessage:
     """One recognised message: ``id`` (kebab-case, the diagnosis' ``variant``), the
     ``pattern`` searched line by line, its ``kind`` (one of :data:`KINDS`), the ``cause`` in
-    one sentence, the first ``fix`` (a :mod:`gpulab.fixes` text) and the upstream ``sources``."""
+    one sentence, the first ``fix`` (a :mod:`gpulab.core.fixes` text) and the upstream ``sources``."""
 
     id: str
     pattern: re.Pattern[str]

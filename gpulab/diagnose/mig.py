@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gpulab import fixes
+from gpulab.config.mig import mig_totals
+from gpulab.core import fixes
+from gpulab.core.names import SIMULATED_ANNOTATION
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _get, _name
 from gpulab.diagnose.record import Diagnosis
 from gpulab.diagnose.roles import _ROLE_RANK
-from gpulab.mig import mig_totals
-from gpulab.names import SIMULATED_ANNOTATION
 
 _CHECK_MIG = (
     "kubectl get nodes -o json | grep -E 'nvidia.com/mig'; on the host: nvidia-smi -L "

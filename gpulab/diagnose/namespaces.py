@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from gpulab import fixes_operator
+from gpulab.core import fixes_operator
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _condition, _duration, _get, _name, _one_line, _parse_time
 from gpulab.diagnose.record import Diagnosis, Json

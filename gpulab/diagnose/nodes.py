@@ -4,14 +4,14 @@
 
 from __future__ import annotations
 
-from gpulab import fixes
+from gpulab.config.time_slicing import other_resource
+from gpulab.core import fixes
+from gpulab.core.names import OPERATOR_NAMESPACE, SIMULATED_ANNOTATION
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _ds_ready, _get, _name, _ns, _one_line, _pod_obj, _quantity
 from gpulab.diagnose.gpus import gpu_holders, gpu_request
 from gpulab.diagnose.record import SHARED_GPU_RESOURCE, Diagnosis, Json
 from gpulab.diagnose.roles import _ROLE_RANK
-from gpulab.names import OPERATOR_NAMESPACE, SIMULATED_ANNOTATION
-from gpulab.time_slicing import other_resource
 
 
 def _node_ready(node: Json) -> tuple[bool, str]:

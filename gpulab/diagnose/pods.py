@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpulab import fixes
+from gpulab.core import fixes
+from gpulab.core.names import WHOLE_GPU_RESOURCES
 from gpulab.diagnose.containers import _crash_diagnosis, _known, _pull_diagnosis
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _get, _last_line, _name, _ns, _one_line, _pod_obj, _status_texts
@@ -15,7 +16,6 @@ from gpulab.diagnose.patterns import _CRASH_REASONS, _CREATING_REASONS, _INSUFFI
 from gpulab.diagnose.record import Diagnosis, Json
 from gpulab.diagnose.roles import _NON_BLOCKING_RANK, _ROLE_RANK, _role
 from gpulab.diagnose.smoke import _creating_diagnosis, _cuda_diagnosis
-from gpulab.names import WHOLE_GPU_RESOURCES
 
 
 def _unschedulable(pod: Json, events: Sequence[Json]) -> Json | None:

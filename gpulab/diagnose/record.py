@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gpulab import names
-from gpulab.findings import Finding, Status
+from gpulab.core import names
+from gpulab.core.findings import Finding, Status
 
 GPU_RESOURCE: Final = names.GPU_RESOURCE
 SHARED_GPU_RESOURCE: Final = names.SHARED_GPU_RESOURCE

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from gpulab.core.names import DEVICE_PLUGIN_DS, TOOLKIT_DS
 from gpulab.diagnose.fields import _get, _name
 from gpulab.diagnose.record import Json
-from gpulab.names import DEVICE_PLUGIN_DS, TOOLKIT_DS
 
 # (role, prefix) in match order: longer, more specific prefixes first.
 _ROLE_PREFIXES: Final[tuple[tuple[str, str], ...]] = (

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from gpulab import cuda, fixes, fixes_operator
+from gpulab.core import cuda, fixes, fixes_operator
+from gpulab.core.names import COMPUTE_POD, OPERATOR_NAMESPACE, SMOKE_POD, TOOLKIT_DS
 from gpulab.diagnose import messages
 from gpulab.diagnose.containers import _known
 from gpulab.diagnose.context import _Ctx
@@ -24,7 +25,6 @@ from gpulab.diagnose.fields import (
 from gpulab.diagnose.patterns import _CUDA_COND_RE, _DRIVER_MAX_RE
 from gpulab.diagnose.record import Diagnosis, Json
 from gpulab.diagnose.roles import _NON_BLOCKING_RANK, _role
-from gpulab.names import COMPUTE_POD, OPERATOR_NAMESPACE, SMOKE_POD, TOOLKIT_DS
 
 #: The config key of a lab Pod's image, named in the fix (other workloads: the smoke image's).
 _IMAGE_KEYS: Final = {SMOKE_POD: "smokeImage", COMPUTE_POD: "computeImage"}

@@ -19,7 +19,7 @@ Shared: :mod:`~policy.validators.findings` (statuses, :class:`Finding`, the ledg
 :mod:`~policy.validators.spec` (:class:`Spec`, schema fragments),
 :mod:`~policy.validators.stack_view` (stack resources), :mod:`~policy.validators.adapters`
 (spec to engine report) and :mod:`~policy.validators.tokens` (type tokens); the first
-fixes (表 2) are :mod:`gpulab.fixes`, the lab's one place for them.
+fixes (表 2) are :mod:`gpulab.core.fixes`, the lab's one place for them.
 
 Shape. Each policy is a :class:`Spec`: a stable kebab-case name, an imperative
 description, a default enforcement level, a config schema whose ``default`` values are the

@@ -1,8 +1,8 @@
-"""The chapter's checklist items as stack policies, one per :mod:`gpulab.checklist` item
+"""The chapter's checklist items as stack policies, one per :mod:`gpulab.verdict.checklist` item
 (``device-plugin-stable``, ``allocatable-matches-gpus``, ``driver-version-matches``,
 ``events-scheduled-and-pulled``, ``baseline-card-complete``, ``compute-works``,
 ``dcgm-reports-gpus``, ``pods-see-every-gpu``): each runs
-:func:`gpulab.checklist.evaluate` on the stack outputs, so they share one check factory and
+:func:`gpulab.verdict.checklist.evaluate` on the stack outputs, so they share one check factory and
 live in one module."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from gpulab import checklist
-from gpulab import outputs as out
-from gpulab.names import DEFAULT_PROFILE
+from gpulab.core import outputs as out
+from gpulab.core.names import DEFAULT_PROFILE
+from gpulab.verdict import checklist
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding
 from policy.validators.props import UNKNOWN, has_unknown, lab_setting
@@ -30,7 +30,7 @@ def _replicas(cfg: Settings, ctx: StackContext) -> int:
 
 
 def checklist_outputs(resources: Sequence[Res], cfg: Settings) -> tuple[dict[str, Any], str | None]:
-    """The stack exports for :func:`gpulab.checklist.evaluate`, with pack-config overrides
+    """The stack exports for :func:`gpulab.verdict.checklist.evaluate`, with pack-config overrides
     (``expectedGpus`` -> host GPU count, ``hostDriverVersion``) applied."""
     outputs, urn = _stack_outputs(resources)
     outputs = {k: (UNKNOWN if has_unknown(v) else v) for k, v in outputs.items()}
@@ -42,7 +42,7 @@ def checklist_outputs(resources: Sequence[Res], cfg: Settings) -> tuple[dict[str
 
 
 def checklist_check(item_id: str) -> StackCheck:
-    """The stack check for one :mod:`gpulab.checklist` item."""
+    """The stack check for one :mod:`gpulab.verdict.checklist` item."""
 
     def check(resources: list[Res], cfg: Settings, ctx: StackContext) -> list[Finding]:
         outputs, urn = checklist_outputs(resources, cfg)

@@ -1,7 +1,7 @@
 """What a check returns (:class:`Finding`), its statuses, and the :class:`Ledger` of the latest
 findings that ``checklist-unverified`` reports from.
 
-A policy's finding is the lab's one finding record (:class:`gpulab.findings.Finding`), made
+A policy's finding is the lab's one finding record (:class:`gpulab.core.findings.Finding`), made
 as ``Finding(item, status, observed, expected, fix, urn)``: ``urn`` is its ``subject``, the
 resource reported (None for the stack), and ``report()`` the line an engine report carries.
 """
@@ -12,8 +12,8 @@ import threading
 from collections.abc import Sequence
 from typing import Final
 
-from gpulab import checklist
-from gpulab.findings import Finding, Status
+from gpulab.core.findings import Finding, Status
+from gpulab.verdict import checklist
 
 __all__ = [
     "FAIL",

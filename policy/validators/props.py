@@ -10,8 +10,8 @@ from typing import Any
 from pulumi_policy import Secret
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
-from gpulab import checklist
-from gpulab import config as labconfig
+from gpulab.config import lab as labconfig
+from gpulab.verdict import checklist
 from policy.stack_context import StackContext
 from policy.validators.findings import UNKNOWN
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from gpulab import config as labconfig
-from gpulab import names
+from gpulab.config import lab as labconfig
+from gpulab.core import names
 
 # Engine type tokens the policies read.
 T_STACK: Final = "pulumi:pulumi:Stack"

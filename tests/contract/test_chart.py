@@ -24,10 +24,12 @@ import pytest
 import yaml
 
 from components.gpu_operator import DEVICE_PLUGIN_IMAGE, helm_values
-from gpulab import names
-from gpulab.config import OperatorConfig, parse_config
-from gpulab.operand_images import OPERANDS
+from gpulab.config.lab import OperatorConfig
+from gpulab.config.operand_images import OPERANDS
+from gpulab.core import names
+from variants import registry
 from variants.kind.ctl import NODE_TOOLKIT_VERSION
+from variants.registry import parse_config
 
 #: The chart version whose sources this module was checked against.
 CHART_VERSION = "v26.7.0"
@@ -53,7 +55,7 @@ def _has(doc: Mapping[str, Any], path: tuple[str, ...]) -> bool:
 
 
 def test_the_chart_is_the_version_the_lab_pins(chart: Path) -> None:
-    """The chart the lab installs by default (gpulab.config ``OperatorConfig.chart_version``)
+    """The chart the lab installs by default (gpulab.config.lab ``OperatorConfig.chart_version``)
     is the one read here (``Chart.yaml`` ``version``, as published at
     https://helm.ngc.nvidia.com/nvidia). NVIDIA/gpu-operator tag v26.7.0 keeps
     ``version: v1.0.0-devel`` in deployments/gpu-operator/Chart.yaml; the release stamps it."""
@@ -87,7 +89,8 @@ def test_every_value_the_lab_sets_is_a_value_of_the_chart(chart: Path, raw: dict
     value the chart does not read is silently ignored, so this is the test that catches it."""
     values = yaml.safe_load((chart / "values.yaml").read_text())
     templates = "".join(f.read_text() for f in (chart / "templates").glob("*.yaml"))
-    lab = helm_values(parse_config(raw, env={}).operator)
+    cfg = parse_config(raw, env={})
+    lab = helm_values(cfg.operator, registry.get(cfg.cluster))
     missing = [
         ".".join(p) for p in _paths(lab) if not _has(values, p) and f".Values.{'.'.join(p)} " not in templates
     ]
@@ -96,7 +99,7 @@ def test_every_value_the_lab_sets_is_a_value_of_the_chart(chart: Path, raw: dict
 
 def test_the_cluster_policy_template_passes_the_lab_s_values_on(chart: Path) -> None:
     """NVIDIA/gpu-operator v26.7.0 deployments/gpu-operator/templates/clusterpolicy.yaml: the
-    ClusterPolicy is named ``cluster-policy`` (what the gate reads: gpulab/gate.py) and renders
+    ClusterPolicy is named ``cluster-policy`` (what the gate reads: gpulab/kube/gate.py) and renders
     ``devicePlugin.env``, ``toolkit.env``, ``cdi.enabled``/``nriPluginEnabled``,
     ``mig.strategy`` and ``driver.enabled`` into its spec."""
     text = (chart / "templates" / "clusterpolicy.yaml").read_text()
@@ -174,5 +177,7 @@ def test_device_plugin_device_list_strategies() -> None:
     list gives a runtime that reads no CDI nothing but the image's ``NVIDIA_VISIBLE_DEVICES=all``."""
     assert names.DEVICE_LIST_ENVVAR == "envvar"
     for cluster in ("minikube", "kind", "k3s"):
-        values = helm_values(parse_config({"gpu-lab:cluster": cluster}, env={}).operator)
+        values = helm_values(
+            parse_config({"gpu-lab:cluster": cluster}, env={}).operator, registry.get(cluster)
+        )
         assert values["devicePlugin"]["env"] == [{"name": "DEVICE_LIST_STRATEGY", "value": "envvar"}]

@@ -7,12 +7,12 @@ the source tools here can fetch, so files were read at the commits the code inde
 
 from __future__ import annotations
 
-from gpulab.config import LabConfig, OperatorConfig
+from gpulab.config.lab import LabConfig, OperatorConfig
 from variants.k3s import ctl
 
 
 def test_the_pinned_release() -> None:
-    """The lab's default ``k3sVersion`` (gpulab.config): v1.34.1+k3s1 (containerd >= 2.1, which
+    """The lab's default ``k3sVersion`` (gpulab.config.lab): v1.34.1+k3s1 (containerd >= 2.1, which
     the NRI option needs: variants/k3s ``MIN_NRI_CHART``)."""
     assert LabConfig().k3s_version == "v1.34.1+k3s1"
 
@@ -46,9 +46,9 @@ def test_kubeconfig_containerd_and_the_nvidia_runtime() -> None:
     assert ctl.CONTAINERD_CONFIG == "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
     assert ctl.CONTAINERD_SOCKET == "/run/k3s/containerd/containerd.sock"
     assert ctl.RUNTIME_CLASS == "nvidia"
-    import variants
+    from variants import registry
 
-    k3s = variants.get("k3s")
+    k3s = registry.get("k3s")
     assert k3s.device_list_strategy(OperatorConfig(cluster="k3s")) == "envvar"
     assert k3s.device_list_strategy(OperatorConfig(cluster="k3s", nri_plugin=True)) is None
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import yaml
 
-from gpulab import fixes
-from gpulab.config import DEFAULT_KIND_NODE_IMAGE
+from gpulab.config.lab import DEFAULT_KIND_NODE_IMAGE
+from gpulab.core import fixes
 from variants.kind import ctl
 
 
@@ -111,7 +111,7 @@ def test_the_node_s_containerd_handler_from_the_file_with_the_chart_s_toolkit() 
     ]
     assert ctl.NODE_TOOLKIT_VERSION == "1.20.0-1"
     assert "nvidia-container-toolkit=1.20.0-1" in ctl.NODE_INSTALL_TOOLKIT
-    import variants
-    from gpulab.config import OperatorConfig
+    from gpulab.config.lab import OperatorConfig
+    from variants import registry
 
-    assert variants.get("kind").device_list_strategy(OperatorConfig(cluster="kind")) == "envvar"
+    assert registry.get("kind").device_list_strategy(OperatorConfig(cluster="kind")) == "envvar"

@@ -9,8 +9,8 @@ lab's minikube variant uses (variants/minikube/ctl.py, reuse.py, ``gone``), what
 
 from __future__ import annotations
 
-from gpulab import preflight
-from gpulab.config import LabConfig
+from gpulab.config.lab import LabConfig
+from gpulab.host import preflight
 from variants.minikube import ctl, releases
 
 
@@ -91,10 +91,10 @@ def test_gpus_all_makes_nvidia_docker_s_default_runtime_in_the_node() -> None:
     release (Mirantis/cri-dockerd v0.4.3 core/container_create.go reads no ``CDIDevices``; the
     support added by commit 896bf0aa, #522, is on master only), so the device plugin must pass
     ``NVIDIA_VISIBLE_DEVICES`` (``envvar``)."""
-    import variants
-    from gpulab.config import OperatorConfig
+    from gpulab.config.lab import OperatorConfig
+    from variants import registry
 
-    v = variants.get("minikube")
+    v = registry.get("minikube")
     assert v.runtime_injects_gpus and v.node_runtime == "docker"
     assert v.device_list_strategy(OperatorConfig()) == "envvar"
     assert v.operator_cdi(None, lambda k: None) is False

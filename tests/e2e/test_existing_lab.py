@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from gpulab import checklist
-from gpulab import outputs as out
+from gpulab.core import outputs as out
+from gpulab.verdict import checklist
 from tests.support.sandbox import Project, kube_api, shared_chart
 from variants.existing import ctl as existing_ctl
 

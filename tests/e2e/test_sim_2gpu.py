@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from gpulab import checklist
-from gpulab import outputs as out
+from gpulab.core import outputs as out
+from gpulab.verdict import checklist
 from tests.support.sandbox import Project, shared_chart
 
 pytestmark = pytest.mark.sim

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab import checklist
-from gpulab import outputs as out
+from gpulab.core import outputs as out
+from gpulab.verdict import checklist
 from tests.support.sandbox import Project, kube_api, shared_chart
 
 pytestmark = pytest.mark.sim

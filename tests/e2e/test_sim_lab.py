@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulab import card, checklist, diagnose
-from gpulab import outputs as out
+from gpulab import diagnose
+from gpulab.core import outputs as out
+from gpulab.verdict import card, checklist
 from tests.support.sandbox import Project, kube_api, shared_chart
 
 pytestmark = pytest.mark.sim
@@ -183,16 +184,16 @@ def test_two_simulated_gpus(project: Project) -> None:
         assert o[out.HOST_GPU_COUNT] == 2
         assert o[out.HOST_PROBE_SOURCE] == "capture:h200-2gpu"
         links = [[lk["code"] for lk in g["links"]] for g in o[out.HOST_TOPOLOGY]["gpus"]]
-        assert links == [["NV18"], ["NV18"]]  # the synthesized 2-GPU matrix (gpulab/captures/README.md)
+        assert links == [["NV18"], ["NV18"]]  # the synthesized 2-GPU matrix (gpulab/host/captures/README.md)
     finally:
         project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False)
     assert not (project.dir / ".state" / "sim" / "e2e-two").exists()
 
 
 def _teardown(project: Project) -> subprocess.CompletedProcess[str]:
-    """What `make destroy` runs before `pulumi destroy` (gpulab.teardown)."""
+    """What `make destroy` runs before `pulumi destroy` (gpulab.ops.teardown)."""
     return subprocess.run(
-        [str(project.dir / ".venv" / "bin" / "python"), "-m", "gpulab.teardown", "--stack", "sim"],
+        [str(project.dir / ".venv" / "bin" / "python"), "-m", "gpulab.ops.teardown", "--stack", "sim"],
         cwd=project.dir,
         env={**project.env, "GPULAB_ROOT": str(project.dir)},
         capture_output=True,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab import checklist
-from gpulab import outputs as out
+from gpulab.core import outputs as out
+from gpulab.verdict import checklist
 from tests.support.sandbox import Project, kube_api, shared_chart
 
 pytestmark = pytest.mark.sim
@@ -25,7 +25,7 @@ def test_the_mig_lab_goes_up_passes_the_checklist_and_comes_down(project: Projec
     if shared_chart() is None:
         pytest.skip("no offline gpu-operator chart: set GPULAB_CHART_PATH")
     with project.round_trip("sim-mig", "gpu-lab-mig") as up:
-        # Preflight's MIG line for the GPU (gpulab.mig.mig_findings), shown by pulumi up.
+        # Preflight's MIG line for the GPU (gpulab.config.mig.mig_findings), shown by pulumi up.
         assert "GPU 0 (NVIDIA H200): MIG mode Enabled, migStrategy mixed; MIG devices: 1g.18gb=7" in up.stdout
         _check(project, up.stdout)
 

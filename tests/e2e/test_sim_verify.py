@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulab import outputs as out
+from gpulab.core import outputs as out
 from tests import chromium
 from tests.support.sandbox import Project, kube_api, shared_chart
 

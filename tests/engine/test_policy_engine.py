@@ -17,8 +17,8 @@ import shutil
 
 import pytest
 
-from gpulab import checklist
-from gpulab import outputs as out
+from gpulab.core import outputs as out
+from gpulab.verdict import checklist
 
 from .conftest import Project, shared_chart
 

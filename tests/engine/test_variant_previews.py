@@ -19,7 +19,9 @@ from tests.support.sandbox import Project, shared_chart
 
 pytestmark = pytest.mark.engine
 
-CAPTURE = Path(__file__).resolve().parents[2] / "gpulab" / "captures" / "h200-1gpu" / "nvidia-smi.txt"
+CAPTURE = (
+    Path(__file__).resolve().parents[2] / "gpulab" / "host" / "captures" / "h200-1gpu" / "nvidia-smi.txt"
+)
 COMMON = (
     "gpu-operator-namespace",
     "gpu-operator-release",

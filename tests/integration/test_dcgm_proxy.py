@@ -1,4 +1,4 @@
-"""The DCGM scrape through a real API server's service proxy (gpulab.kube_dcgm).
+"""The DCGM scrape through a real API server's service proxy (gpulab.kube.dcgm).
 
 A simulated cluster (``python -m variants.sim.ctl``: real kube-apiserver, etcd, controllers)
 gets the GPU Operator's exporter Service as the operator makes it (``nvidia-dcgm-exporter``,
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulab import kube_dcgm
+from gpulab.kube import dcgm as kube_dcgm
 from tests.integration.test_simcluster import Cluster, _cli, _up
 
 pytestmark = pytest.mark.sim

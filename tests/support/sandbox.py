@@ -23,6 +23,7 @@ COPY = (
     "Pulumi.yaml",
     "__main__.py",
     "components",
+    "program",
     "gpulab",
     "variants",
     "stacks",

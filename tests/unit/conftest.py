@@ -12,18 +12,18 @@ from typing import Any
 
 import pytest
 
-import components.edge
+import program.edge
 import variants.base
 import variants.minikube.host
 from tests.unit.samples import load
 
-#: The real check, kept before the autouse fixture replaces it (tests/unit/test_chart_preflight.py).
-real_chart_findings = components.edge.chart_findings
+#: The real check, kept before the autouse fixture replaces it (tests/unit/program/test_chart_preflight.py).
+real_chart_findings = program.edge.chart_findings
 
 
 @pytest.fixture(autouse=True)
 def no_chart_repository_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(components.edge, "chart_findings", lambda repo, version: [])
+    monkeypatch.setattr(program.edge, "chart_findings", lambda repo, version: [])
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,8 @@ import pulumi
 from pulumi.runtime import mocks as pmocks
 from pulumi.runtime import rpc
 
-from gpulab.argv import decode, step_of
+from gpulab.core.argv import decode
+from variants.registry import step_of
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The minikube lab on the shipped H200 capture (no GPU needed).
@@ -48,7 +49,7 @@ class Registration:
 
     @property
     def step(self) -> str | None:
-        """A Command's step (gpulab.argv.STEPS), from its create argv."""
+        """A Command's step (gpulab.core.argv.STEPS), from its create argv."""
         return step_of(self.inputs.get("create"))
 
     def argv(self, key: str = "create") -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpulab import outputs as o
+from gpulab.core import outputs as o
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     import pulumi
 
     from components.cluster import ClusterOutputs
-    from gpulab.config import LabConfig
-    from gpulab.probe import HostFacts
+    from gpulab.config.lab import LabConfig
+    from gpulab.host.facts import HostFacts
 
 
 class Existing(Variant):
@@ -36,6 +36,8 @@ class Existing(Variant):
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
     ) -> dict[str, Any]:
+        # Here, not at the top: it imports the helper, which `python -m variants.existing.ctl`
+        # would otherwise run twice.
         from variants.existing.config import resolve_kubeconfig
 
         expected = int(get("expectedGpus"))  # type: ignore[call-overload]

@@ -34,7 +34,7 @@ import pulumi
 
 from components.cluster import ClusterOutputs
 from components.command import PYTHON, lab_command, parse_json_stdout
-from gpulab import outputs as out
+from gpulab.core import outputs as out
 from variants.existing import ctl as existing_ctl
 
 

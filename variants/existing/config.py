@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from gpulab.config import KUBE_CONTEXT, NAMESPACE, SAFE_PATH
+from gpulab.config.lab import KUBE_CONTEXT, NAMESPACE, SAFE_PATH
 from variants.existing.ctl import KubeconfigError, load_kubeconfig
 
 

@@ -50,13 +50,15 @@ from typing import Any, Final
 
 import yaml
 
-from gpulab.errors import GpuLabError
-from gpulab.names import GPU_RESOURCE, WHOLE_GPU_RESOURCES
+from gpulab.core import outputs as out
+from gpulab.core.errors import GpuLabError
+from gpulab.core.names import GPU_RESOURCE, WHOLE_GPU_RESOURCES
+from gpulab.verdict.items import leftovers as checklist_leftovers
 from variants.base import Action, ctl_main
 from variants.existing import leftovers
 
 #: CRDs the gpu-operator chart v26.7.0 installs from ``crds/`` (checked against the chart
-#: by tests/unit/test_existing_ctl.py), used when the chart comes from a repository.
+#: by tests/unit/variants/existing/test_ctl.py), used when the chart comes from a repository.
 OPERATOR_CRDS: Final = (
     "clusterpolicies.nvidia.com",
     "computedomaincliques.resource.nvidia.com",
@@ -329,9 +331,6 @@ def leftover_census(
         ClusterError: the cluster cannot be reached or read.
     """
     from kubernetes.client.rest import ApiException
-
-    from gpulab import checklist_leftovers
-    from gpulab import outputs as out
 
     if not crds:
         source = str(outputs.get(out.CHART_SOURCE) or "")

@@ -17,7 +17,7 @@ A namespace can also hang in ``Terminating`` when objects in it wait on finalize
 Resource strings: ``customresourcedefinition/<name>`` (as the ``leftovers`` output lists
 them), ``namespace/<name>``, ``node/<name> label <key>``. :func:`read` takes the census of
 a live cluster; ``python -m variants.existing.ctl leftovers`` prints it with the
-``no-leftovers`` checklist item (:mod:`gpulab.checklist_leftovers`).
+``no-leftovers`` checklist item (:mod:`gpulab.verdict.items.leftovers`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from gpulab.core.names import OPERATOR_NAMESPACE
 from gpulab.diagnose import diagnose_namespace
-from gpulab.names import OPERATOR_NAMESPACE
 
 #: Node labels of the operator's stack (GFD, the operator's node labelling, NFD rules).
 LABEL_PREFIX: Final = "nvidia.com/"

@@ -10,15 +10,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gpulab.names import DEVICE_LIST_ENVVAR
+from gpulab.config.lab import CHART_VERSION, K3S_VERSION, NAMESPACE
+from gpulab.core.names import DEVICE_LIST_ENVVAR
 from variants.base import Getter, Runner, Variant, run_quietly
 
 if TYPE_CHECKING:
     import pulumi
 
     from components.cluster import ClusterOutputs
-    from gpulab.config import LabConfig, OperatorConfig
-    from gpulab.findings import Finding
+    from gpulab.config.lab import LabConfig, OperatorConfig
+    from gpulab.core.findings import Finding
 
 #: Oldest chart whose ClusterPolicy takes ``cdi.nriPluginEnabled`` as the way to inject GPUs
 #: (RKE2's GPU Operator docs recommend it from v26.3.x; it needs containerd >= 2.1).
@@ -54,7 +55,6 @@ class K3s(Variant):
     )
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
-        from gpulab.config import K3S_VERSION, NAMESPACE
 
         version = str(get("k3sVersion"))
         if not K3S_VERSION.match(version):
@@ -66,7 +66,6 @@ class K3s(Variant):
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
     ) -> dict[str, Any]:
-        from gpulab.config import CHART_VERSION, NAMESPACE
 
         if not get("k3sNriPlugin"):
             self.refuse_cdi(

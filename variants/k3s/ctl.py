@@ -44,11 +44,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from gpulab import preflight
-from gpulab import run as cmd
-from gpulab.errors import GpuLabError
-from gpulab.names import PROJECT
-from gpulab.preflight import Finding, PreflightError
+from gpulab.core import run as cmd
+from gpulab.core.errors import GpuLabError
+from gpulab.core.names import PROJECT
+from gpulab.host import preflight
+from gpulab.host.preflight import Finding, PreflightError
+from gpulab.kube.client import load_clients
 from variants.base import Action, ctl_main
 
 INSTALL_SCRIPT_URL: Final = "https://get.k3s.io"
@@ -257,7 +258,7 @@ def host_findings(
 
 class K3sError(GpuLabError, RuntimeError):
     """A step failed; the message names what and the first fix. (A failed command raises
-    :class:`gpulab.run.CommandError`, naming the command, its exit code and stderr.)"""
+    :class:`gpulab.core.run.CommandError`, naming the command, its exit code and stderr.)"""
 
 
 def _log(msg: str) -> None:
@@ -269,7 +270,7 @@ def _run(argv: Sequence[str], env: dict[str, str] | None = None, timeout: float 
     (the installer's progress); return its stdout.
 
     Raises:
-        gpulab.run.CommandError: it failed, or is not there.
+        gpulab.core.run.CommandError: it failed, or is not there.
     """
     result = cmd.run(argv, env={**os.environ, **(env or {})}, timeout=timeout)
     sys.stderr.write(result.stderr[-4000:])
@@ -304,8 +305,6 @@ def read_kubeconfig() -> str | None:
 def _wait_ready(timeout: float) -> tuple[str, str]:
     """Wait for k3s.yaml and a Ready node; return ``(kubeconfig, server gitVersion)``."""
     from kubernetes import client
-
-    from gpulab.kube import load_clients
 
     deadline = time.monotonic() + timeout
     last = "k3s.yaml not written yet"

@@ -11,15 +11,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gpulab.names import DEVICE_LIST_ENVVAR
+from gpulab.config.lab import DEFAULT_KIND_NODE_IMAGE, IMAGE, NAMESPACE
+from gpulab.core.names import DEVICE_LIST_ENVVAR
 from variants.base import Getter, Runner, Tool, Variant, run_quietly
 
 if TYPE_CHECKING:
     import pulumi
 
     from components.cluster import ClusterOutputs
-    from gpulab.config import LabConfig, OperatorConfig
-    from gpulab.findings import Finding
+    from gpulab.config.lab import LabConfig, OperatorConfig
+    from gpulab.core.findings import Finding
 
 #: Why the kind node's nvidia runtime takes no CDI as the lab sets it up.
 _NO_CDI = (
@@ -49,7 +50,6 @@ class Kind(Variant):
     )
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
-        from gpulab.config import DEFAULT_KIND_NODE_IMAGE, IMAGE, NAMESPACE
 
         image = str(get("kindNodeImage"))
         m = IMAGE.match(image)

@@ -44,11 +44,14 @@ from typing import Any, Final
 
 import yaml
 
-from gpulab import fixes, preflight
-from gpulab import run as cmd
-from gpulab.errors import GpuLabError
-from gpulab.preflight import Finding, PreflightError, check_docker_info
+from gpulab.core import fixes
+from gpulab.core import run as cmd
+from gpulab.core.errors import GpuLabError
+from gpulab.host import preflight
+from gpulab.host.preflight import Finding, PreflightError, check_docker_info
+from gpulab.kube.client import load_clients
 from variants.base import Action, ctl_main
+from variants.kind.reuse import mounts_argv, worker_findings
 
 #: The mount the host's NVIDIA runtime reads as a request for every GPU (nvkind).
 DEVICES_ALL: Final = "/var/run/nvidia-container-devices/all"
@@ -245,7 +248,7 @@ def check_docker_default_runtime(returncode: int | None, info_json: str) -> Find
 
     kind starts its node containers without ``--gpus``; only a default ``nvidia`` runtime
     sees the ``/dev/null`` mount and injects the GPUs. An unreadable answer fails here too
-    (:func:`gpulab.preflight.check_docker_info` names the daemon problem).
+    (:func:`gpulab.host.preflight.check_docker_info` names the daemon problem).
     """
     check = CHECK_DEFAULT_RUNTIME
     try:
@@ -290,7 +293,7 @@ def host_findings(
 
 class KindError(GpuLabError, RuntimeError):
     """A step failed; the message names what and the first fix. (A failed command raises
-    :class:`gpulab.run.CommandError`, naming the command, its exit code and stderr.)"""
+    :class:`gpulab.core.run.CommandError`, naming the command, its exit code and stderr.)"""
 
 
 def _log(msg: str) -> None:
@@ -311,8 +314,6 @@ class UpSpec:
 
 def _server_version(kubeconfig: str) -> str:
     from kubernetes import client
-
-    from gpulab.kube import load_clients
 
     return str(client.VersionApi(load_clients(kubeconfig)).get_code().git_version)
 
@@ -337,8 +338,6 @@ def up(spec: UpSpec) -> dict[str, Any]:
     if not workers:
         raise KindError(f"kind cluster {spec.name} has no worker node; delete it and run again")
     if reused:  # made by the lab's config? (variants/kind/reuse.py)
-        from variants.kind.reuse import mounts_argv, worker_findings
-
         checks: list[Finding] = []
         for node in workers:
             inspected = cmd.run(mounts_argv(node))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from gpulab import preflight
+from gpulab.host import preflight
 
 
 def mounts_argv(node: str) -> list[str]:

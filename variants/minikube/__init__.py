@@ -13,15 +13,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gpulab.names import DEVICE_LIST_ENVVAR
+from gpulab.core.names import DEVICE_LIST_ENVVAR
 from variants.base import Getter, Runner, Tool, Variant, run_quietly
 
 if TYPE_CHECKING:
     import pulumi
 
     from components.cluster import ClusterOutputs
-    from gpulab.config import LabConfig, OperatorConfig
-    from gpulab.findings import Finding
+    from gpulab.config.lab import LabConfig, OperatorConfig
+    from gpulab.core.findings import Finding
 
 #: Why minikube's node runtime takes no CDI and needs the ``envvar`` device list.
 _NO_CDI = (

@@ -25,9 +25,12 @@ import json
 import sys
 from dataclasses import dataclass
 
-from gpulab import run as cmd
-from gpulab.errors import GpuLabError
+from gpulab import diagnose
+from gpulab.core import run as cmd
+from gpulab.core.errors import GpuLabError
 from variants.base import Action, ctl_main
+from variants.minikube import reuse
+from variants.minikube.diagnose import diagnose_minikube_start
 
 ADDON = "nvidia-device-plugin"
 
@@ -112,9 +115,6 @@ def _start(spec: StartSpec) -> None:
     except cmd.ProgramNotFoundError:
         raise
     except cmd.CommandError as exc:
-        from gpulab import diagnose
-        from variants.minikube.diagnose import diagnose_minikube_start
-
         found = diagnose_minikube_start(exc.output, profile=spec.profile)
         raise StartError(f"{exc}\n\n{diagnose.render([found])}") from exc
 
@@ -131,7 +131,6 @@ def check_reused(spec: StartSpec) -> None:
         ReusedProfileError: a failed check (no GPU device request, another Kubernetes
             version, fewer CPUs or less memory), each with ``minikube delete -p P && make lab``.
     """
-    from variants.minikube import reuse
 
     config = reuse.profile_config(cmd.run(["minikube", "profile", "list", "-o", "json"]).stdout, spec.profile)
     if config is None:

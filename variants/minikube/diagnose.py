@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from gpulab import fixes
+from gpulab.core import fixes
 from gpulab.diagnose.fields import _one_line
 from gpulab.diagnose.record import DEFAULT_PROBE_IMAGE, DEFAULT_PROFILE, Diagnosis
 

@@ -1,6 +1,6 @@
-"""Runs the minikube lab's host preflight: the commands, then gpulab.preflight's checks.
+"""Runs the minikube lab's host preflight: the commands, then gpulab.host.preflight's checks.
 
-I/O lives here; every decision is a pure function in gpulab.preflight, tested on recorded
+I/O lives here; every decision is a pure function in gpulab.host.preflight, tested on recorded
 output. Docker is asked through the live daemon (``docker info``), not config files, so a
 runtime that is configured in ``/etc/docker/daemon.json`` but not loaded is caught.
 """
@@ -11,13 +11,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpulab import preflight
-from gpulab import run as cmd
-from gpulab.findings import Finding
+from gpulab.core import run as cmd
+from gpulab.core.findings import Finding
+from gpulab.host import preflight
 from variants.minikube import releases
 
 if TYPE_CHECKING:
-    from gpulab.config import LabConfig
+    from gpulab.config.lab import LabConfig
 
 DAEMON_JSON = Path("/etc/docker/daemon.json")
 

@@ -16,7 +16,7 @@ The table is read from kubernetes/minikube at each tag: ``deploy/kicbase/Dockerf
 release's newest is "not supported by this release" (``cmd/minikube/cmd/start.go``
 ``validateKubernetesVersion``: a warning and a look-up on GitHub, refused offline), so the
 floor is the first release that has both cri-dockerd >= v0.4.0 and the lab's default
-Kubernetes version (gpulab.config ``LabConfig.kubernetes_version``, v1.34.0): v1.37.0.
+Kubernetes version (gpulab.config.lab ``LabConfig.kubernetes_version``, v1.34.0): v1.37.0.
 
 Pure: no I/O.
 """

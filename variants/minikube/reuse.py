@@ -20,7 +20,7 @@ for nothing. So ``up`` reads, before any wait:
   minikube's ``ClusterConfig``: ``CPUs``, ``Memory`` in MB, ``GPUs``,
   ``KubernetesConfig.KubernetesVersion``).
 
-Each check is a :class:`gpulab.findings.Finding`; a failed one stops ``up`` with the fix
+Each check is a :class:`gpulab.core.findings.Finding`; a failed one stops ``up`` with the fix
 (delete the profile, then ``make lab``). Pure: the caller runs the commands.
 """
 
@@ -30,8 +30,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpulab import preflight
-from gpulab.findings import Finding
+from gpulab.core.findings import Finding
+from gpulab.host import preflight
 
 __all__ = ["device_requests_have_gpu", "inspect_argv", "profile_config", "reuse_findings"]
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import pulumi
 
     from components.cluster import ClusterOutputs
-    from gpulab.config import LabConfig
+    from gpulab.config.lab import LabConfig
 
 _BUILD = "run `make toolchain` (builds the simulated control plane)"
 
@@ -58,7 +58,7 @@ class Sim(Variant):
         return True
 
     def default_host_probe(self) -> str:
-        return "capture"  # a real H200 capture shipped in gpulab/captures, labelled simulated
+        return "capture"  # a real H200 capture shipped in gpulab/host/captures, labelled simulated
 
     def simulated_fields(self, cfg: LabConfig) -> list[str]:
         # The host facts come from a capture, and no operator process runs.
@@ -100,7 +100,7 @@ class Sim(Variant):
 
 def _smoke_listing(cfg: LabConfig) -> int | None:
     """How many GPUs the smoke Pod's simulated log lists: what the Pod is given
-    (gpulab.gpu_config.smoke_gpu_count: one under time-slicing or MIG, ``smokeGpus`` when set);
+    (gpulab.config.gpus.smoke_gpu_count: one under time-slicing or MIG, ``smokeGpus`` when set);
     None (all) for ``smokeGpus: all`` of whole GPUs. A real runtime lists only what it
     injected, and pods-see-every-gpu fails a Pod that lists more than it was allocated."""
     if cfg.smoke_gpus >= 1:

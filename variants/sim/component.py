@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import pulumi
 
 from components.cluster import CommandCluster
-from gpulab import mig, names
+from gpulab.config import mig
+from gpulab.core import names
 
 
 @dataclass(frozen=True)

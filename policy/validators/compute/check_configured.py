@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from gpulab.names import COMPUTE_POD, DEFAULT_COMPUTE_IMAGE
+from gpulab.core.names import COMPUTE_POD, DEFAULT_COMPUTE_IMAGE
 from policy.stack_context import StackContext
 from policy.validators.findings import FAIL, NOT_EVALUATED, PASS, Finding
 from policy.validators.props import dig, has_unknown, show

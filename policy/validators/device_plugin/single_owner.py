@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from gpulab import checklist, fixes
-from gpulab import config as labconfig
-from gpulab import outputs as out
-from gpulab.argv import step_of
-from gpulab.names import DEFAULT_PROFILE
+from gpulab.config import lab as labconfig
+from gpulab.core import fixes
+from gpulab.core import outputs as out
+from gpulab.core.names import DEFAULT_PROFILE
+from gpulab.verdict import checklist
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
 from policy.validators.minikube.start_command import cli_flags, command_argv, minikube_start_argv
@@ -24,6 +24,7 @@ from policy.validators.tokens import (
     T_GPU_OPERATOR,
     T_RELEASE,
 )
+from variants.registry import step_of
 
 
 def _addon_state(resources: Sequence[Res]) -> tuple[Any, str]:

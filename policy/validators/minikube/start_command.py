@@ -7,10 +7,11 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from gpulab.argv import ArgvError, decode, step_of
+from gpulab.core.argv import ArgvError, decode
 from policy.validators.props import require_known
 from policy.validators.tokens import T_COMMAND
 from variants.minikube import ctl as minikube_ctl
+from variants.registry import step_of
 
 
 def cli_flags(argv: Sequence[str]) -> dict[str, str]:
@@ -37,7 +38,7 @@ def cli_flags(argv: Sequence[str]) -> dict[str, str]:
 
 
 def command_argv(create: Sequence[str] | str | None) -> list[str] | None:
-    """A Command's argv: its create string decoded (gpulab.argv), or a list as is; None if unreadable."""
+    """A Command's argv: its create string decoded (gpulab.core.argv), or a list as is; None if unreadable."""
     if create is None:
         return None
     if isinstance(create, str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from gpulab import fixes
+from gpulab.core import fixes
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
 from policy.validators.minikube.start_command import _minikube_start, cli_flags

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from gpulab import fixes
-from gpulab.names import MIN_CPUS, MIN_MEMORY_MIB
+from gpulab.core import fixes
+from gpulab.core.names import MIN_CPUS, MIN_MEMORY_MIB
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
 from policy.validators.minikube.start_command import _minikube_start, cli_flags, memory_mib

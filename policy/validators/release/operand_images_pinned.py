@@ -1,7 +1,7 @@
 """``operand-images-pinned``: every operand image the release sets is pinned.
 
 The operand images pinned in config (``devicePluginImage``, ``toolkitImage``,
-``dcgmExporterImage``, ``validatorImage``; gpulab.operand_images) reach the chart as
+``dcgmExporterImage``, ``validatorImage``; gpulab.config.operand_images) reach the chart as
 ``<operand>.repository/image/version``. A version that is empty or ``latest`` is not a pin:
 the operator would pull whatever the registry serves today. An operand the release does not
 set runs the chart's own default, pinned by the chart version (``gpu-operator-chart-pinned``).
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from gpulab import operand_images
+from gpulab.config import operand_images
 from policy.stack_context import StackContext
 from policy.validators.findings import Finding, _finding
 from policy.validators.props import dig, require_known

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-import variants
-from gpulab import fixes
+from gpulab.core import fixes
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
 from policy.validators.props import dig, lab_setting, require_known, show
 from policy.validators.release.operator_release import _release_props
 from policy.validators.spec import MANDATORY, Settings, Spec
+from variants import registry
 from variants.k3s import ctl as k3s_ctl
 
 RUNTIMES: Final = ("docker", "containerd", "cri-o", "k3s", "rke2", "none")
@@ -35,7 +35,7 @@ def cluster_runtime(cfg: Settings, ctx: StackContext) -> tuple[str | None, str]:
             "clusterRuntime (docker, containerd, cri-o, k3s, rke2 or none)"
         )
     # The runtime each lab variant's node runs: the variant says (``Variant.node_runtime``).
-    variant = variants.REGISTRY.get(kind)
+    variant = registry.REGISTRY.get(kind)
     runtime = variant.node_runtime if variant else None
     if runtime is None or runtime == "unknown":
         return None, f"gpu-lab:cluster={kind!r} has no known runtime; set pack config clusterRuntime"

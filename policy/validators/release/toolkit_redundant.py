@@ -16,12 +16,12 @@ from typing import Any, Final
 
 from pulumi_policy import EnforcementLevel
 
-import variants
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
 from policy.validators.props import dig, lab_setting, require_known, show
 from policy.validators.release.operator_release import _release_props
 from policy.validators.spec import Settings, Spec
+from variants import registry
 
 ITEM: Final = "operator-toolkit-redundant"
 FIX: Final = (
@@ -39,7 +39,7 @@ def check_toolkit_redundant(
         return []
     enabled = require_known(dig(release, "values", "toolkit", "enabled"), "values.toolkit.enabled")
     kind = lab_setting(ctx, "cluster")
-    variant = variants.REGISTRY.get(kind) if kind else None
+    variant = registry.REGISTRY.get(kind) if kind else None
     expected = "toolkit.enabled=false where the node's runtime already injects GPUs"
     if variant is None:
         why = "the pack received no stack config" if kind is None else f"gpu-lab:cluster={kind!r} is unknown"

@@ -33,7 +33,7 @@ def _secret_scan_targets(rtype: str, props: dict[str, Any]) -> list[tuple[str, s
                 strings(v, f"{where}[{i}]")
 
     if rtype == T_COMMAND:
-        # The argv each command string encodes (gpulab.argv), element by element.
+        # The argv each command string encodes (gpulab.core.argv), element by element.
         for key in ("create", "delete"):
             text = props.get(key)
             strings(command_argv(text) or text if isinstance(text, str) else text, key)

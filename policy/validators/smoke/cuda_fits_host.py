@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from gpulab import cuda, fixes
-from gpulab import outputs as out
-from gpulab.names import SMOKE_POD
+from gpulab.core import cuda, fixes
+from gpulab.core import outputs as out
+from gpulab.core.names import SMOKE_POD
 from policy.stack_context import StackContext
 from policy.validators.findings import FAIL, NOT_EVALUATED, PASS, Finding
 from policy.validators.props import _known, dig
@@ -25,13 +25,13 @@ from policy.validators.tokens import (
 
 
 def fix_cuda(image: str, needed: str | None, max_cuda: str | None, key: str = "smokeImage") -> str:
-    """The first fix for an image the driver may not run (表 2, :func:`gpulab.fixes.cuda_image`),
+    """The first fix for an image the driver may not run (表 2, :func:`gpulab.core.fixes.cuda_image`),
     set through config ``key`` (``smokeImage``, ``computeImage``)."""
     return fixes.cite(fixes.cuda_image(image, needed, max_cuda, key), fixes.CUDA_NEWER)
 
 
 def derive_max_cuda(driver: str) -> str | None:
-    """Newest CUDA X.Y in :data:`gpulab.cuda.MIN_LINUX_DRIVER` that ``driver`` supports."""
+    """Newest CUDA X.Y in :data:`gpulab.core.cuda.MIN_LINUX_DRIVER` that ``driver`` supports."""
     fitting = []
     for version in cuda.MIN_LINUX_DRIVER:
         try:
@@ -126,7 +126,7 @@ def check_cuda_fits(resources: list[Res], cfg: Settings, ctx: StackContext) -> l
 def image_cuda_finding(
     item: str, image: str, facts: HostFacts | None, urn: str | None, key: str = "smokeImage"
 ) -> Finding:
-    """Whether ``image``'s CUDA (its tag: :func:`gpulab.cuda.image_cuda_version`) fits the
+    """Whether ``image``'s CUDA (its tag: :func:`gpulab.core.cuda.image_cuda_version`) fits the
     host's max CUDA: pass, fail (naming the newest tag that fits), or not evaluated (no host
     facts, or no CUDA X.Y in the tag). ``key``: the config key named in the fix."""
     need = cuda.image_cuda_version(image)

@@ -1,13 +1,13 @@
 """``smoke-pod-gpu-limit``: the smoke Pod requests a GPU in its limits: ``nvidia.com/gpu``,
-``nvidia.com/gpu.shared`` under time-slicing's rename (gpulab.time_slicing), or under MIG
-``mixed`` a ``nvidia.com/mig-<profile>`` (gpulab.mig)."""
+``nvidia.com/gpu.shared`` under time-slicing's rename (gpulab.config.time_slicing), or under MIG
+``mixed`` a ``nvidia.com/mig-<profile>`` (gpulab.config.mig)."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from gpulab.mig import RESOURCE
-from gpulab.names import SHARED_GPU_RESOURCE, SMOKE_POD
+from gpulab.config.mig import RESOURCE
+from gpulab.core.names import SHARED_GPU_RESOURCE, SMOKE_POD
 from policy.stack_context import StackContext
 from policy.validators.findings import Finding, _finding
 from policy.validators.props import dig, show

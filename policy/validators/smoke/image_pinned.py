@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from gpulab.names import DEFAULT_PROBE_IMAGE, SMOKE_POD
+from gpulab.core.names import DEFAULT_PROBE_IMAGE, SMOKE_POD
 from policy.stack_context import StackContext
 from policy.validators.findings import Finding, _finding
 from policy.validators.smoke.pod import _smoke_containers

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.names import SMOKE_POD
+from gpulab.core.names import SMOKE_POD
 from policy.validators.props import dig, require_known
 from policy.validators.spec import Settings
 from policy.validators.tokens import T_POD

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from gpulab.names import SMOKE_POD
+from gpulab.core.names import SMOKE_POD
 from policy.stack_context import StackContext
 from policy.validators.findings import Finding, _finding
 from policy.validators.props import dig, require_known, show

@@ -84,7 +84,7 @@ def test_an_init_container_waiting_to_start_is_stuck_since_the_pod_did_not_initi
 
 
 def test_each_validator_init_container_gets_its_own_fix() -> None:
-    from gpulab import fixes_operator
+    from gpulab.core import fixes_operator
 
     ns, name = "gpu-operator", "nvidia-operator-validator-x"
     assert "hostPaths.driverInstallDir" in fixes_operator.validator_init("driver-validation", ns, name)

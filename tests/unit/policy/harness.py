@@ -16,8 +16,8 @@ from pulumi_policy import (
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
-from gpulab import outputs as out
-from gpulab.argv import encode
+from gpulab.core import outputs as out
+from gpulab.core.argv import encode
 from policy import validators
 
 ROOT = Path(__file__).resolve().parents[3]

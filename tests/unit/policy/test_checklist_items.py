@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab import outputs as out
+from gpulab.core import outputs as out
 from policy import stack_context
 from policy.stack_context import StackContext
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pulumi_policy import EnforcementLevel
 
-from gpulab import outputs as out
+from gpulab.core import outputs as out
 from policy import validators
 
 from .harness import (
@@ -38,7 +38,7 @@ def test_names_are_stable_kebab_case_unique_with_imperative_descriptions() -> No
 
 
 def test_one_stack_policy_per_checklist_item_and_the_report_policy_last() -> None:
-    from gpulab import checklist
+    from gpulab.verdict import checklist
 
     policies = validators.build_policies()
     names = [p.name for p in policies]

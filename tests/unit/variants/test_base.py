@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-import variants
-from gpulab import outputs as out
-from gpulab.config import parse_config
-from gpulab.errors import GpuLabError
+from gpulab.core import outputs as out
+from gpulab.core.errors import GpuLabError
+from variants import registry
 from variants.base import HOST_FIELDS, OPERATOR_FIELDS, ctl_main
+from variants.registry import parse_config
 
 
 def test_ctl_main_prints_the_document_and_returns_its_code(capsys: pytest.CaptureFixture[str]) -> None:
@@ -32,10 +32,10 @@ def test_ctl_main_prints_a_lab_error_with_its_tag(capsys: pytest.CaptureFixture[
 
 
 def test_a_helper_made_cluster_lives_in_the_variants_work_dir() -> None:
-    kind = variants.get("kind")
+    kind = registry.get("kind")
     assert kind.workdir("lab") == ".state/kind/lab"
     cfg = parse_config({"cluster": "sim", "profile": "lab"}, env={})
-    assert variants.get("sim").named_cluster(cfg) == {
+    assert registry.get("sim").named_cluster(cfg) == {
         "name": "lab",
         "workdir": ".state/sim/lab",
         "timeout_seconds": cfg.cluster_timeout_seconds,
@@ -44,18 +44,18 @@ def test_a_helper_made_cluster_lives_in_the_variants_work_dir() -> None:
 
 def test_simulated_fields_are_the_host_and_operator_keys() -> None:
     sim = parse_config({"cluster": "sim"}, env={})
-    assert sim.variant.simulated_fields(sim) == [*HOST_FIELDS, *OPERATOR_FIELDS]
+    assert registry.get("sim").simulated_fields(sim) == [*HOST_FIELDS, *OPERATOR_FIELDS]
     assert out.ALLOCATABLE_GPUS in OPERATOR_FIELDS and out.HOST_GPU_COUNT in HOST_FIELDS
 
 
-@pytest.mark.parametrize("name", variants.NAMES)
+@pytest.mark.parametrize("name", registry.NAMES)
 def test_the_operator_toolkit_defaults_off_only_where_the_node_runtime_injects_gpus(name: str) -> None:
-    v = variants.get(name)
+    v = registry.get(name)
     assert v.operator_toolkit(None) is (not v.runtime_injects_gpus)
     assert v.operator_toolkit(False) is False
     if name != "kind":  # kind's node gets the host's toolkit, always (true is refused in config)
         assert v.operator_toolkit(True) is True
-    assert variants.get("minikube").runtime_injects_gpus and variants.get("kind").runtime_injects_gpus
+    assert registry.get("minikube").runtime_injects_gpus and registry.get("kind").runtime_injects_gpus
 
 
 def test_the_compute_pods_keys_are_simulated_where_the_smoke_pods_are() -> None:

@@ -12,9 +12,9 @@ controllers are real; the GPU node, container execution and the logs are simulat
 * kwok Stages (``variants/sim/stages/*.yaml``) make Pods Running, complete Job Pods and
   bare run-once Pods (exit code 0), and emit an Event whose message says it is simulated;
 * ``kubectl logs`` of the smoke Pod serves a real ``nvidia-smi`` capture
-  (``gpulab/captures/``) through kwok ``ClusterLogs``, first line marked simulated; that of
+  (``gpulab/host/captures/``) through kwok ``ClusterLogs``, first line marked simulated; that of
   the compute Pod (``gpu-compute``) serves the vectorAdd sample's output as NVIDIA's docs
-  print it (``gpulab/captures/cuda-vectoradd.txt``), first line marked simulated too.
+  print it (``gpulab/host/captures/cuda-vectoradd.txt``), first line marked simulated too.
 
 CLI (``python -m variants.sim.ctl``; every diagnostic goes to stderr):
 

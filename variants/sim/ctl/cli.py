@@ -12,8 +12,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpulab.errors import GpuLabError
-from gpulab.mig import STRATEGIES, parse_devices
+from gpulab.config.mig import STRATEGIES, parse_devices
+from gpulab.core.errors import GpuLabError
 from variants.sim.ctl.cluster import UpOptions, down, status, up
 from variants.sim.ctl.render import (
     CAPTURES,
@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sp_up.add_argument("--mig-strategy", choices=STRATEGIES, default="none", help="what --mig advertises")
     sp_up.add_argument(
-        "--capture", default=None, help="nvidia-smi capture served as the log (gpulab/captures)"
+        "--capture", default=None, help="nvidia-smi capture served as the log (gpulab/host/captures)"
     )
     sp_up.add_argument(
         "--smoke-gpus", type=int, default=None, help="GPUs the smoke Pod is given (its log lists them)"

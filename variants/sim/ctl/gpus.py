@@ -3,7 +3,7 @@
 A kwok node has no device plugin; this module writes what NVIDIA's would register for the
 node's GPUs (:class:`NodeGpus`): ``nvidia.com/gpu`` (GPUs x time-slicing replicas), nothing
 at all for ``gpus=0`` (a plugin that never registered: NVIDIA/k8s-device-plugin#834), or,
-with MIG devices, what the MIG strategy makes of them (:mod:`gpulab.mig`):
+with MIG devices, what the MIG strategy makes of them (:mod:`gpulab.config.mig`):
 
 * ``mixed``: ``nvidia.com/mig-<profile>: <count>`` per profile and ``nvidia.com/gpu: 0``
   (every GPU has MIG; davidB/kubectl-view-allocations#258 shows a mixed H100 so);
@@ -32,9 +32,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from gpulab.mig import MIG_RESOURCE_PREFIX, STRATEGIES, resource_of
-from gpulab.names import WHOLE_GPU_RESOURCES
-from gpulab.time_slicing import TimeSlicing
+from gpulab.config.mig import MIG_RESOURCE_PREFIX, STRATEGIES, resource_of
+from gpulab.config.time_slicing import TimeSlicing
+from gpulab.core.names import WHOLE_GPU_RESOURCES
 
 #: MIG attribute labels per profile (GFD's ``<resource>.<attribute>``); the memory in MB.
 _MIG_ATTRIBUTES: Final[Mapping[str, Mapping[str, str]]] = {

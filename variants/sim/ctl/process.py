@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from gpulab import run as cmd
-from gpulab.errors import GpuLabError
+from gpulab.core import run as cmd
+from gpulab.core.errors import GpuLabError
 
 #: Binaries kwokctl runs; all must sit in the bin dir.
 REQUIRED_BINARIES: Final = (
@@ -161,7 +161,7 @@ def _run(
     input_text: str | None = None,
     capture: bool = True,
 ) -> cmd.Result:
-    """Run ``argv`` in ``env`` (:func:`gpulab.run.run`); with ``capture=False`` its output is
+    """Run ``argv`` in ``env`` (:func:`gpulab.core.run.run`); with ``capture=False`` its output is
     then written to our stderr.
 
     Our stdout carries only the final JSON, so a child never writes to it.

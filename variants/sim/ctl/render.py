@@ -1,7 +1,7 @@
 """Rendering for the simulated cluster: the kwokctl config, the GPU nodes, the Stages, the logs.
 
 Pure helpers: no side effects on import or call beyond reading package data
-(``gpulab/captures/``, ``variants/sim/stages/``), unit-tested without binaries.
+(``gpulab/host/captures/``, ``variants/sim/stages/``), unit-tested without binaries.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import yaml
 
-from gpulab import names
+from gpulab.core import names
 from variants.sim.ctl.gpus import NodeGpus
 
 #: Extended resource the NVIDIA device plugin advertises.
@@ -30,7 +30,7 @@ DEFAULT_LOG_NAMESPACES: Final = (names.WORKLOAD_NAMESPACE,)
 DEFAULT_LOG_PODS: Final = (names.SMOKE_POD,)
 #: Pods whose log is the vectorAdd sample's (the compute check), in the log namespaces.
 COMPUTE_LOG_PODS: Final = (names.COMPUTE_POD,)
-#: The vectorAdd sample's output as NVIDIA's docs print it (package data, ``gpulab/captures/``).
+#: The vectorAdd sample's output as NVIDIA's docs print it (package data, ``gpulab/host/captures/``).
 VECTORADD_CAPTURE: Final = "cuda-vectoradd.txt"
 #: Compute containers (``vectoradd-0`` ...) that get a log of their own, listing one GPU of
 #: the capture: as many as a simulated node can have GPUs (``simGpus`` <= 8). A fixed number,
@@ -38,7 +38,7 @@ VECTORADD_CAPTURE: Final = "cuda-vectoradd.txt"
 COMPUTE_CONTAINER_LOGS: Final = 8
 #: First line of every simulated log, so no reader mistakes it for a container's output.
 LOG_BANNER: Final = "# gpu-lab simulated: kwok serves this capture; no container ran"
-#: nvidia-smi capture (package data under ``gpulab/captures/``) per simulated GPU count.
+#: nvidia-smi capture (package data under ``gpulab/host/captures/``) per simulated GPU count.
 CAPTURES: Final[Mapping[int, str]] = {1: "h200-1gpu", 2: "h200-2gpu"}
 #: kwok Stages (package data under ``variants/sim/stages/``), in the order they are listed.
 #: A custom Stage list replaces all of kwokctl's defaults, so this is the complete set.
@@ -132,7 +132,7 @@ def load_capture(gpus: int, name: str | None = None) -> str:
     """
     if name is not None and not _NAME_RE.match(name):
         raise ValueError(f"capture {name!r} is not a capture name")
-    ref = resources.files("gpulab").joinpath("captures", name or capture_name(gpus), "nvidia-smi.txt")
+    ref = resources.files("gpulab.host").joinpath("captures", name or capture_name(gpus), "nvidia-smi.txt")
     return ref.read_text(encoding="utf-8")
 
 
@@ -144,7 +144,7 @@ def _listing(name: str) -> list[str] | None:
     """
     if not _NAME_RE.match(name):
         raise ValueError(f"capture {name!r} is not a capture name")
-    ref = resources.files("gpulab").joinpath("captures", name, "nvidia-smi-L.txt")
+    ref = resources.files("gpulab.host").joinpath("captures", name, "nvidia-smi-L.txt")
     return ref.read_text(encoding="utf-8").splitlines() if ref.is_file() else None
 
 
@@ -170,13 +170,13 @@ def smoke_log(capture: str, name: str, gpus: int | None = None) -> str:
 def load_vectoradd() -> str:
     """Text of the packaged vectorAdd output (:data:`VECTORADD_CAPTURE`), served as the compute
     Pod's log."""
-    return resources.files("gpulab").joinpath("captures", VECTORADD_CAPTURE).read_text(encoding="utf-8")
+    return resources.files("gpulab.host").joinpath("captures", VECTORADD_CAPTURE).read_text(encoding="utf-8")
 
 
 def compute_logs(name: str) -> list[str]:
     """The simulated logs of the compute Pod's containers, one per GPU the capture ``name``
     lists (``nvidia-smi-L.txt``), as each container's ``nvidia-smi -L; vectorAdd`` prints them
-    (gpulab.kube_compute.COMPUTE_SCRIPT): container ``i`` lists GPU ``i`` only, then the
+    (gpulab.kube.compute.COMPUTE_SCRIPT): container ``i`` lists GPU ``i`` only, then the
     vectorAdd output. Under MIG (the capture lists MIG devices) container ``i`` lists MIG
     device ``i`` under its parent GPU. ``[]`` for a capture without a listing.
 

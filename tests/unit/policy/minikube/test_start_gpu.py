@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpulab.argv import encode
+from gpulab.core.argv import encode
 from policy import validators
 
 from ..harness import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpulab.argv import decode, encode
+from gpulab.core.argv import decode, encode
 from policy import stack_context, validators
 from policy.stack_context import StackContext
 

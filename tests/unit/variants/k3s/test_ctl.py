@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpulab.preflight import PreflightError
+from gpulab.host.preflight import PreflightError
 from variants.k3s import ctl as k3s_ctl
 
 #: The real check (the up/down fixture replaces it).

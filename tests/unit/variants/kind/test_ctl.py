@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulab.config import DEFAULT_KIND_NODE_IMAGE
+from gpulab.config.lab import DEFAULT_KIND_NODE_IMAGE
 from variants.kind import ctl as kind_ctl
 
 DOCKER_OK = {"Runtimes": {"nvidia": {}, "runc": {}}, "DefaultRuntime": "nvidia"}

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab import preflight
-from gpulab.config import LabConfig
+from gpulab.config.lab import LabConfig
+from gpulab.host import preflight
 from variants.minikube import releases
 from variants.minikube.host import _bundled
 

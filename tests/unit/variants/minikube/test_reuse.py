@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab import run as cmd
+from gpulab.core import run as cmd
 from variants.minikube import ctl, reuse
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "docker-inspect"

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-import variants
+from variants import registry
 
 
 def test_minikube_profile_listing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(shutil, "which", lambda _n: "/usr/bin/minikube")
-    minikube = variants.get("minikube")
+    minikube = registry.get("minikube")
 
     def fake(out: str, err: str = "", rc: int = 0):
         return lambda argv: subprocess.CompletedProcess(argv, rc, out, err)
@@ -28,4 +28,4 @@ def test_minikube_profile_listing(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
 
 def test_a_missing_tool_cannot_tell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(shutil, "which", lambda _n: None)
-    assert variants.get("minikube").gone("p", tmp_path) == (None, "minikube is not on PATH")
+    assert registry.get("minikube").gone("p", tmp_path) == (None, "minikube is not on PATH")

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import variants
+from variants import registry
 
 
 def test_sim_cluster_is_gone_when_its_directory_is(tmp_path: Path) -> None:
-    sim = variants.get("sim")
+    sim = registry.get("sim")
     assert sim.gone("lab", tmp_path)[0] is True
     (tmp_path / ".state" / "sim" / "lab").mkdir(parents=True)
     assert sim.gone("lab", tmp_path)[0] is False
 
 
 def test_the_smoke_pod_s_simulated_listing_follows_what_it_is_given() -> None:
-    from gpulab.config import parse_config
+    from variants.registry import parse_config
     from variants.sim import _smoke_listing
 
     assert _smoke_listing(parse_config({"gpu-lab:cluster": "sim", "gpu-lab:simGpus": "2"}, env={})) is None

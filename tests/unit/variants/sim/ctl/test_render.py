@@ -337,7 +337,7 @@ def test_the_compute_pod_gets_the_vectoradd_log_in_the_same_namespaces() -> None
 
 
 def test_the_2gpu_smoke_log_lists_the_captures_gpus_after_the_table() -> None:
-    from gpulab.smoke_gpus import gpu_uuids
+    from gpulab.kube.smoke_gpus import gpu_uuids
     from variants.sim.ctl.render import load_capture, smoke_log
 
     table = load_capture(2)
@@ -358,7 +358,7 @@ def test_the_2gpu_smoke_log_lists_the_captures_gpus_after_the_table() -> None:
 
 
 def test_each_compute_container_s_simulated_log_lists_one_gpu_of_the_capture() -> None:
-    from gpulab import smoke_gpus
+    from gpulab.kube import smoke_gpus
     from variants.sim.ctl import render
 
     two = render.compute_logs("h200-2gpu")
@@ -378,7 +378,7 @@ def test_each_compute_container_s_simulated_log_lists_one_gpu_of_the_capture() -
 
 
 def test_the_smoke_log_lists_only_the_gpus_the_smoke_pod_is_given() -> None:
-    from gpulab import smoke_gpus
+    from gpulab.kube import smoke_gpus
     from variants.sim.ctl import render
 
     table = render.load_capture(2)

@@ -1,0 +1,11 @@
+"""The stack config, parsed once at the edge, and the settings it implies.
+
+:mod:`~gpulab.config.lab` (``parse_config`` -> the frozen ``LabConfig``; the variants passed
+in check their own keys), :mod:`~gpulab.config.gpus` (the gate's grace, MIG, the smoke Pod's
+GPUs), :mod:`~gpulab.config.mig` (the MIG plan: what the gate expects, what the smoke Pod asks
+for), :mod:`~gpulab.config.time_slicing` (the device plugin's sharing config and its resource
+rename), :mod:`~gpulab.config.operand_images` (operand images pinned in config). No Pulumi, no
+I/O beyond reading a chart path.
+
+May import: :mod:`gpulab.core`. Never the variants (they are passed in) or anything above.
+"""

@@ -1,0 +1,565 @@
+"""The lab's configuration: parsed once, validated, frozen.
+
+``parse_config`` takes the raw string values of the ``gpu-lab:*`` stack config (as the
+Pulumi engine hands them to the program) and returns a :class:`LabConfig`, or raises
+:class:`ConfigError` listing every invalid key with its value and what is allowed. The
+program calls it before registering any resource, so a bad value never leaves a half-made
+lab. Defaults live here only; ``Pulumi.yaml`` documents the same keys and defaults, and a
+unit test keeps the two in step.
+
+No Pulumi import here: this module is tested without the engine. The variants' own keys are
+checked by the variants passed in (:class:`VariantRules`: ``variants.registry.parse_config``
+passes them all); this module knows no variant by name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Protocol
+
+from gpulab.config import gpus as gpu_config
+from gpulab.config import operand_images
+from gpulab.config import time_slicing as slicing
+from gpulab.core.errors import GpuLabError
+from gpulab.core.names import (
+    DEFAULT_COMPUTE_IMAGE,
+    DEFAULT_PROBE_IMAGE,
+    DEFAULT_PROFILE,
+    MIN_CPUS,
+    MIN_MEMORY_MIB,
+    PROJECT,
+)
+
+#: The stack config namespace: keys are ``gpu-lab:<key>``.
+NAMESPACE: Final = PROJECT
+DEVICE_PLUGIN_OWNERS: Final = ("operator", "minikube-addon")
+HOST_PROBES: Final = ("auto", "nvidia-smi", "capture", "off")
+#: Captures shipped in gpulab/host/captures, selectable with ``hostProbe: capture``.
+CAPTURES: Final = ("h200-1gpu", "h200-2gpu", "h200-1gpu-mig")
+#: Anything interpolated into a command line must match this (no spaces, quotes, `$`, `;`).
+SAFE_NAME: Final = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
+SAFE_TOKEN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,254}$")
+CHART_VERSION: Final = re.compile(r"^v\d+\.\d+\.\d+$")
+K8S_VERSION: Final = re.compile(r"^v1\.\d+\.\d+$")
+#: A k3s release as the installer's INSTALL_K3S_VERSION takes it, e.g. v1.34.1+k3s1.
+K3S_VERSION: Final = re.compile(r"^v1\.\d+\.\d+\+k3s\d+$")
+#: A kubeconfig context name: EKS (arn:aws:eks:...:cluster/x), GKE (gke_p_z_x), kind-x, ...
+KUBE_CONTEXT: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+=-]{0,252}$")
+#: A file path without whitespace, quotes or shell metacharacters.
+SAFE_PATH: Final = re.compile(r"^[A-Za-z0-9._/~+@=:-]{1,4096}$")
+#: kind v0.30.0's node image for Kubernetes v1.34.0 (kind release notes), pinned by digest.
+DEFAULT_KIND_NODE_IMAGE: Final = (
+    "kindest/node:v1.34.0@sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a"
+)
+# registry/repo:tag or registry/repo@sha256:<64 hex>; "latest" is not a pin.
+IMAGE: Final = re.compile(
+    r"^(?P<repo>[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::\d+/[a-z0-9._/-]+)?)"
+    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9._-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
+)
+#: Environment variable that points the chart at a local directory (offline CI and tests).
+CHART_PATH_ENV: Final = "GPULAB_CHART_PATH"
+DEFAULT_CHART_REPO: Final = "https://helm.ngc.nvidia.com/nvidia"
+
+
+class ConfigError(GpuLabError, ValueError):
+    """Invalid stack configuration; ``problems`` holds one line per bad key."""
+
+    def __init__(self, problems: list[str], stack: str | None = None) -> None:
+        self.problems = problems
+        self.stack = stack
+        lines = "\n".join(f"  - {p}" for p in problems)
+        # The fix as it runs: through the project's wrapper (its toolchain and backend), with
+        # the stack named (`--stack`) so it lands in the stack that failed.
+        where = f" --stack {stack}" if stack else ""
+        super().__init__(
+            f"invalid gpu-lab configuration ({len(problems)} problem(s)); nothing was created:\n"
+            f"{lines}\nFix with `scripts/pulumi config set{where} gpu-lab:<key> <value>` or remove an "
+            f"unknown key with `scripts/pulumi config rm{where} gpu-lab:<key>` (keys and defaults: "
+            "Pulumi.yaml)."
+        )
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    """GPU Operator chart settings.
+
+    ``chart_path`` set means the chart is installed from that local directory (offline);
+    otherwise from ``chart_repo`` at ``chart_version``. The booleans map to the chart's
+    ``toolkit.enabled``, ``devicePlugin.enabled``, ``dcgmExporter.enabled``, ``nfd.enabled``
+    and ``cdi.enabled``; ``driver.enabled`` is always false (the host provides the driver).
+    ``toolkit`` is the variant's decision on ``gpu-lab:toolkit`` (``auto``: off where the
+    node's runtime already injects GPUs, minikube and kind; see ``Variant.operator_toolkit``).
+    ``operand_images``: the operand images pinned in config (gpulab.config.operand_images), each
+    mapped to the chart's ``<operand>.repository/image/version``.
+    """
+
+    chart_version: str = "v26.7.0"
+    chart_repo: str = DEFAULT_CHART_REPO
+    chart_path: str | None = None
+    #: Off for the default cluster, minikube: its node's runtime already injects the GPUs.
+    toolkit: bool = False
+    device_plugin: bool = True
+    dcgm_exporter: bool = True
+    nfd: bool = True
+    #: Off for the default cluster, minikube: its node runtime reads no CDI (the variant
+    #: decides from ``gpu-lab:cdi``, default ``auto``: ``Variant.operator_cdi``; the chart's default is on).
+    cdi: bool = False
+    time_slicing_replicas: int = 1
+    #: ``timeSlicingRename``, ``timeSlicingFailRequestsGreaterThanOne`` (gpulab.config.time_slicing).
+    time_slicing_rename: bool = False
+    time_slicing_fail_requests_greater_than_one: bool = False
+    timeout_seconds: int = 600
+    #: The cluster variant the chart goes into; decides the runtime-specific values
+    #: (components/gpu_operator.py ``helm_values``).
+    cluster: str = "minikube"
+    #: ``cdi.nriPluginEnabled`` (k3s only, chart >= v26.3.0): inject GPUs through the NRI
+    #: plugin instead of a containerd runtime handler.
+    nri_plugin: bool = False
+    operand_images: tuple[operand_images.OperandImage, ...] = ()
+    #: ``mig.strategy``: ``none``, ``single`` or ``mixed`` (gpulab.config.mig).
+    mig_strategy: str = "none"
+
+    @property
+    def time_slicing(self) -> slicing.TimeSlicing:
+        """The time-slicing settings (replicas, rename, fail requests > 1)."""
+        return slicing.TimeSlicing(
+            self.time_slicing_replicas,
+            self.time_slicing_rename,
+            self.time_slicing_fail_requests_greater_than_one,
+        )
+
+    @property
+    def gpu_resource(self) -> str:
+        """The whole-GPU resource the device plugin registers: ``nvidia.com/gpu``, or
+        ``nvidia.com/gpu.shared`` under time-slicing with ``timeSlicingRename``."""
+        return self.time_slicing.resource
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    """The whole lab's settings (see Pulumi.yaml for each key's meaning).
+
+    Units: ``memory_mib`` in MiB, every ``*_seconds`` in seconds.
+    """
+
+    cluster: str = "minikube"
+    profile: str = DEFAULT_PROFILE
+    #: The default ask is the lab's minimum (gpulab.core.names).
+    cpus: int = MIN_CPUS
+    memory_mib: int = MIN_MEMORY_MIB
+    kubernetes_version: str = "v1.34.0"
+    device_plugin_owner: str = "operator"
+    host_probe: str = "auto"
+    capture: str = "h200-1gpu"
+    sim_gpus: int = 1
+    smoke_image: str = DEFAULT_PROBE_IMAGE
+    smoke_gpus: int = 0  # smokeGpus: 0 is "all" (gpulab.config.gpus.smoke_gpu_count)
+    smoke_timeout_seconds: int = 300
+    #: Run the compute check (a CUDA vectorAdd Pod after the smoke Pod) in ``compute_image``.
+    compute_check: bool = True
+    compute_image: str = DEFAULT_COMPUTE_IMAGE
+    cluster_timeout_seconds: int = 600
+    docker_selftest: bool = False
+    #: Run the TFLOPS benchmark Pod (GPU labs only) in ``benchmark_image``.
+    benchmark_pod: bool = False
+    benchmark_image: str = "nvcr.io/nvidia/pytorch:25.01-py3"
+    kind_node_image: str = DEFAULT_KIND_NODE_IMAGE
+    k3s_version: str = "v1.34.1+k3s1"
+    #: existing: the kubeconfig file (absolute) and the context in it (resolved: never empty
+    #: once parsed for cluster=existing).
+    kubeconfig_path: str = ""
+    kube_context: str = ""
+    #: existing: physical GPUs the cluster's GPU nodes should advertise in total.
+    expected_gpus: int = 0
+    remove_crds: bool = False
+    simulated_operands: bool = False
+    #: True when the operator's work is simulated (the sim variant, or an existing cluster
+    #: with ``simulatedOperands``): decided by the variant (``Variant.simulated``).
+    simulated: bool = False
+    operator: OperatorConfig = field(default_factory=OperatorConfig)
+    #: The gate's grace, MIG and the smoke Pod's resource (gpulab.config.gpus).
+    gpu: gpu_config.GpuSettings = field(default_factory=gpu_config.GpuSettings)
+
+    #: ``hostProbe`` with ``auto`` resolved by the variant: ``capture`` for the sim lab,
+    #: ``off`` for an existing cluster (it is not this host), ``nvidia-smi`` elsewhere.
+    effective_host_probe: str = "nvidia-smi"
+    #: ``runtimeClassName`` of the smoke Pod, as the variant's node runtime needs it
+    #: (``nvidia`` on kind and k3s, whose containerd keeps runc the default; None elsewhere).
+    smoke_runtime_class: str | None = None
+
+    @property
+    def effective_capture(self) -> str:
+        """The capture the sim lab reads: the one matching ``simGpus`` unless set explicitly."""
+        return self.capture
+
+
+#: key -> (kind, default). Kinds: str, int, bool. Every key in Pulumi.yaml's config block.
+SCHEMA: Final[dict[str, tuple[str, object]]] = {
+    "cluster": ("str", LabConfig.cluster),
+    "profile": ("str", LabConfig.profile),
+    "cpus": ("int", LabConfig.cpus),
+    "memoryMiB": ("int", LabConfig.memory_mib),
+    "kubernetesVersion": ("str", LabConfig.kubernetes_version),
+    "devicePluginOwner": ("str", LabConfig.device_plugin_owner),
+    "hostProbe": ("str", LabConfig.host_probe),
+    "capture": ("str", ""),
+    "simGpus": ("int", LabConfig.sim_gpus),
+    "smokeImage": ("str", LabConfig.smoke_image),
+    "smokeTimeoutSeconds": ("int", LabConfig.smoke_timeout_seconds),
+    "computeCheck": ("bool", LabConfig.compute_check),
+    "computeImage": ("str", LabConfig.compute_image),
+    "clusterTimeoutSeconds": ("int", LabConfig.cluster_timeout_seconds),
+    "dockerSelfTest": ("bool", LabConfig.docker_selftest),
+    "benchmarkPod": ("bool", LabConfig.benchmark_pod),
+    "benchmarkImage": ("str", LabConfig.benchmark_image),
+    "chartVersion": ("str", OperatorConfig.chart_version),
+    "chartRepo": ("str", OperatorConfig.chart_repo),
+    "chartPath": ("str", ""),
+    # "auto" (the variant decides), "true" or "false": a string, so that unset differs from true.
+    "toolkit": ("str", "auto"),
+    "devicePlugin": ("bool", OperatorConfig.device_plugin),
+    "dcgmExporter": ("bool", OperatorConfig.dcgm_exporter),
+    "nfd": ("bool", OperatorConfig.nfd),
+    # "auto" (the variant decides: the chart's default, on, unless its node runtime reads no
+    # CDI: Variant.operator_cdi), "true" or "false": a string, so that unset differs from true.
+    "cdi": ("str", "auto"),
+    # Operand images (gpulab.config.operand_images.OPERANDS); empty: the chart's default.
+    "devicePluginImage": ("str", ""),
+    "toolkitImage": ("str", ""),
+    "dcgmExporterImage": ("str", ""),
+    "validatorImage": ("str", ""),
+    "timeSlicingReplicas": ("int", OperatorConfig.time_slicing_replicas),
+    "operatorTimeoutSeconds": ("int", OperatorConfig.timeout_seconds),
+    "kindNodeImage": ("str", LabConfig.kind_node_image),
+    "k3sVersion": ("str", LabConfig.k3s_version),
+    "k3sNriPlugin": ("bool", OperatorConfig.nri_plugin),
+    "kubeconfigPath": ("str", ""),
+    "kubeContext": ("str", ""),
+    "expectedGpus": ("int", LabConfig.expected_gpus),
+    "removeCrds": ("bool", LabConfig.remove_crds),
+    "simulatedOperands": ("bool", LabConfig.simulated_operands),
+    **gpu_config.SCHEMA,  # gpuGraceSeconds, migStrategy, ..., smokeGpus
+    **slicing.SCHEMA,  # timeSlicingRename, timeSlicingFailRequestsGreaterThanOne
+}
+
+
+#: ``get(key)``: a config key's parsed value, or its default.
+Getter = Callable[[str], object]
+
+
+class VariantRules(Protocol):
+    """What config parsing asks of a cluster variant (``variants.base.Variant`` answers it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def exclusive_keys(self) -> tuple[str, ...]: ...
+    @property
+    def exclusive_settings(self) -> tuple[tuple[str, object], ...]: ...
+    def check_keys(self, get: Getter, problems: list[str]) -> None: ...
+    def resolve(
+        self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
+    ) -> dict[str, Any]: ...
+    def operator_toolkit(self, requested: bool | None) -> bool: ...
+    def operator_cdi(self, requested: bool | None, get: Getter) -> bool: ...
+    def simulated(self, get: Getter) -> bool: ...
+    def default_host_probe(self) -> str: ...
+    def runtime_class(self, cfg: LabConfig) -> str | None: ...
+
+
+def _strip_ns(key: str) -> str:
+    return key.split(":", 1)[1] if ":" in key else key
+
+
+def parse_config(
+    raw: Mapping[str, str], variants: Iterable[VariantRules], env: Mapping[str, str] | None = None
+) -> LabConfig:
+    """Validate raw stack config into a :class:`LabConfig`.
+
+    Args:
+        raw: config values as strings, keys with or without the ``gpu-lab:`` namespace
+            (``{"gpu-lab:cpus": "8"}``); keys of other namespaces are ignored.
+        variants: every cluster variant, in the order errors list them (the registry's).
+        env: environment for the ``GPULAB_CHART_PATH`` override (default ``os.environ``).
+
+    Raises:
+        ConfigError: every problem at once: unknown keys, bad types, unsafe names, cpus < 4,
+            memory < 8192 MiB, a chart version not ``vMAJOR.MINOR.PATCH``, an image without
+            a pinned tag or digest, timeouts <= 0, an unknown cluster kind; a kind node image
+            without a digest, a k3s version not ``v1.x.y+k3sN``; for ``existing`` a kubeconfig
+            or context that cannot be used and ``expectedGpus < 1``; a variant-only key set
+            for another variant (see :func:`_variant_settings`).
+    """
+    env = os.environ if env is None else env
+    known = {v.name: v for v in variants}
+    problems: list[str] = []
+    values: dict[str, object] = {}
+    for full_key, text in raw.items():
+        if ":" in full_key and not full_key.startswith(NAMESPACE + ":"):
+            continue
+        key = _strip_ns(full_key)
+        if key not in SCHEMA:
+            problems.append(f"{NAMESPACE}:{key} is not a known key (known: {', '.join(sorted(SCHEMA))})")
+            continue
+        kind, _ = SCHEMA[key]
+        try:
+            values[key] = _coerce(kind, text)
+        except ValueError:
+            problems.append(f"{NAMESPACE}:{key}={text!r} is not a valid {kind}")
+
+    for key in ("toolkit", "cdi"):
+        _auto_choice(key, values, problems)
+
+    def get(key: str) -> object:
+        return values.get(key, SCHEMA[key][1])
+
+    def pos_int(key: str) -> int:
+        v = int(get(key))  # type: ignore[call-overload]
+        if v <= 0:
+            problems.append(f"{NAMESPACE}:{key}={v} must be > 0")
+        return v
+
+    cluster = str(get("cluster"))
+    if cluster not in known:
+        problems.append(f"{NAMESPACE}:cluster={cluster!r} is unknown; allowed: {', '.join(known)}")
+    chosen = known.get(cluster)
+    profile = str(get("profile"))
+    if not SAFE_NAME.match(profile):
+        problems.append(
+            f"{NAMESPACE}:profile={profile!r} is not safe in a command line; allowed: "
+            f"lowercase letters, digits and '-', 1-40 chars, pattern {SAFE_NAME.pattern}"
+        )
+    cpus = int(get("cpus"))  # type: ignore[call-overload]
+    if cpus < MIN_CPUS:
+        problems.append(f"{NAMESPACE}:cpus={cpus} is below {MIN_CPUS} (the operator's pods sit Pending)")
+    memory = int(get("memoryMiB"))  # type: ignore[call-overload]
+    if memory < MIN_MEMORY_MIB:
+        problems.append(
+            f"{NAMESPACE}:memoryMiB={memory} is below {MIN_MEMORY_MIB} (8 GiB, the chapter's minimum)"
+        )
+    kver = str(get("kubernetesVersion"))
+    if not K8S_VERSION.match(kver):
+        problems.append(f"{NAMESPACE}:kubernetesVersion={kver!r} must look like v1.MINOR.PATCH")
+    owner = str(get("devicePluginOwner"))
+    if owner not in DEVICE_PLUGIN_OWNERS:
+        problems.append(
+            f"{NAMESPACE}:devicePluginOwner={owner!r} is unknown; allowed: {', '.join(DEVICE_PLUGIN_OWNERS)}"
+        )
+    probe = str(get("hostProbe"))
+    if probe not in HOST_PROBES:
+        problems.append(f"{NAMESPACE}:hostProbe={probe!r} is unknown; allowed: {', '.join(HOST_PROBES)}")
+    sim_gpus = int(get("simGpus"))  # type: ignore[call-overload]
+    if not 0 <= sim_gpus <= 8:
+        # 0: a node without nvidia.com/gpu (the device plugin never registered), for the gate.
+        problems.append(f"{NAMESPACE}:simGpus={sim_gpus} must be 0..8 (one simulated node)")
+    capture = str(get("capture")) or ("h200-2gpu" if sim_gpus >= 2 else "h200-1gpu")
+    if capture not in CAPTURES:
+        problems.append(f"{NAMESPACE}:capture={capture!r} is unknown; allowed: {', '.join(CAPTURES)}")
+    image = str(get("smokeImage"))
+    _check_pinned("smokeImage", image, DEFAULT_PROBE_IMAGE, problems)
+    chart_version = str(get("chartVersion"))
+    if not CHART_VERSION.match(chart_version):
+        problems.append(
+            f"{NAMESPACE}:chartVersion={chart_version!r} must be vMAJOR.MINOR.PATCH, e.g. v26.7.0"
+        )
+    chart_repo = str(get("chartRepo"))
+    if not re.match(r"^(https://|oci://)[A-Za-z0-9./_-]+$", chart_repo):
+        problems.append(f"{NAMESPACE}:chartRepo={chart_repo!r} must be an https:// or oci:// URL")
+    chart_path = str(get("chartPath")) or env.get(CHART_PATH_ENV, "") or None
+    if chart_path is not None and not os.path.isfile(os.path.join(chart_path, "Chart.yaml")):
+        problems.append(
+            f"chart path {chart_path!r} (from {NAMESPACE}:chartPath or ${CHART_PATH_ENV}) has no "
+            "Chart.yaml; point it at an unpacked gpu-operator chart or unset it to use the repository"
+        )
+    device_plugin = bool(get("devicePlugin"))
+    if owner == "operator" and not device_plugin:
+        problems.append(
+            f"{NAMESPACE}:devicePlugin=false with devicePluginOwner=operator: nothing would register "
+            "nvidia.com/gpu; set devicePlugin=true or devicePluginOwner=minikube-addon"
+        )
+    if owner == "minikube-addon" and device_plugin:
+        problems.append(
+            f"{NAMESPACE}:devicePlugin=true with devicePluginOwner=minikube-addon: two device plugins "
+            "would register nvidia.com/gpu; set devicePlugin=false"
+        )
+    replicas = pos_int("timeSlicingReplicas")
+    smoke_gpus = gpu_config.parse_smoke_gpus(get("smokeGpus"), problems, NAMESPACE)
+    sharing = slicing.TimeSlicing(
+        replicas, bool(get("timeSlicingRename")), bool(get("timeSlicingFailRequestsGreaterThanOne"))
+    )
+    slicing.check(sharing, smoke_gpus, problems, NAMESPACE, owner)
+    resolved = _variant_settings(known.values(), chosen, values, get, problems, env)
+    timeouts = {
+        k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")
+    }
+    compute_image = str(get("computeImage"))
+    _check_pinned("computeImage", compute_image, DEFAULT_COMPUTE_IMAGE, problems)
+    pinned_operands = operand_images.parse(get, problems, NAMESPACE)
+    gpu = gpu_config.parse(get, problems, NAMESPACE)
+    bench_image = str(get("benchmarkImage"))
+    bm = IMAGE.match(bench_image)
+    if not bm or not (bm.group("tag") or bm.group("digest")) or bm.group("tag") == "latest":
+        problems.append(
+            f"{NAMESPACE}:benchmarkImage={bench_image!r} is not pinned; use repo:tag (not latest) or "
+            "repo@sha256:<digest>, e.g. nvcr.io/nvidia/pytorch:25.01-py3"
+        )
+    simulated = chosen.simulated(get) if chosen else False
+    if bool(get("benchmarkPod")) and simulated:
+        problems.append(
+            f"{NAMESPACE}:benchmarkPod=true in a simulated lab: there is no GPU to measure, and a "
+            "simulated figure must never pass for a measured one; set benchmarkPod=false"
+        )
+    if problems:
+        raise ConfigError(problems)
+    assert chosen is not None  # an unknown cluster is a problem above
+    cfg = LabConfig(
+        cluster=cluster,
+        profile=profile,
+        cpus=cpus,
+        memory_mib=memory,
+        kubernetes_version=kver,
+        device_plugin_owner=owner,
+        host_probe=probe,
+        capture=capture,
+        sim_gpus=sim_gpus,
+        smoke_image=image,
+        smoke_gpus=smoke_gpus,
+        smoke_timeout_seconds=timeouts["smokeTimeoutSeconds"],
+        compute_check=bool(get("computeCheck")),
+        compute_image=compute_image,
+        cluster_timeout_seconds=timeouts["clusterTimeoutSeconds"],
+        docker_selftest=bool(get("dockerSelfTest")),
+        benchmark_pod=bool(get("benchmarkPod")),
+        benchmark_image=bench_image,
+        kind_node_image=str(get("kindNodeImage")),
+        k3s_version=str(get("k3sVersion")),
+        kubeconfig_path=str(resolved.get("kubeconfig_path", "")),
+        kube_context=str(resolved.get("kube_context", "")),
+        expected_gpus=int(get("expectedGpus")),  # type: ignore[call-overload]
+        remove_crds=bool(get("removeCrds")),
+        simulated_operands=bool(get("simulatedOperands")),
+        simulated=simulated,
+        operator=OperatorConfig(
+            chart_version=chart_version,
+            chart_repo=chart_repo,
+            chart_path=os.path.abspath(chart_path) if chart_path else None,
+            cluster=cluster,
+            nri_plugin=bool(get("k3sNriPlugin")),
+            toolkit=_operator_toolkit(chosen, values),
+            device_plugin=device_plugin,
+            dcgm_exporter=bool(get("dcgmExporter")),
+            nfd=bool(get("nfd")),
+            cdi=_operator_cdi(chosen, values, get),
+            time_slicing_replicas=replicas,
+            time_slicing_rename=sharing.rename,
+            time_slicing_fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
+            timeout_seconds=timeouts["operatorTimeoutSeconds"],
+            operand_images=pinned_operands,
+            mig_strategy=gpu.mig_strategy,
+        ),
+        gpu=gpu,
+        effective_host_probe=probe if probe != "auto" else chosen.default_host_probe(),
+    )
+    return replace(cfg, smoke_runtime_class=chosen.runtime_class(cfg))
+
+
+def _auto_choice(key: str, values: dict[str, object], problems: list[str]) -> None:
+    """``toolkit``, ``cdi``: an explicit ``true``/``false`` becomes a bool in ``values``;
+    ``auto`` is removed, so ``values`` holds the key only when it was set (the variants tell
+    the two apart). A string, not a bool, because the engine hands the program every default
+    of Pulumi.yaml's config block as if it were set: a bool default could not say "unset"."""
+    if key not in values:
+        return
+    choice = str(values.pop(key)).strip().lower()
+    if choice == "auto":
+        return
+    try:
+        values[key] = _coerce("bool", choice)
+    except ValueError:
+        problems.append(f"{NAMESPACE}:{key}={choice!r} is not one of auto, true, false")
+
+
+def _operator_toolkit(chosen: VariantRules | None, values: Mapping[str, object]) -> bool:
+    """The operator's toolkit on or off: the variant decides from ``toolkit`` (None: unset)."""
+    requested = values.get("toolkit")
+    explicit = requested if isinstance(requested, bool) else None
+    if chosen is None:
+        return explicit is not False
+    return chosen.operator_toolkit(explicit)
+
+
+def _operator_cdi(
+    chosen: VariantRules | None, values: Mapping[str, object], get: Callable[[str], object]
+) -> bool:
+    """The chart's ``cdi.enabled``: the variant decides from ``cdi`` (None: unset), as it does
+    for the toolkit (minikube, kind and k3s without NRI default it off: their node runtime
+    reads no CDI)."""
+    requested = values.get("cdi")
+    explicit = requested if isinstance(requested, bool) else None
+    if chosen is None:
+        return explicit is not False
+    return chosen.operator_cdi(explicit, get)
+
+
+def _check_pinned(key: str, image: str, example: str, problems: list[str]) -> None:
+    """A line in ``problems`` unless ``image`` is a reference pinned by a tag (not latest) or a digest."""
+    m = IMAGE.match(image)
+    if not m:
+        problems.append(
+            f"{NAMESPACE}:{key}={image!r} is not a valid image reference "
+            "(registry/repository:tag or @sha256:<digest>, no spaces or shell characters)"
+        )
+    elif not (m.group("tag") or m.group("digest")) or m.group("tag") == "latest":
+        problems.append(
+            f"{NAMESPACE}:{key}={image!r} is not pinned; use repo:tag (not latest) or "
+            f"repo@sha256:<digest>, e.g. {example}"
+        )
+
+
+def _variant_settings(
+    variants: Iterable[VariantRules],
+    chosen: VariantRules | None,
+    values: Mapping[str, object],
+    get: Callable[[str], object],
+    problems: list[str],
+    env: Mapping[str, str],
+) -> dict[str, object]:
+    """The variants' own keys: each variant checks the format of its keys (one stack file
+    may carry several), a setting that means something for one variant only is refused for
+    the others, and the chosen variant resolves what it needs (e.g. the kubeconfig).
+
+    Returns the LabConfig fields the chosen variant resolved.
+    """
+    cluster = chosen.name if chosen else str(get("cluster"))
+    for v in variants:
+        v.check_keys(get, problems)
+        if v is chosen:
+            continue
+        for key in v.exclusive_keys:
+            if get(key) not in ("", None):
+                problems.append(
+                    f"{NAMESPACE}:{key} applies to cluster={v.name} only (got cluster={cluster!r})"
+                )
+        for key, value in v.exclusive_settings:
+            if get(key) == value:
+                shown = str(value).lower() if isinstance(value, bool) else value
+                problems.append(
+                    f"{NAMESPACE}:{key}={shown} applies to cluster={v.name} only (got cluster={cluster!r})"
+                )
+    return chosen.resolve(get, values, problems, env) if chosen else {}
+
+
+def _coerce(kind: str, text: str) -> object:
+    if kind == "int":
+        return int(str(text).strip())
+    if kind == "bool":
+        t = str(text).strip().lower()
+        if t in ("true", "1", "yes"):
+            return True
+        if t in ("false", "0", "no"):
+            return False
+        raise ValueError(text)
+    return str(text)

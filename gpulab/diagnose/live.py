@@ -1,0 +1,148 @@
+"""The diagnosis of a live cluster: its state read through the API, then :mod:`gpulab.diagnose`.
+
+:func:`diagnosis` reads the pods, events and DaemonSets of every namespace, the nodes, the
+namespaces stuck Terminating, and the last log lines of the containers that crash, restart,
+terminated with an error (even with 0 restarts, e.g. a ``restartPolicy: Never`` Pod) or are
+stuck in init (a restarted container's previous run too), and renders
+:func:`gpulab.diagnose.diagnose_cluster`'s findings as the text a failed wait of
+:mod:`gpulab.kube` carries. :class:`Context` is what the diagnosis knows beyond the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from gpulab import diagnose
+from gpulab.core.names import DEFAULT_PROFILE, DEVICE_PLUGIN_DS, GPU_RESOURCE
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the diagnosis knows beyond the cluster: the host's facts and the lab's profile.
+
+    ``mig_strategy`` (``none``/``single``/``mixed``) and ``expected_mig`` (``mixed``:
+    ``{"nvidia.com/mig-1g.18gb": 7}``, None when unknown) say which resources count
+    (:mod:`gpulab.config.mig`); ``gpu_resource`` is the whole-GPU name counted (``nvidia.com/gpu``,
+    ``nvidia.com/gpu.shared`` under time-slicing's rename).
+    """
+
+    expected_gpus: int | None = None
+    host_max_cuda: str | None = None
+    profile: str = DEFAULT_PROFILE
+    mig_strategy: str = "none"
+    expected_mig: Mapping[str, int] | None = None
+    gpu_resource: str = GPU_RESOURCE
+
+
+#: Waiting reasons of a container that failed to run (kubelet's, as kubectl shows them).
+_FAILING: Final = frozenset(
+    {"CrashLoopBackOff", "Error", "RunContainerError", "CreateContainerError", "StartError"}
+)
+
+
+def _failed(cs: dict[str, Any]) -> bool:
+    state = cs.get("state") or {}
+    terminated = state.get("terminated") or {}
+    return (
+        (state.get("waiting") or {}).get("reason") in _FAILING
+        or int(cs.get("restartCount") or 0) > 0
+        or terminated.get("exitCode") not in (None, 0)
+    )
+
+
+def _unhealthy_containers(pod: dict[str, Any]) -> list[str]:
+    """Containers whose log the diagnosis needs, init containers first (a pod stuck in init
+    is stuck there): failing, restarted or terminated with a non-zero exit code (any restart
+    count), and init containers that run without having completed."""
+    status = pod.get("status") or {}
+    names = [
+        cs["name"]
+        for cs in status.get("initContainerStatuses") or []
+        if not cs.get("ready") and ((cs.get("state") or {}).get("running") or _failed(cs))
+    ]
+    names += [cs["name"] for cs in status.get("containerStatuses") or [] if _failed(cs)]
+    return names
+
+
+def _log_containers(pod: dict[str, Any]) -> list[str]:
+    """:func:`_unhealthy_containers`, and a device-plugin pod's containers even when they run:
+    a plugin that finds no GPU runs on quietly (``No devices found. Waiting indefinitely.``),
+    and its log is the only place that says why allocatable stays 0. At most 3 per pod."""
+    names = _unhealthy_containers(pod)
+    if str((pod.get("metadata") or {}).get("name") or "").startswith(DEVICE_PLUGIN_DS + "-"):
+        names += [
+            cs["name"]
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []
+            if cs["name"] not in names
+        ]
+    return names[:3]
+
+
+def _wants_previous(pod: dict[str, Any], container: str) -> bool:
+    """A restarted container that runs again: its crash is in the previous run's log."""
+    status = pod.get("status") or {}
+    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        if cs.get("name") == container:
+            return int(cs.get("restartCount") or 0) > 0 and "running" in (cs.get("state") or {})
+    return False
+
+
+def _read_log(core: Any, pod: dict[str, Any], container: str) -> str | None:
+    """The last 50 lines of ``container`` (after its previous run's, when it restarted and
+    runs again), or None when the kubelet serves no log (e.g. the simulated lab's kwok nodes)."""
+    from kubernetes.client.rest import ApiException
+
+    meta = pod["metadata"]
+    texts = []
+    for previous in (True, False) if _wants_previous(pod, container) else (False,):
+        try:
+            texts.append(
+                core.read_namespaced_pod_log(
+                    meta["name"], meta["namespace"], container=container, tail_lines=50, previous=previous
+                )
+            )
+        except ApiException:
+            continue
+    return "\n".join(t for t in texts if t) if texts else None
+
+
+def diagnosis(api: Any, ctx: Context) -> str:
+    """The diagnosis of the whole cluster (every namespace) through ``api`` (an ``ApiClient``),
+    as text for an error message (:func:`gpulab.diagnose.render`)."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    apps = client.AppsV1Api(api)
+    pods = [api.sanitize_for_serialization(p) for p in core.list_pod_for_all_namespaces().items]
+    events = [api.sanitize_for_serialization(e) for e in core.list_event_for_all_namespaces().items]
+    dsets = [api.sanitize_for_serialization(d) for d in apps.list_daemon_set_for_all_namespaces().items]
+    nodes = [api.sanitize_for_serialization(n) for n in core.list_node().items]
+    namespaces = [
+        api.sanitize_for_serialization(n)
+        for n in core.list_namespace().items
+        if n.status is not None and n.status.phase == "Terminating"
+    ]
+    logs: dict[str, str] = {}
+    for pod in pods:
+        meta = pod["metadata"]
+        for c in _log_containers(pod):
+            text = _read_log(core, pod, c)
+            if text is not None:
+                logs[f"{meta['namespace']}/{meta['name']}/{c}"] = text
+    found = diagnose.diagnose_cluster(
+        pods=pods,
+        events=events,
+        daemonsets=dsets,
+        nodes=nodes,
+        logs=logs,
+        expected_gpus=ctx.expected_gpus,
+        host_max_cuda=ctx.host_max_cuda,
+        profile=ctx.profile,
+        mig_strategy=ctx.mig_strategy,
+        expected_mig=ctx.expected_mig,
+        namespaces=namespaces,
+        gpu_resource=ctx.gpu_resource,
+    )
+    return diagnose.render(found)

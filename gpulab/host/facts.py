@@ -1,0 +1,218 @@
+"""The host's GPU facts as one record: :class:`HostFacts`, its JSON forms, and how two probes differ.
+
+Every source of the host probe (NVML, nvidia-smi, a shipped capture: :mod:`gpulab.host.probe`)
+returns this one shape; the ``host*`` stack outputs are made from it.
+
+:func:`output_json` is the ``hostTopology`` stack output (gpulab.core.outputs.HOST_TOPOLOGY)::
+
+    {"source": "nvml" | "nvidia-smi topo -m" | "capture:h200-2gpu (nvidia-smi topo -m)" | None,
+     "gpus": [{"index": 0, "uuid": "GPU-..." | None,
+               "links": [{"peer": 1, "peerUuid": "GPU-..." | None, "kind": "NV", "nvlinks": 18,
+                          "code": "NV18"}],
+               "cpuAffinity": "0-55,112-167", "numaNode": 0 | None, "gpuNumaId": None}],
+     "note": None | "why there is no topology, or how it was read"}
+
+``kind`` is one of :data:`gpulab.host.topology.KINDS` (``NV``, ``PIX``, ``PXB``, ``PHB``, ``NODE``,
+``SYS``), ``nvlinks`` the NVLink count for ``NV`` (0 otherwise), ``cpuAffinity`` nvidia-smi's
+range text (``"N/A"`` when unknown), ``numaNode`` the GPU's single NUMA node (None when none
+or several). ``gpus`` is ``[]`` when nothing was read (``source`` None, ``note`` says why).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpulab.host import nvsmi, topology
+from gpulab.host.topology import Topology, topology_from_json
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """GPU facts of the host (or of a capture).
+
+    Attributes:
+        gpus: one :class:`gpulab.host.nvsmi.GpuInfo` per physical GPU (MIG instances excluded).
+        driver_version: e.g. ``"580.159.04"``.
+        max_cuda: newest CUDA the driver supports, e.g. ``"13.0"`` (None on very old drivers).
+        source: how the facts were read, for export (the ``hostProbeSource`` output):
+            ``"nvml"``, ``"nvidia-smi"`` or ``"capture:<name>"``.
+        simulated: True when the facts are not this machine's.
+        warnings: human-readable warnings (e.g. mixed GPU models); the lab logs them.
+        notes: how the probe got there, e.g. why NVML was not used or why the MIG mode is
+            unknown; informational, not logged as warnings.
+
+    Per GPU, ``gpus[i].mig_mode`` / ``mig_mode_pending`` is the MIG mode (``"Enabled"``,
+    ``"Disabled"``, None when the GPU has no MIG or the source could not tell).
+    ``mig_devices``: the MIG devices ``nvidia-smi -L`` lists (:class:`gpulab.host.nvsmi.MigDevice`:
+    parent GPU index, device index, profile such as ``"1g.18gb"``, UUID); ``()`` when it lists
+    none, None when it was not asked (no GPU has MIG enabled) or could not be read (``notes``
+    says why).
+    """
+
+    gpus: tuple[nvsmi.GpuInfo, ...]
+    driver_version: str
+    max_cuda: str | None
+    source: str
+    simulated: bool
+    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
+    mig_devices: tuple[nvsmi.MigDevice, ...] | None = None
+    #: How the GPUs are linked (gpulab.host.topology_probe: NVML, else ``nvidia-smi topo -m``, or the
+    #: capture's ``topo-m.txt``); None when not read, and then ``topology_note`` says why.
+    topology: Topology | None = None
+    topology_note: str | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.gpus)
+
+    @property
+    def models(self) -> list[str]:
+        return sorted({g.name for g in self.gpus})
+
+    def gpus_json(self) -> list[dict[str, int | str | None]]:
+        """Per-GPU dicts (:meth:`gpulab.host.nvsmi.GpuInfo.to_json`), the ``hostGpus`` output."""
+        return [g.to_json() for g in self.gpus]
+
+    def topology_json(self) -> dict[str, Any]:
+        """The ``hostTopology`` output (:func:`output_json`)."""
+        return output_json(self)
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole result as plain JSON: ``gpus`` (see :meth:`gpus_json`), ``driverVersion``,
+        ``maxCuda``, ``source``, ``simulated``, ``warnings``, ``notes``, and ``migDevices``
+        (``[{"gpuIndex", "deviceIndex", "profile", "uuid"}]``) only when they were listed."""
+        doc: dict[str, Any] = {
+            "gpus": self.gpus_json(),
+            "driverVersion": self.driver_version,
+            "maxCuda": self.max_cuda,
+            "source": self.source,
+            "simulated": self.simulated,
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
+        }
+        if self.mig_devices is not None:
+            doc["migDevices"] = [
+                {"gpuIndex": d.gpu_index, "deviceIndex": d.device_index, "profile": d.profile, "uuid": d.uuid}
+                for d in self.mig_devices
+            ]
+        if self.topology is not None or self.topology_note is not None:
+            # Only when the probe read it: saved probes from before the topology step stay equal.
+            doc["topology"] = self.topology.to_json() if self.topology is not None else None
+            doc["topologyNote"] = self.topology_note
+        return doc
+
+
+def facts_from_json(doc: dict[str, Any]) -> HostFacts:
+    """Rebuild :class:`HostFacts` from :meth:`HostFacts.to_json` output (e.g. a saved probe).
+
+    Raises ``KeyError`` for a missing key.
+    """
+    gpus = tuple(
+        nvsmi.GpuInfo(
+            index=int(g["index"]),
+            name=str(g["name"]),
+            uuid=g["uuid"],
+            driver_version=g["driverVersion"],
+            memory_total_mib=g["memoryMiB"],
+            pci_bus_id=g["pciBusId"],
+            compute_cap=g.get("computeCap"),
+            mig_mode=g.get("migMode"),
+            mig_mode_pending=g.get("migModePending"),
+        )
+        for g in doc["gpus"]
+    )
+    return HostFacts(
+        gpus=gpus,
+        driver_version=str(doc["driverVersion"]),
+        max_cuda=doc["maxCuda"],
+        source=str(doc["source"]),
+        simulated=bool(doc["simulated"]),
+        warnings=tuple(doc.get("warnings", ())),
+        notes=tuple(doc.get("notes", ())),
+        mig_devices=None
+        if doc.get("migDevices") is None
+        else tuple(
+            nvsmi.MigDevice(int(d["gpuIndex"]), int(d["deviceIndex"]), str(d["profile"]), str(d["uuid"]))
+            for d in doc["migDevices"]
+        ),
+        topology=_topology_from_json(doc.get("topology")),
+        topology_note=doc.get("topologyNote"),
+    )
+
+
+def _topology_from_json(doc: dict[str, Any] | None) -> Topology | None:
+    return None if doc is None else topology_from_json(doc)
+
+
+#: Per-GPU fields :func:`compare_facts` compares (``compute_cap`` only where both sides have it:
+#: the nvidia-smi path does not ask for it, see :data:`gpulab.host.nvsmi.QUERY_FIELDS`).
+COMPARED_GPU_FIELDS = (
+    "index",
+    "name",
+    "uuid",
+    "driver_version",
+    "memory_total_mib",
+    "pci_bus_id",
+    "mig_mode",
+    "mig_mode_pending",
+)
+
+
+def compare_facts(a: HostFacts, b: HostFacts) -> list[str]:
+    """Differences between two probes of one host (``source``, ``notes`` and ``simulated`` aside).
+
+    Compares the driver version, max CUDA, the GPU count, and per GPU (in order) the fields of
+    :data:`COMPARED_GPU_FIELDS` plus ``compute_cap`` where both carry it. Returns one line per
+    difference, e.g. ``"gpu 0 mig_mode: nvml 'Disabled' != nvidia-smi None"``; ``[]`` when
+    they agree.
+    """
+    diffs: list[str] = []
+
+    def differ(what: str, x: object, y: object) -> None:
+        if x != y:
+            diffs.append(f"{what}: {a.source} {x!r} != {b.source} {y!r}")
+
+    differ("driver_version", a.driver_version, b.driver_version)
+    differ("max_cuda", a.max_cuda, b.max_cuda)
+    differ("gpu count", a.count, b.count)
+    for ga, gb in zip(a.gpus, b.gpus, strict=False):
+        for name in COMPARED_GPU_FIELDS:
+            differ(f"gpu {ga.index} {name}", getattr(ga, name), getattr(gb, name))
+        if ga.compute_cap is not None and gb.compute_cap is not None:
+            differ(f"gpu {ga.index} compute_cap", ga.compute_cap, gb.compute_cap)
+    return diffs
+
+
+def output_json(facts: HostFacts) -> dict[str, Any]:
+    """The ``hostTopology`` output (shape in the module docstring) of probed facts."""
+    topo = facts.topology
+    if topo is None:
+        return {"source": None, "gpus": [], "note": facts.topology_note}
+    uuids = {g.index: g.uuid for g in facts.gpus}
+    source = f"{facts.source} ({topo.source})" if facts.simulated else topo.source
+    return {
+        "source": source,
+        "gpus": [
+            {
+                "index": g.index,
+                "uuid": uuids.get(g.index),
+                "links": [
+                    {
+                        "peer": peer,
+                        "peerUuid": uuids.get(peer),
+                        "kind": link.kind,
+                        "nvlinks": link.nvlinks,
+                        "code": link.code,
+                    }
+                    for peer, link in sorted(g.links.items())
+                ],
+                "cpuAffinity": topology.ranges_text(g.cpu_affinity),
+                "numaNode": g.numa_node,
+                "gpuNumaId": g.gpu_numa_id,
+            }
+            for g in topo.gpus
+        ],
+        "note": facts.topology_note,
+    }

@@ -1,0 +1,33 @@
+"""The TFLOPS benchmark Pod's reader: the JSON result on the last line of its log."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpulab.diagnose.live import Context
+from gpulab.kube.client import GateError, wait_succeeded
+
+
+def benchmark(
+    api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None
+) -> dict[str, Any]:
+    """Wait for the benchmark Pod to succeed; return the JSON object on its log's last line.
+
+    Raises:
+        GateError: the Pod failed or timed out (with the diagnosis), or its log ends with
+            no JSON object (quoting the last line).
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    wait_succeeded(api, "benchmark", namespace, pod, timeout, ctx, interval=5)
+    lines = [ln for ln in core.read_namespaced_pod_log(pod, namespace).splitlines() if ln.strip()]
+    last = lines[-1] if lines else ""
+    try:
+        result = json.loads(last)
+    except ValueError as exc:
+        raise GateError(f"benchmark Pod {namespace}/{pod}: last log line is not JSON: {last!r}") from exc
+    if not isinstance(result, dict):
+        raise GateError(f"benchmark Pod {namespace}/{pod}: last log line is not a JSON object: {last!r}")
+    return result

@@ -1,0 +1,115 @@
+"""Cluster-side checks the lab runs as commands: the readiness gate, the smoke and compute checks.
+
+Run as ``python -m gpulab.kube gate ...`` / ``python -m gpulab.kube smoke ...`` by the
+components (as ``pulumi_command.local.Command`` resources, components/command.py). The kubeconfig arrives
+as YAML text in the ``GPULAB_KUBECONFIG`` environment variable (a secret; never argv).
+Each prints one JSON object on stdout (the facts the stack exports; ``gate`` and ``smoke`` with
+``measuredAt``, UTC ISO 8601, when they were read) and exits 0, or prints a diagnosis on stderr and exits 1.
+
+Talks to the API server through the official ``kubernetes`` Python client.
+
+* ``gate`` (:mod:`gpulab.kube.gate`): waits until ClusterPolicy ``cluster-policy`` reports
+  ``status.state == ready``, the device-plugin DaemonSet has every desired pod ready and the
+  nodes advertise the expected ``nvidia.com/gpu`` (or, under MIG ``mixed``, the
+  ``nvidia.com/mig-*`` resources); fails early, with the diagnosis, when the state says
+  waiting will not help (:mod:`gpulab.kube.gate_rules`).
+* ``smoke``: waits for the smoke Pod's phase ``Succeeded`` (a Pod has no ``complete``
+  condition, which is why the chapter's ``kubectl wait --for=condition=complete`` never
+  returns), then reads its log (driver and CUDA versions parsed from the nvidia-smi
+  header, the GPU UUIDs from its ``nvidia-smi -L`` lines: :mod:`gpulab.kube.smoke_gpus`) and its events.
+* ``compute``: each vectorAdd container of the compute Pod (one GPU each) logs ``Test PASSED``
+  (:mod:`gpulab.kube.compute`).
+* ``dcgm``: what the DCGM exporter reports per GPU, sampled a few seconds (:mod:`gpulab.kube.dcgm`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gpulab.core.errors import GpuLabError
+from gpulab.core.names import (
+    DEFAULT_PROFILE,
+    DEVICE_PLUGIN_DS,
+    GPU_RESOURCE,
+    OPERATOR_NAMESPACE,
+    SMOKE_POD,
+    WHOLE_GPU_RESOURCES,
+    WORKLOAD_NAMESPACE,
+)
+from gpulab.diagnose.live import Context
+from gpulab.kube import benchmark, compute, dcgm, gate, simulated, smoke
+from gpulab.kube.client import load_clients, ping
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry: ``gate`` or ``smoke``; prints JSON facts, or the diagnosis and exit 1."""
+    ap = argparse.ArgumentParser(prog="python -m gpulab.kube")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gate", help="wait for the GPU Operator and read allocatable")
+    g.add_argument("--namespace", default=OPERATOR_NAMESPACE)
+    g.add_argument("--device-plugin-namespace", default=OPERATOR_NAMESPACE)
+    g.add_argument("--device-plugin-daemonset", default=DEVICE_PLUGIN_DS)
+    g.add_argument("--no-cluster-policy", action="store_true", help="skip the ClusterPolicy wait")
+    g.add_argument("--timeout", type=float, default=600)
+    g.add_argument("--grace", type=float, default=60, help="seconds a stuck state may last (gpuGraceSeconds)")
+    g.add_argument("--mig-strategy", choices=("none", "single", "mixed"), default="none")
+    g.add_argument("--expected-mig", action="append", default=[], help="mixed: PROFILE=COUNT (repeatable)")
+    s = sub.add_parser("smoke", help="wait for the smoke Pod and read its log and events")
+    s.add_argument("--namespace", default=WORKLOAD_NAMESPACE)
+    s.add_argument("--pod", default=SMOKE_POD)
+    s.add_argument("--timeout", type=float, default=300)
+    for sp in (g, s):
+        sp.add_argument("--expected-gpus", type=int, help="host GPUs x time-slicing replicas")
+        sp.add_argument("--host-max-cuda", help="newest CUDA the host driver supports")
+        sp.add_argument("--profile", default=DEFAULT_PROFILE, help="minikube profile named in fixes")
+    b = sub.add_parser("benchmark", help="wait for the TFLOPS benchmark Pod and read its result")
+    b.add_argument("--namespace", default="default")
+    b.add_argument("--pod", default="gpu-benchmark")
+    b.add_argument("--timeout", type=float, default=1800)
+    sub.add_parser("ping", help="exit 0 when the API server answers /version within 5 s")
+    cp = sub.add_parser("compute", help="wait for the compute Pod, check its log")
+    compute.add_arguments(cp)
+    for sp in (g, s, cp):
+        sp.add_argument(
+            "--gpu-resource",
+            choices=WHOLE_GPU_RESOURCES,
+            default=GPU_RESOURCE,
+            help="the whole-GPU resource counted (nvidia.com/gpu.shared: time-slicing's rename)",
+        )
+    dcgm.add_arguments(sub.add_parser("dcgm", help="sample the DCGM exporter's metrics per GPU"))
+    c = sub.add_parser("simulate-clusterpolicy", help="sim lab: set ClusterPolicy status")
+    c.add_argument("--state", default="ready")
+    args = ap.parse_args(argv)
+    try:
+        api = load_clients()
+        if args.cmd == "ping":
+            out = ping(api)
+        elif args.cmd == "simulate-clusterpolicy":
+            out = simulated.simulate_clusterpolicy(api, args.state)
+        elif args.cmd == "benchmark":
+            out = benchmark.benchmark(api, args.namespace, args.pod, args.timeout)
+        elif args.cmd == "dcgm":
+            out = dcgm.from_args(api, args)
+        elif args.cmd == "compute":
+            ctx = Context(
+                args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource
+            )
+            out = compute.compute(
+                api, args.namespace, args.pod, args.timeout, ctx, compute.isolation_from_args(args)
+            )
+        elif args.cmd == "gate":
+            spec = gate.spec_from_args(args)
+            out = gate.gate(api, spec, gate.context(spec, args.host_max_cuda))
+        else:
+            ctx = Context(
+                args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource
+            )
+            out = smoke.smoke(api, args.namespace, args.pod, args.timeout, ctx)
+    except GpuLabError as exc:
+        # Every error the checks raise on purpose (GateError, a bad argument's) names its cause.
+        print(str(exc), file=sys.stderr)
+        return 1
+    print(json.dumps(out, sort_keys=True))
+    return 0

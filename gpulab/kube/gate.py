@@ -1,0 +1,315 @@
+"""The readiness gate (``python -m gpulab.kube gate``): the GPUs are schedulable, or it fails.
+
+Three waits under one deadline (``--timeout``, seconds):
+
+1. ClusterPolicy ``cluster-policy`` reports ``status.state == ready`` (skipped for
+   minikube's addon without the operator's device plugin);
+2. the device-plugin DaemonSet has every desired pod ready;
+3. the nodes advertise what the lab expects (:class:`gpulab.config.mig.Expected`): allocatable
+   ``nvidia.com/gpu`` (``nvidia.com/gpu.shared`` under time-slicing's rename,
+   ``--gpu-resource``) equal to GPUs x time-slicing replicas, or under MIG ``mixed`` the
+   ``nvidia.com/mig-<profile>`` resources.
+
+It stops early, with the cause, the fix and the cluster's diagnosis
+(:mod:`gpulab.diagnose.live`), when the state says waiting will not help
+(:mod:`gpulab.kube.gate_rules`): a device plugin that restarted 3 times (or sits in
+CrashLoopBackOff for the grace), a DaemonSet that does not exist or schedules on no node for
+the grace, or Ready nodes without the expected resources (absent, 0, another count) for the
+grace (``--grace``, ``gpuGraceSeconds``). It never hands a cluster without GPUs to the smoke
+test: the smoke Pod depends on the gate and is not created when it fails.
+
+Prints (via :mod:`gpulab.kube`) ``{"gpuResource", "allocatableGpus", "capacityGpus", "migResources",
+"clusterPolicyState", "devicePluginPods", "kubernetesVersion", "measuredAt"}``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from gpulab.config.mig import Expected, parse_devices, resource_of
+from gpulab.core.names import DEVICE_PLUGIN_DS, OPERATOR_NAMESPACE, SIMULATED_ANNOTATION
+from gpulab.diagnose import sharing
+from gpulab.diagnose.live import Context
+from gpulab.diagnose.live import diagnosis as _diagnose
+from gpulab.kube import gate_rules as rules
+from gpulab.kube.client import GateError, Waiter, sanitize
+
+Json = Mapping[str, Any]
+
+
+class Reader(Protocol):
+    """What the gate reads of the cluster (JSON dicts as ``kubectl get -o json``); None for
+    an object that does not exist. :class:`KubeReader` reads through the API."""
+
+    def cluster_policy(self) -> Json | None: ...
+    def daemonset(self) -> Json | None: ...
+    def pods(self, selector: str) -> list[Json]: ...
+    def nodes(self) -> list[Json]: ...
+    def version(self) -> str: ...
+    def config_map(self, name: str) -> Json | None: ...
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """What the gate waits for.
+
+    Attributes:
+        device_plugin_namespace, device_plugin_ds: the device-plugin DaemonSet.
+        require_cluster_policy: wait for ClusterPolicy ``cluster-policy`` first.
+        timeout: seconds for all three waits together.
+        grace: seconds a stuck state may last before the gate fails (``gpuGraceSeconds``).
+        expect: what the nodes should advertise.
+        profile: the minikube profile named in fixes.
+    """
+
+    device_plugin_namespace: str = OPERATOR_NAMESPACE
+    device_plugin_ds: str = DEVICE_PLUGIN_DS
+    require_cluster_policy: bool = True
+    timeout: float = 600
+    grace: float = rules.DEFAULT_GRACE_SECONDS
+    expect: Expected = field(default_factory=Expected)
+    profile: str = "gpu-lab"
+
+
+class KubeReader:
+    """:class:`Reader` through an ``ApiClient`` (the official ``kubernetes`` client)."""
+
+    def __init__(self, api: Any, spec: GateSpec) -> None:
+        from kubernetes import client
+
+        self.api, self.spec = api, spec
+        self.custom = client.CustomObjectsApi(api)
+        self.apps = client.AppsV1Api(api)
+        self.core = client.CoreV1Api(api)
+        self.versions = client.VersionApi(api)
+
+    def _missing_is_none(self, read: Callable[[], Any]) -> Any:
+        from kubernetes.client.rest import ApiException
+
+        try:
+            return read()
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def cluster_policy(self) -> Json | None:
+        doc = self._missing_is_none(
+            lambda: self.custom.get_cluster_custom_object(
+                "nvidia.com", "v1", "clusterpolicies", "cluster-policy"
+            )
+        )
+        return doc if isinstance(doc, dict) else None
+
+    def daemonset(self) -> Json | None:
+        ds = self._missing_is_none(
+            lambda: self.apps.read_namespaced_daemon_set(
+                self.spec.device_plugin_ds, self.spec.device_plugin_namespace
+            )
+        )
+        return sanitize(ds, self.api) if ds is not None else None
+
+    def pods(self, selector: str) -> list[Json]:
+        items = self.core.list_namespaced_pod(
+            self.spec.device_plugin_namespace, label_selector=selector
+        ).items
+        return [sanitize(p, self.api) for p in items]
+
+    def nodes(self) -> list[Json]:
+        return [sanitize(n, self.api) for n in self.core.list_node().items]
+
+    def version(self) -> str:
+        return str(self.versions.get_code().git_version)
+
+    def config_map(self, name: str) -> Json | None:
+        """ConfigMap ``name`` in the operator's namespace (the device plugin's config), or None."""
+        cm = self._missing_is_none(
+            lambda: self.core.read_namespaced_config_map(name, self.spec.device_plugin_namespace)
+        )
+        return sanitize(cm, self.api) if cm is not None else None
+
+
+def _selector(ds: Json | None, fallback: str) -> str:
+    labels = ((ds or {}).get("spec") or {}).get("selector", {}).get("matchLabels") or {}
+    return ",".join(f"{k}={v}" for k, v in labels.items()) or f"app={fallback}"
+
+
+def _simulated(objs: Sequence[Json]) -> bool:
+    return bool(objs) and all(
+        ((o.get("metadata") or {}).get("annotations") or {}).get(SIMULATED_ANNOTATION) == "true" for o in objs
+    )
+
+
+def plugin_pods(ds: Json, pods: Sequence[Json]) -> list[dict[str, Any]]:
+    """The ``devicePluginPods`` output: ``[{"name", "phase", "ready", "restarts", "simulated"}]``."""
+    ds_simulated = _simulated([ds])
+    out = []
+    for p in pods:
+        statuses = (p.get("status") or {}).get("containerStatuses") or []
+        out.append(
+            {
+                "name": p["metadata"]["name"],
+                "phase": (p.get("status") or {}).get("phase"),
+                "ready": bool(statuses) and all(cs.get("ready") for cs in statuses),
+                "restarts": sum(int(cs.get("restartCount") or 0) for cs in statuses),
+                "simulated": ds_simulated or _simulated([p]),
+            }
+        )
+    return out
+
+
+def run_gate(
+    reader: Reader,
+    spec: GateSpec,
+    diagnose: Callable[[], str],
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """The gate's three waits (module docstring) against ``reader``; the facts it prints.
+
+    Raises:
+        GateError: a stuck state held for the grace, or a plugin crash-looping for good
+            (``"readiness gate stopped after Ns: <cause>"``, the fix, then ``diagnose()``); or
+            the timeout (``"timed out after ..."`` and ``diagnose()``).
+    """
+    start = clock()
+    deadline = start + spec.timeout
+    grace = rules.Grace(spec.grace)
+    ns, ds_name = spec.device_plugin_namespace, spec.device_plugin_ds
+    seen: dict[str, Any] = {"ds": None, "policy": None}
+
+    def waiter() -> Waiter:
+        return Waiter(max(1.0, deadline - clock()), clock=clock, sleep=sleep)
+
+    def stop(stuck: rules.Stuck) -> GateError:
+        return GateError(
+            f"readiness gate stopped after {clock() - start:.0f}s: {stuck.cause}\n  fix: {stuck.fix}\n"
+            f"waiting longer would not help (gpuGraceSeconds={spec.grace:.0f}); the cluster's "
+            f"diagnosis ({stuck.row} first):\n{diagnose()}"
+        )
+
+    def no_crash_loop() -> None:
+        looping = rules.crash_looping(reader.pods(_selector(seen["ds"], ds_name)))
+        final = looping is not None and looping[1]
+        if final or grace.expired("crash", looping is not None, clock()):
+            raise stop(rules.crash_stuck(looping[0] if looping else "?", ns))
+
+    state = None
+    if spec.require_cluster_policy:
+
+        def cp_ready() -> str | None:
+            no_crash_loop()
+            seen["policy"] = reader.cluster_policy()
+            st = ((seen["policy"] or {}).get("status") or {}).get("state")
+            return st if st == "ready" else None
+
+        state = waiter().until("ClusterPolicy cluster-policy to report state=ready", cp_ready, diagnose)
+
+    def ds_ready() -> Json | None:
+        seen["ds"] = ds = reader.daemonset()
+        no_crash_loop()
+        why = rules.placement(ds)
+        for key in ("absent", "no-nodes"):
+            if grace.expired(f"ds-{key}", why == key, clock()):
+                raise stop(rules.placement_stuck(key, ds_name, ns, seen["policy"]))
+        st = (ds or {}).get("status") or {}
+        desired = int(st.get("desiredNumberScheduled") or 0)
+        return ds if desired and st.get("numberReady") == desired else None
+
+    ds = waiter().until(f"DaemonSet {ns}/{ds_name} to be ready", ds_ready, diagnose)
+
+    def resources_seen() -> list[Json] | None:
+        no_crash_loop()
+        nodes = reader.nodes()
+        verdict = rules.resources_verdict(nodes, spec.expect)
+        if verdict is None:
+            return nodes
+        key, cause = verdict
+        for k in ("absent", "zero", "mismatch"):
+            if grace.expired(f"nodes-{k}", key == k, clock()):
+                if k == "mismatch" and not spec.expect.wants_mig:
+                    cause = f"{cause}; {_sharing(reader, nodes, spec)}"
+                raise stop(rules.resources_stuck(k, cause, spec.profile, _simulated(nodes)))
+        return None
+
+    nodes = waiter().until(f"the nodes to advertise {spec.expect.describe()}", resources_seen, diagnose)
+    have = rules.Resources.of(nodes, spec.expect.resource)
+    return {
+        "gpuResource": spec.expect.resource,
+        "allocatableGpus": have.allocatable,
+        "capacityGpus": have.capacity,
+        "migResources": dict(sorted(have.mig.items())),
+        "clusterPolicyState": state,
+        "devicePluginPods": plugin_pods(ds, reader.pods(_selector(ds, ds_name))),
+        "kubernetesVersion": reader.version(),
+        "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _sharing(reader: Reader, nodes: Sequence[Json], spec: GateSpec) -> str:
+    """Whether the time-slicing config was applied at all (:func:`gpulab.diagnose.sharing.diagnosis`):
+    the ClusterPolicy's reference, the ConfigMap it names, the nodes' GFD sharing labels."""
+    policy = reader.cluster_policy()
+    ref = sharing.config_ref(policy)
+    cm = reader.config_map(ref[0]) if ref else None
+    return sharing.diagnosis(policy, cm, nodes, spec.device_plugin_namespace)
+
+
+def spec_from_args(args: Any) -> GateSpec:
+    """The :class:`GateSpec` of ``python -m gpulab.kube gate``'s parsed arguments.
+
+    Raises:
+        GateError: an ``--expected-mig`` that is not ``PROFILE=COUNT``.
+    """
+    try:
+        devices = parse_devices(",".join(args.expected_mig))
+    except ValueError as exc:
+        raise GateError(f"--expected-mig: {exc}") from exc
+    expect = Expected(
+        args.mig_strategy,
+        args.expected_gpus,
+        ({resource_of(p): n for p, n in devices.items()} or None) if args.mig_strategy == "mixed" else None,
+        args.gpu_resource,
+    )
+    return GateSpec(
+        device_plugin_namespace=args.device_plugin_namespace,
+        device_plugin_ds=args.device_plugin_daemonset,
+        require_cluster_policy=not args.no_cluster_policy,
+        timeout=args.timeout,
+        grace=args.grace,
+        expect=expect,
+        profile=args.profile,
+    )
+
+
+def context(spec: GateSpec, host_max_cuda: str | None = None) -> Context:
+    """The diagnosis' :class:`~gpulab.diagnose.live.Context` for ``spec``."""
+    return Context(
+        spec.expect.gpus,
+        host_max_cuda,
+        spec.profile,
+        mig_strategy=spec.expect.strategy,
+        expected_mig=spec.expect.mig,
+        gpu_resource=spec.expect.resource,
+    )
+
+
+def gate(api: Any, spec: GateSpec, ctx: Context | None = None) -> dict[str, Any]:
+    """:func:`run_gate` through the API (``api``: an ``ApiClient``), diagnosing with ``ctx``.
+
+    Raises:
+        GateError: see :func:`run_gate`.
+    """
+    ctx = ctx or Context(profile=spec.profile)
+    print(
+        f"[gpulab] gate: expecting {spec.expect.describe()} (migStrategy {spec.expect.strategy}); "
+        f"a stuck state fails after {spec.grace:.0f}s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return run_gate(KubeReader(api, spec), spec, lambda: _diagnose(api, ctx))

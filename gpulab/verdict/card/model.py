@@ -1,0 +1,314 @@
+"""The baseline card as a JSON document: :func:`build_card` from the stack outputs, with
+:func:`sanitize` keeping secrets out (schema in :mod:`gpulab.verdict.card`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from gpulab.core import outputs as o
+from gpulab.core.names import SHARED_GPU_RESOURCE
+from gpulab.verdict import checklist
+from gpulab.verdict.card import hardware, mig, timing
+from gpulab.verdict.card.tflops import HOW_TO_MEASURE, tflops_section
+
+__all__ = ["CAPABILITY_BOUNDARY", "HOW_TO_MEASURE", "REDACTED", "SCHEMA", "build_card", "sanitize"]
+
+SCHEMA: Final = "gpulab.dev/baseline-card/v1"
+REDACTED: Final = "[redacted]"
+#: The chapter's table 3 (表 3, what you have and still lack): capability, status, where next.
+#: :func:`_boundary` adjusts the sharing and metrics rows to this lab's configuration.
+CAPABILITY_BOUNDARY: Final[tuple[tuple[str, str, str], ...]] = (
+    ("GPU scheduled as nvidia.com/gpu", "have", "this chapter"),
+    (
+        "GPU sharing: one card for several Pods, memory-level quota",
+        "partial: time-slicing (timeSlicingReplicas) and MIG (migStrategy) as configured; "
+        "no memory-level quota or fair sharing of one card",
+        "data plane: HAMi, DRA",
+    ),
+    (
+        "Queues, quotas, priorities, fair sharing",
+        "missing: no governance yet",
+        "control plane: Kueue, Volcano",
+    ),
+    (
+        "Topology-aware placement (NVLink/NUMA)",
+        "partial: topology shown on the card (hostTopology: links, NVLink count, CPU affinity, "
+        "NUMA node), not used for placement",
+        "NUMA-aware scheduling, placement policies",
+    ),
+    (
+        "Metrics semantics: GPU utilisation, memory, health",
+        "have: DCGM exporter's per-GPU metrics scraped and checked (dcgm-reports-gpus: "
+        "utilisation, framebuffer, power, temperature per GPU UUID)",
+        "observability and acceptance",
+    ),
+    (
+        "Other accelerators (beyond NVIDIA)",
+        "missing: NVIDIA path only",
+        "accelerator landscape, Ascend case study",
+    ),
+)
+
+_PEM_RE: Final = re.compile(r"-----BEGIN [A-Z ]+-----")
+_KUBECONFIG_RE: Final = re.compile(
+    r"(client-key-data|client-certificate-data|certificate-authority-data|\btoken)\s*:"
+    r"|\bkind:\s*Config\b|^\s*(clusters|users|contexts)\s*:",
+    re.MULTILINE,
+)
+
+
+def _looks_secret(text: str) -> bool:
+    return text.strip() == "[secret]" or bool(_PEM_RE.search(text)) or bool(_KUBECONFIG_RE.search(text))
+
+
+def sanitize(value: Any, path: str = "", redacted: list[str] | None = None) -> Any:
+    """A deep copy of a JSON value with secret-looking strings replaced by ``"[redacted]"``.
+
+    Secret-looking: ``"[secret]"``, a PEM block (``-----BEGIN ...-----``), or kubeconfig
+    text (``client-key-data:``, ``token:``, ``kind: Config``, ``clusters:``/``users:``
+    sections). Paths of replaced strings (``"host.gpus[0].name"``) are appended to
+    ``redacted`` when given. Mapping keys are kept as strings.
+    """
+    if isinstance(value, str):
+        if _looks_secret(value):
+            if redacted is not None:
+                redacted.append(path or "<value>")
+            return REDACTED
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): sanitize(v, f"{path}.{k}" if path else str(k), redacted) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [sanitize(v, f"{path}[{i}]", redacted) for i, v in enumerate(value)]
+    return value
+
+
+class _Facts:
+    def __init__(self, outputs: Mapping[str, Any], redacted: list[str], when: Mapping[str, Any]) -> None:
+        self.outputs = outputs
+        self.redacted = redacted
+        self.groups: Mapping[str, Any] = when.get("groups") or {}
+        self.simulated_lab = outputs.get(o.SIMULATED) is True
+        fields = outputs.get(o.SIMULATED_FIELDS)
+        self.sim_fields: frozenset[str] | None = (
+            frozenset(str(f) for f in fields) if isinstance(fields, list) else None
+        )
+
+    def is_simulated(self, key: str) -> bool:
+        if self.sim_fields is None:
+            # Simulated lab without the list: label everything, never under-report.
+            return self.simulated_lab
+        return key in self.sim_fields
+
+    def fact(
+        self, key: str, value: Any = None, *, derived: bool = False, group: str | None = None
+    ) -> dict[str, Any]:
+        """One fact; ``group`` names its measurement (gpulab.verdict.card.timing.GROUPS), None for a
+        configured value."""
+        known = not checklist.is_unknown(self.outputs, key)
+        raw = value if derived else self.outputs.get(key)
+        measured = self.groups.get(group) if group else None
+        if group and measured is None:
+            measured = {"measuredAt": None, "freshness": timing.UNKNOWN}
+        return {
+            "value": sanitize(raw, key, self.redacted) if known else None,
+            "source": key,
+            "simulated": self.is_simulated(key),
+            "known": known,
+            "measuredAt": measured["measuredAt"] if measured else None,
+            "freshness": measured["freshness"] if measured else timing.CONFIGURED,
+        }
+
+
+def _memory_per_gpu(gpus: Any) -> list[int | None] | None:
+    if not isinstance(gpus, list):
+        return None
+    return [g.get("memoryMiB") if isinstance(g, Mapping) else None for g in gpus]
+
+
+def _replicas(outputs: Mapping[str, Any]) -> int:
+    comps = outputs.get(o.OPERATOR_COMPONENTS)
+    if isinstance(comps, Mapping):
+        value = comps.get("timeSlicingReplicas")
+        if isinstance(value, int) and value >= 1:
+            return value
+    return 1
+
+
+def _boundary(outputs: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The capability rows, the sharing and metrics rows as this lab is configured."""
+    comps = outputs.get(o.OPERATOR_COMPONENTS)
+    dcgm_off = isinstance(comps, Mapping) and comps.get("dcgmExporter") is False
+    replicas, strategy = _replicas(outputs), outputs.get(o.MIG_STRATEGY)
+    rows = []
+    for capability, status, where in CAPABILITY_BOUNDARY:
+        if capability.startswith("GPU sharing"):
+            renamed = outputs.get(o.GPU_RESOURCE_NAME) == SHARED_GPU_RESOURCE
+            here = f"here: {replicas} replica(s) per GPU" + (f" as {SHARED_GPU_RESOURCE}" if renamed else "")
+            here += f", migStrategy {strategy or 'none'}"
+            status = f"{status} ({here})"
+        if capability.startswith("Metrics"):
+            if dcgm_off:
+                status = "missing: DCGM exporter switched off in this lab (dcgmExporter=false)"
+            elif outputs.get(o.SIMULATED) is True:
+                status = f"{status}; not observable in simulation (no exporter runs in the simulated lab)"
+        rows.append({"capability": capability, "status": status, "where": where})
+    return rows
+
+
+def _dcgm_section(facts: _Facts, group: str | None) -> dict[str, Any]:
+    """The ``dcgm`` section: the ``dcgmMetrics`` fact, its ``status`` and ``why``
+    (gpulab.verdict.card.hardware)."""
+    outputs = facts.outputs
+    comps = outputs.get(o.OPERATOR_COMPONENTS)
+    fact = facts.fact(o.DCGM_METRICS, group=group)
+    if isinstance(comps, Mapping) and comps.get("dcgmExporter") is False:
+        status, why = (
+            hardware.NOT_TESTED,
+            "not tested: the DCGM exporter is switched off (dcgmExporter=false)",
+        )
+    elif facts.simulated_lab:
+        status, why = (
+            hardware.NOT_OBSERVABLE,
+            "not observable in simulation: no DCGM exporter runs in the simulated lab "
+            "(kwok runs no containers)",
+        )
+    elif isinstance(fact["value"], Mapping):
+        status, why = hardware.MEASURED, None
+    else:
+        status, why = hardware.NOT_RECORDED, "not recorded: no scrape of the DCGM exporter in the outputs"
+    return {**fact, "status": status, "why": why}
+
+
+def build_card(
+    outputs: Mapping[str, Any],
+    *,
+    tflops: Mapping[str, Any] | None = None,
+    tool_versions: Mapping[str, str] | None = None,
+    now: datetime | None = None,
+    time_slicing_replicas: int | None = None,
+) -> dict[str, Any]:
+    """Build the card (schema in :mod:`gpulab.verdict.card`'s docstring) from stack outputs.
+
+    Args:
+        outputs: ``pulumi stack output --json`` as a dict (secrets may print as
+            ``"[secret]"``; they are dropped).
+        tflops: a :mod:`gpulab.tflops` JSON document; without it the card uses
+            ``outputs[MEASURED_TFLOPS]`` or says "not measured" and how to measure.
+        tool_versions: e.g. ``{"pulumi": "3.272.0", "python": "3.11.9"}``.
+        now: generation time (timezone-aware; default: the current UTC time).
+        time_slicing_replicas: replicas per GPU for the allocatable check (default: the
+            ``timeSlicingReplicas`` entry of ``outputs[OPERATOR_COMPONENTS]``, else 1).
+
+    Raises:
+        ValueError: ``tflops`` is not a tflops document (no ``results`` object), or ``now``
+            is naive.
+    """
+    if now is None:
+        now = datetime.now(UTC)
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    redacted: list[str] = []
+    # The kubeconfig output is dropped before anything reads it.
+    clean = {k: v for k, v in outputs.items() if k != o.KUBECONFIG}
+    if o.KUBECONFIG in outputs:
+        redacted.append(o.KUBECONFIG)
+    facts = _Facts(clean, redacted, {})
+    tflops_part = tflops_section(
+        clean,
+        tflops,
+        output_simulated=facts.is_simulated(o.MEASURED_TFLOPS),
+        sanitize=lambda value, path: sanitize(value, path, redacted),
+    )
+    when = timing.measurements(clean, tflops_part)
+    facts.groups = when["groups"]
+    if "tflops" in when["groups"]:
+        tflops_part["freshness"] = when["groups"]["tflops"]["freshness"]
+    f = facts.fact
+    gpus = clean.get(o.HOST_GPUS)
+    # No compute Pod ran (computeCheck off): its facts are configuration, not measurements.
+    compute_group = "compute" if "compute" in when["groups"] else None
+
+    eval_outputs = dict(clean)
+    if tflops_part["status"] == "measured":
+        eval_outputs[o.MEASURED_TFLOPS] = {k: v["tflops"] for k, v in tflops_part["results"].items()}
+    replicas = time_slicing_replicas or _replicas(clean)
+    items = checklist.evaluate(eval_outputs, time_slicing_replicas=replicas)
+
+    sim_fields = clean.get(o.SIMULATED_FIELDS)
+    card: dict[str, Any] = {
+        "schema": SCHEMA,
+        "generatedAt": now.isoformat(timespec="seconds"),
+        "simulated": facts.simulated_lab,
+        "simulatedFields": sorted(str(x) for x in sim_fields) if isinstance(sim_fields, list) else None,
+        "host": {
+            "gpuModels": f(o.HOST_GPU_MODELS, group="host"),
+            "gpuCount": f(o.HOST_GPU_COUNT, group="host"),
+            "memoryMiBPerGpu": f(o.HOST_GPUS, _memory_per_gpu(gpus), derived=True, group="host"),
+            "gpus": f(o.HOST_GPUS, group="host"),
+            "driverVersion": f(o.HOST_DRIVER_VERSION, group="host"),
+            "maxCuda": f(o.HOST_MAX_CUDA, group="host"),
+            "probeSource": f(o.HOST_PROBE_SOURCE, group="host"),
+        },
+        "cluster": {
+            "variant": f(o.CLUSTER_KIND),
+            "kubernetesVersion": f(o.KUBERNETES_VERSION, group="gate"),
+            # nvidia.com/gpu, or nvidia.com/gpu.shared under time-slicing's rename.
+            "gpuResource": f(o.GPU_RESOURCE_NAME),
+            "allocatableGpus": f(o.ALLOCATABLE_GPUS, group="gate"),
+            "capacityGpus": f(o.CAPACITY_GPUS, group="gate"),
+            "timeSlicingReplicas": replicas,
+            "clusterPolicyState": f(o.CLUSTER_POLICY_STATE, group="gate"),
+            "devicePluginPods": f(o.DEVICE_PLUGIN_PODS, group="gate"),
+        },
+        "operator": {
+            "chartVersion": f(o.CHART_VERSION),
+            "chartSource": f(o.CHART_SOURCE),
+            "components": f(o.OPERATOR_COMPONENTS),
+            "devicePluginOwner": f(o.DEVICE_PLUGIN_OWNER),
+        },
+        "smoke": {
+            "phase": f(o.SMOKE_PHASE, group="smoke"),
+            "driverVersion": f(o.SMOKE_DRIVER_VERSION, group="smoke"),
+            "cudaVersion": f(o.SMOKE_CUDA_VERSION, group="smoke"),
+            "events": f(o.SMOKE_EVENTS, group="smoke"),
+            "image": f(o.SMOKE_IMAGE),
+            "resource": f(o.SMOKE_RESOURCE),
+            "node": f(o.SMOKE_NODE, group="smoke"),
+        },
+        "compute": {
+            "result": f(o.COMPUTE_RESULT, group=compute_group),
+            "gpus": f(o.COMPUTE_GPUS, group=compute_group),
+            "phase": f(o.COMPUTE_PHASE, group=compute_group),
+            "image": f(o.COMPUTE_IMAGE),
+        },
+        "mig": mig.mig_section(
+            clean,
+            f,
+            facts.is_simulated,
+            gate=facts.groups.get("gate") or {},
+            host=facts.groups.get("host") or {},
+        ),
+        "topology": {**f(o.HOST_TOPOLOGY, group="host"), "shownNotUsed": hardware.TOPOLOGY_NOTE},
+        "dcgm": _dcgm_section(facts, "dcgm" if "dcgm" in when["groups"] else None),
+        "checklist": {
+            "result": checklist.overall(items),
+            "exitCode": checklist.exit_code(items),
+            "items": [sanitize(i.to_json(), f"checklist.{i.id}", redacted) for i in items],
+        },
+        "measuredTflops": tflops_part,
+        "measurements": when,
+        "toolVersions": sanitize(dict(tool_versions or {}), "toolVersions", redacted),
+        "capabilityBoundary": _boundary(clean),
+        "redacted": redacted,
+    }
+    if card["compute"]["result"]["value"] == timing.NOT_TESTED:
+        card["compute"]["result"]["note"] = "computeCheck off: no compute Pod ran"
+    section = card["mig"]
+    if section and mig.summary_part(section) and card["cluster"]["allocatableGpus"]["value"] == 0:
+        # Every GPU has MIG: 0 nvidia.com/gpu is right, and must not read as "no GPU".
+        card["cluster"]["allocatableGpus"]["note"] = mig.ZERO_GPU_NOTE
+    return card

@@ -1,0 +1,183 @@
+"""Edge of the program: stack config in, preflight before any resource is registered.
+
+``load_config`` reads every ``gpu-lab:*`` key the engine handed the program and parses
+it once, with every variant of the registry (variants.registry.parse_config); the entry point
+then asks the registry for the chosen variant and passes it in. ``preflight_or_raise`` checks
+what that variant needs on this machine. Both raise before a single resource exists, so a bad
+value or a missing host piece leaves nothing half-made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pulumi.runtime.config import CONFIG
+
+from gpulab.config import mig
+from gpulab.config.lab import ConfigError, LabConfig
+from gpulab.core.findings import Finding
+from gpulab.host import preflight
+from gpulab.host.facts import HostFacts
+from gpulab.host.preflight import PreflightError
+from gpulab.host.probe import probe_capture, probe_host
+from variants.base import Variant
+from variants.registry import parse_config
+
+
+def load_config() -> LabConfig:
+    """The stack's ``gpu-lab:*`` config, validated (raises gpulab.config.lab.ConfigError)."""
+    import pulumi
+
+    raw: dict[str, Any] = dict(CONFIG.get())
+    try:
+        return parse_config({k: str(v) for k, v in raw.items()})
+    except ConfigError as exc:
+        # The same problems, with the fix naming the stack that failed.
+        raise ConfigError(exc.problems, stack=pulumi.get_stack()) from None
+
+
+def _stack() -> str:
+    """The stack being deployed, for fixes printed to run as they are (``<stack>`` outside one)."""
+    import pulumi
+
+    try:
+        return pulumi.get_stack() or "<stack>"
+    except Exception:  # not inside a Pulumi program (unit tests call the checks directly)
+        return "<stack>"
+
+
+def chart_findings(repo: str, chart_version: str, resolve: Any = None, fetch: Any = None) -> list[Finding]:
+    """A failed Finding when the chart repository cannot be reached (offline machines).
+
+    Checked before anything is created; otherwise the cluster would be made first and the
+    Helm release would fail later with "not a valid chart repository". ``resolve``
+    (host -> None, raises OSError) and ``fetch`` (url -> None, raises OSError) are the
+    name lookup and the HTTPS request, injectable for tests.
+    """
+    import socket
+    import urllib.parse
+    import urllib.request
+
+    def default_resolve(host: str) -> None:
+        socket.getaddrinfo(host, 443)
+
+    def default_fetch(url: str) -> None:
+        req = urllib.request.Request(url, method="HEAD")
+        with urllib.request.urlopen(req, timeout=5):
+            pass
+
+    resolve = resolve or default_resolve
+    fetch = fetch or default_fetch
+    if not repo.startswith("https://"):
+        return []  # oci:// registries: helm itself reports what it cannot pull
+    host = urllib.parse.urlparse(repo).hostname or ""
+    try:
+        resolve(host)
+        fetch(repo.rstrip("/") + "/index.yaml")
+    except OSError as exc:
+        return [
+            preflight.Finding(
+                "chart-repository",
+                False,
+                f"the chart repository {repo} cannot be reached ({exc})",
+                "offline? point the lab at an unpacked chart: GPULAB_CHART_PATH=/path/to/gpu-operator "
+                f"make lab (or `scripts/pulumi config set --stack {_stack()} gpu-lab:chartPath "
+                "/path/to/gpu-operator`); get "
+                f"it on a connected machine with `helm pull gpu-operator --repo {repo} --version "
+                f"{chart_version} --untar`",
+            )
+        ]
+    return []
+
+
+def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None, variant: Variant) -> None:
+    """Stop before anything is created when this machine cannot build ``cfg``'s lab.
+
+    ``hostProbe: off`` skips the host checks too: it is the planning mode (preview a GPU
+    stack on a machine that is not the GPU host). Otherwise: the variant's tools, the chart
+    repository (unless the chart is local), and the variant's host checks (minikube's Docker
+    and resources, kind's NVIDIA runtime settings, k3s's root and init system; an existing
+    cluster is checked by config and by its census command).
+
+    Raises:
+        PreflightError: every failed check with its cause and first fix.
+    """
+    if cfg.host_probe == "off":
+        return
+    failed: list[Finding] = variant.missing_tools()
+    if cfg.operator.chart_path is None:
+        failed += chart_findings(cfg.operator.chart_repo, cfg.operator.chart_version)
+    failed += [f for f in variant.host_findings(cfg) if not f.ok]
+    if failed:
+        raise PreflightError(failed)
+
+
+def probe_and_preflight(cfg: LabConfig, variant: Variant) -> HostFacts | None:
+    """Read the host's GPU facts and run ``variant``'s preflight; report every failure at once.
+
+    Returns the facts (None with ``hostProbe: off``).
+
+    Raises:
+        PreflightError: the probe's failure (e.g. no nvidia-smi) together with every other
+            failed check (tools, Docker, resources), each with its first fix.
+        gpulab.host.nvsmi.NvidiaSmiParseError: nvidia-smi printed something unparseable.
+    """
+    failed: list[Finding] = []
+    facts: HostFacts | None = None
+    mode = cfg.effective_host_probe
+    try:
+        if mode == "nvidia-smi":
+            # This host: NVML where it loads and answers, nvidia-smi as the fallback.
+            facts = probe_host()
+        elif mode == "capture":
+            facts = probe_capture(cfg.effective_capture)
+    except PreflightError as exc:
+        failed += exc.failures
+    try:
+        preflight_or_raise(cfg, facts, variant)
+    except PreflightError as exc:
+        failed += exc.failures
+    failed += mig_failures(cfg, facts, variant)
+    if failed:
+        raise PreflightError(failed)
+    return facts
+
+
+def mig_plan(cfg: LabConfig, facts: HostFacts | None, physical: int | None) -> mig.Plan:
+    """The lab's MIG plan (gpulab.config.mig.plan) from config and the host facts: what the gate
+    expects, what the smoke Pod requests, and the contradictions preflight reports.
+    ``physical``: the GPUs allocatable must add up to (the variant's expectation)."""
+    probed = None
+    if facts is not None and facts.mig_devices is not None:
+        probed = mig.devices_by_profile(facts.mig_devices)
+    return mig.plan(
+        cfg.gpu.mig_strategy,
+        physical or None,
+        cfg.operator.time_slicing_replicas,
+        gpu_mig_modes=[g.mig_mode for g in facts.gpus] if facts else (),
+        configured=cfg.gpu.expected_mig,
+        probed=probed,
+        smoke_resource=cfg.gpu.smoke_resource,
+        gpu_resource=cfg.operator.gpu_resource,
+    )
+
+
+def mig_failures(cfg: LabConfig, facts: HostFacts | None, variant: Variant) -> list[Finding]:
+    """Failed MIG findings: each GPU's MIG mode against ``migStrategy`` (gpulab.config.mig.mig_findings),
+    and the plan's contradictions (``mig-plan``), e.g. ``mixed`` with no MIG resource known
+    for the smoke Pod."""
+    found: list[Finding] = []
+    if facts is not None:
+        found += mig.mig_findings(facts.gpus, cfg.gpu.mig_strategy, facts.mig_devices)
+    physical = variant.gpu_expectation(cfg, facts).physical
+    found += [
+        preflight.Finding("mig-plan", False, cause, fix)
+        for cause, fix in mig_plan(cfg, facts, physical).problems
+    ]
+    return [f for f in found if not f.ok]
+
+
+def simulated_fields(cfg: LabConfig, variant: Variant) -> list[str]:
+    """Output keys whose values are simulated in this lab (empty for a real GPU lab): the
+    variant decides (variants/<name>/)."""
+    return variant.simulated_fields(cfg)

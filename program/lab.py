@@ -1,0 +1,270 @@
+"""The Lab component: the whole lab, read top down.
+
+host probe -> the variant's cluster -> a Kubernetes provider built from its kubeconfig ->
+the GPU Operator and its readiness gate -> the smoke test -> the compute check (a CUDA
+kernel, ``computeCheck``), beside it the DCGM exporter's metrics (GPU labs with
+``dcgmExporter``) -> the optional TFLOPS benchmark Pod. Data flows through outputs
+(the provider from the cluster's kubeconfig, the gate's expected count from the probe);
+``depends_on`` only orders side effects (the smoke Pod after the gate, one GPU Pod at a
+time after it: the compute Pod after the smoke check, the benchmark after the last). The
+variant (variants/<name>/) is the only thing that differs between a minikube, kind, k3s,
+existing or simulated lab.
+
+``outputs`` holds every stack output (keys: gpulab/core/outputs.py); ``__main__.py`` exports it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.benchmark import BenchmarkArgs, TflopsBenchmark
+from components.command import GpuPodArgs
+from components.compute import ComputeCheck
+from components.dcgm import DcgmArgs, DcgmMetrics
+from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.host_probe import HostProbe
+from components.smoke import SmokeTest
+from gpulab.config import gpus as gpu_config
+from gpulab.config import mig, operand_images
+from gpulab.config.lab import LabConfig
+from gpulab.core import outputs as out
+from gpulab.host.facts import HostFacts
+from gpulab.kube import gpu_isolation
+from gpulab.tflops import report as tflops_report
+from program.edge import mig_plan, simulated_fields
+from variants.base import Variant
+
+
+@dataclass(frozen=True)
+class LabArgs:
+    """Inputs: ``config`` (parsed, validated: gpulab.config.lab.LabConfig), the host ``facts``
+    preflight read (None with ``hostProbe: off``) and the chosen ``variant`` (the registry's
+    ``get(config.cluster)``, asked at the edge)."""
+
+    config: LabConfig
+    facts: HostFacts | None
+    variant: Variant
+
+
+class Lab(pulumi.ComponentResource):
+    """One GPU lab (see module docstring). Type token ``gpulab:lab:Lab``.
+
+    Attributes: ``probe``, ``cluster``, ``provider``, ``operator``, ``smoke``, ``compute``
+    (None unless ``computeCheck``), ``dcgm`` (None in a simulated lab or with ``dcgmExporter``
+    off) and ``benchmark`` (None unless ``benchmarkPod``): the
+    children; ``run_at``: when this run built the component (UTC ISO 8601); ``outputs``:
+    output key -> value, every key of gpulab.core.outputs this variant has.
+    """
+
+    def __init__(self, name: str, args: LabArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpulab:lab:Lab", name, None, opts)
+        # This run's time: the host was probed just before (program.edge); facts the gate
+        # and the smoke check did not re-measure in this run are older (the card says so).
+        self.run_at = datetime.now(UTC).isoformat(timespec="seconds")
+        cfg, facts, variant = args.config, args.facts, args.variant
+        child = pulumi.ResourceOptions(parent=self)
+
+        self.probe = HostProbe("host", mode=cfg.effective_host_probe, facts=facts, opts=child)
+        self.cluster = variant.cluster(cfg, child)
+        expect = variant.gpu_expectation(cfg, facts)
+        self.provider = k8s.Provider(
+            "k8s",
+            kubeconfig=self.cluster.kubeconfig,
+            # A cluster the lab owns and that was deleted by hand must not block `pulumi
+            # destroy` (make destroy first confirms it is gone: gpulab.ops.teardown). Never for a
+            # cluster somebody else runs: unreachable there means "not now", not "gone".
+            delete_unreachable=variant.owns_cluster,
+            opts=child,
+        )
+        # What the gate waits for and what the smoke Pod asks for (MIG: gpulab.config.mig).
+        self.mig_plan = mig_plan(cfg, facts, expect.physical)
+        if facts is not None:  # preflight's MIG line per GPU (the failures stopped it already)
+            for line in mig.mig_findings(facts.gpus, cfg.gpu.mig_strategy, facts.mig_devices):
+                pulumi.log.info(f"preflight [{line.id}] {line.observed}", resource=self.probe)
+        self.operator = GpuOperator(
+            "gpu-operator",
+            GpuOperatorArgs(
+                operator=cfg.operator,
+                variant=variant,
+                kubeconfig=self.cluster.kubeconfig,
+                device_plugin_owner=cfg.device_plugin_owner,
+                simulate_operands=cfg.simulated,
+                expect=self.mig_plan.expected,
+                grace_seconds=cfg.gpu.grace_seconds,
+                profile=cfg.profile,
+                release_after=self.cluster.release_after,
+            ),
+            provider=self.provider,
+            opts=child,
+        )
+        # smokeGpus all: every GPU of this host where one Pod can hold them all. The smoke Pod
+        # asks for them all; the compute Pod runs one vectorAdd container on each.
+        pod_gpus = gpu_config.smoke_gpu_count(
+            cfg.smoke_gpus,
+            None if facts is None or expect.from_config else len(facts.gpus),
+            cfg.operator.time_slicing_replicas,
+            self.mig_plan.smoke_resource,
+            cfg.gpu.mig_strategy,
+        )
+        smoke_args = GpuPodArgs(
+            image=cfg.smoke_image,
+            kubeconfig=self.cluster.kubeconfig,
+            gpus=pod_gpus,
+            resource=self.mig_plan.smoke_resource,
+            timeout_seconds=cfg.smoke_timeout_seconds,
+            simulated=cfg.simulated,
+            host_max_cuda=facts.max_cuda if facts else None,
+            profile=cfg.profile,
+            runtime_class=cfg.smoke_runtime_class,
+        )
+        self.smoke = SmokeTest(
+            "smoke",
+            smoke_args,
+            provider=self.provider,
+            # The Pod must be scheduled only after the device plugin has registered the GPUs.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.operator.gate]),
+        )
+        self.compute: ComputeCheck | None = None
+        if cfg.compute_check:
+            self.compute = ComputeCheck(
+                "compute",
+                # The smoke Pod's resource, runtime and timeout; one container per GPU it held.
+                replace(
+                    smoke_args,
+                    image=cfg.compute_image,
+                    # What each container must see: one unit of the smoke Pod's resource, among
+                    # this host's GPUs where the host is the cluster (gpulab.kube.gpu_isolation).
+                    unit=gpu_isolation.unit_for(
+                        self.mig_plan.smoke_resource, cfg.operator.time_slicing_replicas
+                    ),
+                    host_gpu_uuids=_host_uuids(facts, expect.from_config),
+                    cluster=cfg.cluster,
+                    device_list=variant.device_list_strategy(cfg.operator),
+                    device_list_reason=variant.device_list_reason or None,
+                ),
+                provider=self.provider,
+                # One GPU at a time on a one-GPU lab: after the smoke Pod is done with it.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),
+            )
+        self.dcgm: DcgmMetrics | None = None
+        if cfg.operator.dcgm_exporter and not cfg.simulated:
+            # After the smoke check and beside the compute check (no dependency on it): the
+            # engine runs both at once, so the exporter is read while the compute Pod runs.
+            self.dcgm = DcgmMetrics(
+                "dcgm",
+                DcgmArgs(kubeconfig=self.cluster.kubeconfig, rerun_when=self.smoke.measured_at),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),
+            )
+        self.benchmark: TflopsBenchmark | None = None
+        if cfg.benchmark_pod:
+            self.benchmark = TflopsBenchmark(
+                "benchmark",
+                BenchmarkArgs(
+                    image=cfg.benchmark_image,
+                    kubeconfig=self.cluster.kubeconfig,
+                    resource=self.mig_plan.smoke_resource,
+                ),
+                provider=self.provider,
+                # One GPU at a time on a one-GPU lab: measure after the last GPU Pod is done.
+                opts=pulumi.ResourceOptions(
+                    parent=self, depends_on=[self.compute.check if self.compute else self.smoke.check]
+                ),
+            )
+        self.outputs = self._outputs(
+            cfg, variant, expect.physical if expect.from_config else None, expect.source
+        )
+        self.register_outputs(self.outputs)
+
+    def _outputs(
+        self, cfg: LabConfig, variant: Variant, config_gpus: int | None, source: str | None
+    ) -> dict[str, Any]:
+        probe, operator, smoke = self.probe, self.operator, self.smoke
+        outputs: dict[str, Any] = {
+            out.CLUSTER_KIND: cfg.cluster,
+            out.KUBERNETES_VERSION: operator.server_version,
+            out.CHART_VERSION: operator.chart_version,
+            out.CHART_SOURCE: operator.chart_source,
+            out.OPERATOR_COMPONENTS: operator.components,
+            out.DEVICE_PLUGIN_OWNER: cfg.device_plugin_owner,
+            out.SIMULATED: cfg.simulated,
+            out.SIMULATED_FIELDS: [
+                f for f in simulated_fields(cfg, variant) if cfg.compute_check or f not in _COMPUTE_KEYS
+            ],
+            out.KUBECONFIG: self.cluster.kubeconfig,
+            out.HOST_GPU_COUNT: config_gpus if config_gpus is not None else probe.gpu_count,
+            out.HOST_GPU_MODELS: probe.gpu_models,
+            out.HOST_GPUS: probe.gpus,
+            out.HOST_DRIVER_VERSION: probe.driver_version,
+            out.HOST_MAX_CUDA: probe.max_cuda,
+            out.HOST_PROBE_SOURCE: source or probe.source,
+            out.HOST_TOPOLOGY: probe.topology,
+            out.GPU_RESOURCE_NAME: cfg.operator.gpu_resource,
+            out.ALLOCATABLE_GPUS: operator.allocatable_gpus,
+            out.CAPACITY_GPUS: operator.capacity_gpus,
+            out.CLUSTER_POLICY_STATE: operator.cluster_policy_state,
+            out.DEVICE_PLUGIN_PODS: operator.device_plugin_pods,
+            out.MIG_STRATEGY: cfg.gpu.mig_strategy,
+            out.MIG_RESOURCES: operator.mig_resources,
+            out.EXPECTED_MIG_RESOURCES: self.mig_plan.expected.mig_resources(),
+            out.SMOKE_RESOURCE: self.mig_plan.smoke_resource,
+            out.SMOKE_PHASE: smoke.phase,
+            out.SMOKE_DRIVER_VERSION: smoke.driver_version,
+            out.SMOKE_CUDA_VERSION: smoke.cuda_version,
+            out.SMOKE_EVENTS: smoke.events,
+            out.SMOKE_IMAGE: smoke.image,
+            out.SMOKE_NODE: smoke.node,
+            out.SMOKE_GPUS: smoke.gpus,
+            out.SMOKE_GPU_UUIDS: smoke.gpu_uuids,
+            out.OPERAND_IMAGES: operand_images.exported(cfg.operator.operand_images),
+            out.RUN_AT: self.run_at,
+            out.GATE_MEASURED_AT: operator.measured_at,
+            out.SMOKE_MEASURED_AT: smoke.measured_at,
+            **self.cluster.extra_outputs,
+            **self._compute_outputs(),
+            out.DCGM_METRICS: self.dcgm.metrics if self.dcgm else None,
+            out.DCGM_MEASURED_AT: self.dcgm.measured_at if self.dcgm else None,
+        }
+        if self.benchmark is not None:
+            # Burst, sustained (the headline) and the reference, each with its clock and power.
+            outputs[out.MEASURED_TFLOPS] = self.benchmark.result.apply(tflops_report.measured_tflops)
+            outputs[out.TFLOPS_MEASURED_AT] = self.benchmark.result.apply(lambda r: r.get("measuredAt"))
+        return outputs
+
+    def _compute_outputs(self) -> dict[str, Any]:
+        """The compute keys; with ``computeCheck`` off: result ``not-tested``, the others None."""
+        c = self.compute
+        if c is None:
+            return {out.COMPUTE_RESULT: "not-tested", **dict.fromkeys(_COMPUTE_KEYS[1:])}
+        return {
+            out.COMPUTE_RESULT: c.result,
+            out.COMPUTE_PHASE: c.phase,
+            out.COMPUTE_GPUS: c.gpus,
+            out.COMPUTE_GPU_UUIDS: c.gpu_uuids,
+            out.COMPUTE_IMAGE: c.image,
+            out.COMPUTE_MEASURED_AT: c.measured_at,
+        }
+
+
+#: The outputs of the compute check (computeResult first).
+_COMPUTE_KEYS = (
+    out.COMPUTE_RESULT,
+    out.COMPUTE_PHASE,
+    out.COMPUTE_GPUS,
+    out.COMPUTE_GPU_UUIDS,
+    out.COMPUTE_IMAGE,
+    out.COMPUTE_MEASURED_AT,
+)
+
+
+def _host_uuids(facts: HostFacts | None, from_config: bool) -> tuple[str, ...]:
+    """The host's GPU UUIDs the compute check compares with; empty when the host is not the
+    cluster (an existing cluster's count comes from config) or the probe did not run or has
+    no UUID for a GPU."""
+    if facts is None or from_config or any(not g.uuid for g in facts.gpus):
+        return ()
+    return tuple(str(g.uuid) for g in facts.gpus)

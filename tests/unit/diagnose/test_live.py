@@ -1,0 +1,83 @@
+"""gpulab.diagnose.live: which containers' logs the live diagnosis reads, and its context."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+
+from gpulab.core.names import DEFAULT_PROFILE
+from gpulab.diagnose.live import Context, _read_log, _unhealthy_containers
+
+
+def test_the_logs_read_are_those_of_crashing_restarting_or_stuck_containers() -> None:
+    pod = {
+        "status": {
+            "containerStatuses": [
+                {"name": "ok", "state": {"running": {}}, "restartCount": 0},
+                {"name": "crash", "state": {"waiting": {"reason": "CrashLoopBackOff"}}},
+                {"name": "restarted", "state": {"running": {}}, "restartCount": 2},
+            ],
+            "initContainerStatuses": [
+                {"name": "done", "ready": True, "state": {"terminated": {"exitCode": 0}}},
+                {"name": "stuck", "ready": False, "state": {"running": {"startedAt": "t"}}},
+            ],
+        }
+    }
+    # Init containers first: a pod stuck in init is stuck there.
+    assert _unhealthy_containers(pod) == ["stuck", "crash", "restarted"]
+    assert _unhealthy_containers({}) == []
+
+
+def test_a_container_that_terminated_with_an_error_is_read_even_with_0_restarts() -> None:
+    # restartPolicy: Never (the smoke Pod, the validator's workload Pods): no restart ever.
+    pod = {
+        "status": {
+            "containerStatuses": [
+                {"name": "cuda", "restartCount": 0, "state": {"terminated": {"exitCode": 1}}},
+                {"name": "fine", "restartCount": 0, "state": {"terminated": {"exitCode": 0}}},
+            ],
+            "initContainerStatuses": [
+                {"name": "cuda-validation", "ready": False, "state": {"terminated": {"exitCode": 1}}},
+            ],
+        }
+    }
+    assert _unhealthy_containers(pod) == ["cuda-validation", "cuda"]
+
+
+class _Core:
+    """A CoreV1Api stand-in: logs per (container, previous); a missing one is a 400."""
+
+    def __init__(self, logs: dict[tuple[str, bool], str]) -> None:
+        self.logs = logs
+        self.calls: list[tuple[str, bool]] = []
+
+    def read_namespaced_pod_log(self, name: str, ns: str, **kw: Any) -> str:
+        key = (kw["container"], bool(kw.get("previous")))
+        self.calls.append(key)
+        if key not in self.logs:
+            raise ApiException(status=400, reason="previous terminated container not found")
+        return self.logs[key]
+
+
+def _pod(cs: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "p", "namespace": "gpu-operator"}, "status": {"containerStatuses": [cs]}}
+
+
+def test_a_restarted_container_that_runs_again_is_read_with_its_previous_run() -> None:
+    core = _Core({("c", True): "E crash line", ("c", False): "I started again"})
+    pod = _pod({"name": "c", "restartCount": 3, "state": {"running": {}}})
+    assert _read_log(core, pod, "c") == "E crash line\nI started again"
+    assert core.calls == [("c", True), ("c", False)]
+
+
+def test_a_crash_looping_container_is_read_once_and_no_log_is_none() -> None:
+    core = _Core({("c", False): "E last run"})
+    waiting = _pod({"name": "c", "restartCount": 3, "state": {"waiting": {"reason": "CrashLoopBackOff"}}})
+    assert _read_log(core, waiting, "c") == "E last run"
+    assert core.calls == [("c", False)]
+    assert _read_log(_Core({}), waiting, "c") is None  # kwok serves no log
+
+
+def test_context_defaults_to_the_lab_profile_and_no_host_facts() -> None:
+    assert Context() == Context(expected_gpus=None, host_max_cuda=None, profile=DEFAULT_PROFILE)

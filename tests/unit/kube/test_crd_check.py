@@ -1,0 +1,155 @@
+"""gpulab.kube.crd_check: the cluster's operator CRDs against the chart's, before the release.
+
+The cases are the ones the trackers report: a release installed over the CRDs of an older
+chart (NVIDIA/gpu-operator#431, #139: the new ClusterPolicy fields are "unknown"), objects
+stored in a version the chart dropped, and CRDs another release owns. The API server side
+(read, replace) was checked against the simulated control plane: the chart's CRDs read back
+after ``kubectl apply --server-side`` compare ``same``.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpulab.kube import crd_check as cc
+from tests.support.sandbox import shared_chart
+
+_CHART = shared_chart()
+
+
+def _crd(
+    name: str = "clusterpolicies.nvidia.com", versions: tuple[str, ...] = ("v1",), prop: str = "cdi"
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name, "annotations": {"controller-gen.kubebuilder.io/version": "v0.21.0"}},
+        "spec": {
+            "group": name.split(".", 1)[1],
+            "scope": "Cluster",
+            "names": {"kind": "ClusterPolicy", "plural": name.split(".")[0]},
+            "versions": [
+                {
+                    "name": v,
+                    "served": True,
+                    "storage": i == 0,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "properties": {prop: {"type": "object"}}}
+                    },
+                    "subresources": {"status": {}},
+                }
+                for i, v in enumerate(versions)
+            ],
+        },
+    }
+
+
+def _live(doc: dict[str, Any], stored: tuple[str, ...] = ("v1",), **meta: Any) -> dict[str, Any]:
+    live = copy.deepcopy(doc)
+    live["metadata"].update({"resourceVersion": "4711", "uid": "u-1", **meta})
+    live["status"] = {"storedVersions": list(stored), "acceptedNames": live["spec"]["names"]}
+    live["spec"]["conversion"] = {"strategy": "None"}  # the API server's default
+    return live
+
+
+CHART = cc.ChartCrd("clusterpolicies.nvidia.com", "crds/nvidia.com_clusterpolicies.yaml", _crd())
+
+
+def test_absent_and_same_let_the_release_go_ahead() -> None:
+    assert cc.compare(CHART, None, "v26.7.0").state == "absent"
+    same = cc.compare(CHART, _live(_crd()), "v26.7.0")
+    assert (same.state, same.reasons, same.fix) == ("same", (), "")
+
+
+def test_an_older_charts_crd_differs_and_the_fix_applies_the_charts_file() -> None:
+    old = _live(_crd(prop="driver"), labels={"helm.sh/chart": "gpu-operator-v25.3.0"})
+    old["metadata"]["annotations"]["controller-gen.kubebuilder.io/version"] = "v0.16.1"
+    v = cc.compare(CHART, old, "v26.7.0", chart_dir="/charts/gpu-operator")
+    assert v.state == "differs"
+    assert "it names chart version v25.3.0, the chart is v26.7.0" in v.reasons
+    assert "version v1 has another schema" in v.reasons
+    assert "controller-gen v0.16.1 instead of v0.21.0" in v.reasons
+    assert v.fix.startswith(
+        "scripts/kubectl apply --server-side --force-conflicts -f "
+        "/charts/gpu-operator/crds/nvidia.com_clusterpolicies.yaml"
+    )
+
+
+def test_a_version_the_chart_adds_is_a_difference_too() -> None:
+    chart = cc.ChartCrd(CHART.name, CHART.file, _crd(versions=("v1", "v2")))
+    v = cc.compare(chart, _live(_crd()), "v26.7.0")
+    assert v.state == "differs" and "version v2 missing" in v.reasons
+
+
+def test_a_newer_charts_crd_is_never_downgraded() -> None:
+    newer = _live(_crd(prop="gpuDirect"), labels={"app.kubernetes.io/version": "v27.1.0"})
+    v = cc.compare(CHART, newer, "v26.7.0")
+    assert v.state == "newer" and "scripts/pulumi config set gpu-lab:chartVersion v27.1.0" in v.fix
+
+
+def test_objects_stored_in_a_version_the_chart_dropped_stop_the_install() -> None:
+    v = cc.compare(CHART, _live(_crd(versions=("v1alpha1",)), stored=("v1alpha1",)), "v26.7.0")
+    assert v.state == "incompatible"
+    assert "v1alpha1" in v.reasons[0] and "kubectl get clusterpolicies -A" in v.fix
+
+
+def test_a_crd_another_helm_release_owns_is_left_alone() -> None:
+    owned = _live(_crd())
+    owned["metadata"]["annotations"].update(
+        {"meta.helm.sh/release-name": "gpu-stack", "meta.helm.sh/release-namespace": "platform"}
+    )
+    v = cc.compare(CHART, owned, "v26.7.0")
+    assert v.state == "foreign" and "helm -n platform status gpu-stack" in v.fix
+    ours = _live(_crd())
+    ours["metadata"]["annotations"].update(
+        {"meta.helm.sh/release-name": "gpu-operator", "meta.helm.sh/release-namespace": "gpu-operator"}
+    )
+    assert cc.compare(CHART, ours, "v26.7.0").state == "same"
+
+
+def test_the_upgrade_is_an_update_that_drops_the_old_version_label() -> None:
+    old = _live(_crd(prop="driver"), labels={"helm.sh/chart": "gpu-operator-v25.3.0", "team": "ml"})
+    body = cc._upgraded(CHART, old)
+    assert body["metadata"]["resourceVersion"] == "4711"
+    assert body["metadata"]["labels"] == {"team": "ml"}
+    assert body["spec"] == CHART.doc["spec"]
+    assert cc.compare(CHART, _live(body), "v26.7.0").state == "same"
+
+
+def test_chart_crds_reads_crds_and_the_nfd_subchart(tmp_path: Path) -> None:
+    (tmp_path / "crds").mkdir()
+    (tmp_path / "crds" / "cp.yaml").write_text(yaml.safe_dump(_crd()))
+    nfd = tmp_path / "charts" / "node-feature-discovery" / "crds"
+    nfd.mkdir(parents=True)
+    (nfd / "nfd.yaml").write_text(
+        yaml.safe_dump_all([_crd("nodefeatures.nfd.k8s-sigs.io"), {"kind": "Other"}])
+    )
+    (tmp_path / "Chart.yaml").write_text("name: gpu-operator\nversion: v26.7.0\n")
+    assert [c.name for c in cc.chart_crds(tmp_path, nfd=False)] == ["clusterpolicies.nvidia.com"]
+    both = cc.chart_crds(tmp_path, nfd=True)
+    assert [c.file for c in both] == ["crds/cp.yaml", "charts/node-feature-discovery/crds/nfd.yaml"]
+    assert cc.chart_version(tmp_path) == "v26.7.0"
+
+
+@pytest.mark.skipif(_CHART is None, reason="no offline gpu-operator chart (set GPULAB_CHART_PATH)")
+def test_every_crd_of_the_shared_chart_compares_same_with_itself() -> None:
+    chart = Path(str(_CHART))
+    crds = cc.chart_crds(chart, nfd=True)
+    assert len(crds) == 8
+    for crd in crds:
+        stored = tuple(v["name"] for v in crd.doc["spec"]["versions"] if v.get("storage"))
+        assert (
+            cc.compare(crd, _live(dict(crd.doc), stored=stored), cc.chart_version(chart)).state == "same"
+        ), crd.name
+
+
+def test_a_directory_without_crds_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cc.main(["--chart", str(tmp_path)]) == 2
+    assert "no crds/ directory" in capsys.readouterr().err

@@ -1,0 +1,241 @@
+"""gpulab.kube.gate: the readiness gate's waits against recorded cluster states, on a fake clock.
+
+Each state is what the API server returns (``kubectl get -o json`` shapes); the clock moves
+only when the gate sleeps, so "fails after the grace" is measured in the gate's own seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from components.gpu_operator import helm_values
+from gpulab.config.lab import OperatorConfig
+from gpulab.config.mig import Expected
+from gpulab.kube.client import GateError
+from gpulab.kube.gate import GateSpec, context, run_gate, spec_from_args
+from tests.unit.diagnose.builders import node
+from tests.unit.kube.test_gate_rules import ds, mig_node, plugin_pod
+from variants import registry
+
+READY_POLICY = {"status": {"state": "ready"}}
+
+
+def ds_ready(n: int = 1) -> dict[str, Any]:
+    d = ds(n, n)
+    d["spec"] = {"selector": {"matchLabels": {"app": "nvidia-device-plugin-daemonset"}}}
+    return d
+
+
+@dataclass
+class Cluster:
+    """A :class:`gpulab.kube.gate.Reader` whose answers may change with the gate's clock (``now``):
+    ``ds_at``, ``nodes_at`` and ``pods_at`` give the state at a time."""
+
+    now: list[float]
+    policy: Mapping[str, Any] | None = field(default_factory=lambda: READY_POLICY)
+    ds_at: Callable[[float], Mapping[str, Any] | None] = lambda t: ds_ready()
+    nodes_at: Callable[[float], Sequence[Mapping[str, Any]]] = lambda t: [node()]
+    pods_at: Callable[[float], Sequence[Mapping[str, Any]]] = lambda t: [plugin_pod()]
+    config_maps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def cluster_policy(self) -> Mapping[str, Any] | None:
+        return self.policy
+
+    def daemonset(self) -> Mapping[str, Any] | None:
+        return self.ds_at(self.now[0])
+
+    def pods(self, selector: str) -> list[Mapping[str, Any]]:
+        return list(self.pods_at(self.now[0]))
+
+    def nodes(self) -> list[Mapping[str, Any]]:
+        return list(self.nodes_at(self.now[0]))
+
+    def version(self) -> str:
+        return "v1.36.3"
+
+    def config_map(self, name: str) -> Mapping[str, Any] | None:
+        return self.config_maps.get(name)
+
+
+def gate(cluster: Cluster, **spec: Any) -> dict[str, Any]:
+    now = cluster.now
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    return run_gate(
+        cluster,
+        GateSpec(**{"timeout": 600, "grace": 10, "expect": Expected("none", 1), **spec}),
+        lambda: "DIAGNOSIS",
+        clock=lambda: now[0],
+        sleep=sleep,
+    )
+
+
+def test_a_gpu_node_passes_with_its_facts() -> None:
+    facts = gate(Cluster([0.0]))
+    assert facts["allocatableGpus"] == 1 and facts["capacityGpus"] == 1 and facts["migResources"] == {}
+    assert facts["clusterPolicyState"] == "ready" and facts["kubernetesVersion"] == "v1.36.3"
+    assert facts["devicePluginPods"][0]["restarts"] == 0
+
+
+def test_a_ready_node_without_the_gpu_key_fails_after_the_grace_not_the_timeout() -> None:
+    """The smoke test is never handed a GPU-less cluster (NVIDIA/k8s-device-plugin#834)."""
+    now = [0.0]
+    with pytest.raises(GateError) as exc:
+        gate(Cluster(now, nodes_at=lambda t: [node(allocatable=None, capacity=None)]))
+    text = str(exc.value)
+    assert text.startswith("readiness gate stopped after ")
+    assert "no node has nvidia.com/gpu in status.allocatable" in text and "fix: check the node" in text
+    assert "(allocatable-zero first)" in text and text.endswith("DIAGNOSIS")
+    assert 10 <= now[0] < 15, now[0]
+
+
+def test_allocatable_that_appears_within_the_grace_passes() -> None:
+    nodes = lambda t: [node(allocatable=None, capacity=None) if t < 5 else node()]  # noqa: E731
+    assert gate(Cluster([0.0], nodes_at=nodes))["allocatableGpus"] == 1
+
+
+def test_a_daemonset_on_no_node_fails_after_the_grace() -> None:
+    now = [0.0]
+    with pytest.raises(GateError) as exc:
+        gate(Cluster(now, ds_at=lambda t: ds(0, 0)))
+    assert "desiredNumberScheduled 0" in str(exc.value) and "(daemonset-no-nodes first)" in str(exc.value)
+    assert 10 <= now[0] < 15
+
+
+def test_no_daemonset_after_clusterpolicy_ready_with_no_gpu_nodes_fails() -> None:
+    policy = {
+        "status": {
+            "state": "ready",
+            "conditions": [{"type": "Ready", "reason": "NoGPUNodes", "message": "No GPU node found"}],
+        }
+    }
+    now = [0.0]
+    with pytest.raises(GateError) as exc:
+        gate(Cluster(now, policy=policy, ds_at=lambda t: None))
+    assert "does not exist" in str(exc.value) and "NoGPUNodes" in str(exc.value)
+
+
+def test_a_plugin_that_restarted_three_times_stops_the_gate_at_once() -> None:
+    now = [0.0]
+    with pytest.raises(GateError) as exc:
+        gate(Cluster(now, pods_at=lambda t: [plugin_pod(3, "CrashLoopBackOff")]))
+    assert "crash-looping" in str(exc.value) and now[0] < 1
+
+
+def test_a_plugin_in_crashloopbackoff_for_the_grace_stops_it() -> None:
+    now = [0.0]
+    with pytest.raises(GateError):
+        # The plugin's pod is not Ready, so neither is its DaemonSet.
+        gate(Cluster(now, ds_at=lambda t: ds(1, 0), pods_at=lambda t: [plugin_pod(1, "CrashLoopBackOff")]))
+    assert 10 <= now[0] < 15
+
+
+def test_another_count_fails_with_the_mismatch() -> None:
+    with pytest.raises(GateError) as exc:
+        gate(Cluster([0.0]), expect=Expected("none", 2))
+    assert "is 1, expected 2" in str(exc.value) and "(allocatable-mismatch first)" in str(exc.value)
+
+
+def test_time_slicing_not_applied_says_so_in_the_mismatch() -> None:
+    # 1 GPU x 4 replicas expected, the node still shows 1: the ClusterPolicy names no config.
+    with pytest.raises(GateError) as exc:
+        gate(Cluster([0.0]), expect=Expected("none", 4))
+    assert "is 1, expected 4; sharing config: not applied (ClusterPolicy spec.devicePlugin.config" in str(
+        exc.value
+    )
+
+
+def test_time_slicing_applied_but_not_yet_advertised_shows_the_config_and_labels() -> None:
+    values = helm_values(OperatorConfig(cluster="sim", time_slicing_replicas=4), registry.get("sim"))[
+        "devicePlugin"
+    ]["config"]
+    policy = {
+        **READY_POLICY,
+        "spec": {"devicePlugin": {"config": {"name": values["name"], "default": "any"}}},
+    }
+    cluster = Cluster([0.0], policy=policy, config_maps={values["name"]: {"data": values["data"]}})
+    with pytest.raises(GateError) as exc:
+        gate(cluster, expect=Expected("none", 4))
+    assert (
+        "sharing config: ConfigMap gpu-operator/time-slicing-config key 'any': "
+        "time-slicing nvidia.com/gpu x4; "
+        "node gpu-lab: nvidia.com/gpu.replicas=(unset)"
+    ) in str(exc.value)
+
+
+def test_a_slow_operator_still_times_out_with_the_diagnosis() -> None:
+    with pytest.raises(GateError) as exc:
+        gate(Cluster([0.0], policy={"status": {"state": "notReady"}}), timeout=30)
+    assert str(exc.value).startswith("timed out after") and "DIAGNOSIS" in str(exc.value)
+
+
+def test_mixed_mig_passes_on_the_mig_resources_with_gpu_zero() -> None:
+    nodes = lambda t: [mig_node({"nvidia.com/gpu": "0", "nvidia.com/mig-1g.18gb": "7"})]  # noqa: E731
+    facts = gate(Cluster([0.0], nodes_at=nodes), expect=Expected("mixed", 0, {"nvidia.com/mig-1g.18gb": 7}))
+    assert facts["migResources"] == {"nvidia.com/mig-1g.18gb": 7} and facts["allocatableGpus"] == 0
+
+
+def test_spec_from_the_command_line() -> None:
+    args = argparse.Namespace(
+        device_plugin_namespace="gpu-operator",
+        device_plugin_daemonset="nvidia-device-plugin-daemonset",
+        no_cluster_policy=False,
+        timeout=600.0,
+        grace=10.0,
+        mig_strategy="mixed",
+        expected_mig=["1g.18gb=7"],
+        expected_gpus=0,
+        profile="gpu-lab",
+        gpu_resource="nvidia.com/gpu",
+    )
+    spec = spec_from_args(args)
+    assert spec.expect == Expected("mixed", 0, {"nvidia.com/mig-1g.18gb": 7}) and spec.grace == 10
+    ctx = context(spec, "13.0")
+    assert ctx.mig_strategy == "mixed" and ctx.expected_mig == {"nvidia.com/mig-1g.18gb": 7}
+    assert ctx.gpu_resource == "nvidia.com/gpu"
+    renamed = spec_from_args(
+        argparse.Namespace(
+            **{
+                **vars(args),
+                "mig_strategy": "none",
+                "expected_mig": [],
+                "expected_gpus": 8,
+                "gpu_resource": "nvidia.com/gpu.shared",
+            }
+        )
+    )
+    assert renamed.expect == Expected("none", 8, None, "nvidia.com/gpu.shared")
+    assert context(renamed).gpu_resource == "nvidia.com/gpu.shared"
+    with pytest.raises(GateError, match="--expected-mig"):
+        spec_from_args(argparse.Namespace(**{**vars(args), "expected_mig": ["big"]}))
+
+
+def test_the_command_line_reports_a_gate_error_without_a_traceback() -> None:
+    """Run as ``python -m gpulab.kube`` that module is ``__main__``: the GateError gpulab.kube.gate
+    raises is gpulab.kube's, another class; main must still print only the message."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    kubeconfig = (
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        "clusters: [{name: x, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "contexts: [{name: x, context: {cluster: x, user: x}}]\nusers: [{name: x, user: {}}]\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-m", "gpulab.kube", "gate", "--mig-strategy", "mixed", "--expected-mig", "big"],
+        cwd=Path(__file__).resolve().parents[3],
+        env={**os.environ, "GPULAB_KUBECONFIG": kubeconfig},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 1 and "--expected-mig" in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -1,0 +1,31 @@
+"""gpulab.verdict.card.markdown: the SIMULATED banner and the *(simulated)* marks, only in a simulated lab."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpulab.verdict import card
+from tests.unit.samples import NOW
+
+
+def test_simulated_markdown_has_banner_and_marks(sim: dict[str, Any]) -> None:
+    md = card.render_markdown(card.build_card(sim, now=NOW))
+    lines = md.splitlines()
+    assert lines[0] == "# GPU lab baseline card"
+    assert lines[2].startswith("> **SIMULATED.**")
+    assert (
+        "| Driver version | 580.159.04 *(simulated)* | 2026-11-30 07:58:00 UTC (this run) "
+        "| `hostDriverVersion` |" in md
+    )
+    assert (
+        "| Allocatable GPUs (of that resource) | 1 *(simulated)* | 2026-11-30 07:58:12 UTC (this run) "
+        "| `allocatableGpus` |" in md
+    )
+    assert "not-observable-in-simulation *(simulated)*" in md
+    assert "on simulated values" in md
+
+
+def test_real_markdown_has_no_banner(real: dict[str, Any]) -> None:
+    md = card.render_markdown(card.build_card(real, now=NOW))
+    assert "SIMULATED" not in md
+    assert "*(simulated)*" not in md
