@@ -440,7 +440,7 @@ def node_ip() -> str:
     up front (the bridge plugin, run once for a throwaway network namespace, creates cni0 with
     10.88.0.1: the kubelet refuses a loopback node IP)."""
     addrs = {k: v for k, v in ipv4_addresses().items() if not v.startswith("127.")}
-    if addrs:
+    if addrs and os.environ.get("GPULAB_NODE_NETWORK") != "bridge":
         return sorted(addrs.items())[0][1]
     say("   no non-loopback IPv4 address: creating cni0 through the bridge plugin")
     holder = subprocess.Popen(["unshare", "--net", "sleep", "600"], start_new_session=True)
