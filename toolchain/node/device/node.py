@@ -688,17 +688,22 @@ def images(gpu_host: bool = True) -> None:
     else:  # the rehearsal on a machine without a driver: the shell's own C library
         nvml_lib = cuda_lib = smi = "/bin/sh"
     REC.facts["nvmlLibrary"], REC.facts["cudaLibrary"] = nvml_lib, cuda_lib
-    path_env = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    # As NVIDIA's CUDA images set them (gitlab.com/nvidia/container-images/cuda, base
+    # Dockerfile ENV PATH and LD_LIBRARY_PATH, "LD_LIBRARY_PATH NOTICE" in its README): a
+    # driver installed under /usr/local/nvidia (this machine's: the CDI spec mounts its
+    # nvidia-smi at /usr/local/nvidia/bin) is found there.
+    path_env = "PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    ld_env = "LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64"
     specs = {
         "pause": ["--add", f"/pause={BIN / 'gpulab-pause'}", "--entrypoint", "/pause"],
         "plugin": [
             "--add", f"/usr/local/bin/gpulab-device-plugin={BIN / 'gpulab-device-plugin'}",
             "--libs-of", nvml_lib, "--entrypoint", "/usr/local/bin/gpulab-device-plugin",
         ],
-        "smoke": ["--add", "/bin/sh=/bin/sh", "--libs-of", smi, "--env", path_env, "--cmd", "sh"],
+        "smoke": ["--add", "/bin/sh=/bin/sh", "--libs-of", smi, "--env", path_env, "--env", ld_env, "--cmd", "sh"],
         "compute": [
             "--add", f"/usr/local/bin/gpulab-vectoradd={BIN / 'gpulab-vectoradd'}",
-            "--libs-of", cuda_lib, "--env", path_env, "--entrypoint", "/usr/local/bin/gpulab-vectoradd",
+            "--libs-of", cuda_lib, "--env", path_env, "--env", ld_env, "--entrypoint", "/usr/local/bin/gpulab-vectoradd",
         ],
     }  # fmt: skip
     for key, args in specs.items():
@@ -731,6 +736,9 @@ def kubelet(ip: str) -> None:
         "failSwapOn": False,
         "resolvConf": str(resolv),
         "clusterDomain": "cluster.local",
+        # As every kubeadm cluster has one; no DNS server answers there (the lab's Pods need
+        # none), but the kubelet stops warning MissingClusterDNS on each Pod.
+        "clusterDNS": ["10.96.0.10"],
         "rotateCertificates": False,
         "serverTLSBootstrap": False,
         "healthzBindAddress": "127.0.0.1",
@@ -1286,6 +1294,7 @@ def main() -> int:
         rc = 0
     except BaseException as exc:
         summary["failure"] = f"{type(exc).__name__}: {exc}"
+        plugin_log("device-plugin-at-failure")
         with contextlib.suppress(Exception):
             save_json("node-at-failure.json", node_doc())
             save_json("events-at-failure.json", events("default") + events(PLUGIN_NS))
