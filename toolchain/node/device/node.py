@@ -692,7 +692,7 @@ def images(gpu_host: bool = True) -> None:
     # Dockerfile ENV PATH and LD_LIBRARY_PATH, "LD_LIBRARY_PATH NOTICE" in its README): a
     # driver installed under /usr/local/nvidia (this machine's: the CDI spec mounts its
     # nvidia-smi at /usr/local/nvidia/bin) is found there.
-    path_env = "PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    path_env = "PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # noqa: E501
     ld_env = "LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64"
     specs = {
         "pause": ["--add", f"/pause={BIN / 'gpulab-pause'}", "--entrypoint", "/pause"],
@@ -700,10 +700,13 @@ def images(gpu_host: bool = True) -> None:
             "--add", f"/usr/local/bin/gpulab-device-plugin={BIN / 'gpulab-device-plugin'}",
             "--libs-of", nvml_lib, "--entrypoint", "/usr/local/bin/gpulab-device-plugin",
         ],
-        "smoke": ["--add", "/bin/sh=/bin/sh", "--libs-of", smi, "--env", path_env, "--env", ld_env, "--cmd", "sh"],
+        "smoke": [
+            "--add", "/bin/sh=/bin/sh", "--libs-of", smi, "--env", path_env, "--env", ld_env, "--cmd", "sh",
+        ],
         "compute": [
             "--add", f"/usr/local/bin/gpulab-vectoradd={BIN / 'gpulab-vectoradd'}",
-            "--libs-of", cuda_lib, "--env", path_env, "--env", ld_env, "--entrypoint", "/usr/local/bin/gpulab-vectoradd",
+            "--libs-of", cuda_lib, "--env", path_env, "--env", ld_env,
+            "--entrypoint", "/usr/local/bin/gpulab-vectoradd",
         ],
     }  # fmt: skip
     for key, args in specs.items():
