@@ -60,6 +60,9 @@ PLUGIN_LABELS = {
     "app.kubernetes.io/component": "device-plugin",
     "app.kubernetes.io/part-of": "gpu-lab-node-harness",
 }
+# A lab that finds the device plugin by its labels may look for others: add them here
+# (JSON object in $GPULAB_NODE_PLUGIN_LABELS), on the DaemonSet and its pods.
+PLUGIN_LABELS.update(json.loads(os.environ.get("GPULAB_NODE_PLUGIN_LABELS") or "{}"))
 IMAGES = {
     "pause": "gpulab.local/gpulab-pause:1",
     "plugin": "gpulab.local/gpulab-device-plugin:1",
@@ -260,7 +263,7 @@ def restore_sysctls() -> None:
 def machine_facts() -> None:
     """What the machine has: kernel, cgroups, interfaces, the driver's libraries, tools."""
     f = REC.facts
-    f["uname"] = os.uname()._asdict() if hasattr(os.uname(), "_asdict") else list(os.uname())
+    f["uname"] = list(os.uname())
     f["osRelease"] = _read("/etc/os-release")
     f["cgroupControllers"] = _read("/sys/fs/cgroup/cgroup.controllers")
     f["cgroupSubtreeControl"] = _read("/sys/fs/cgroup/cgroup.subtree_control")
@@ -1039,10 +1042,10 @@ def positive(rendered: dict[str, Any], summary: dict[str, Any], smi: str = "nvid
         log = pod_logs(ns, name, ["cuda"])["cuda"]
         (WORK / "smoke-pod.log").write_text(log)
         save_json("smoke-pod.json", pod_doc(ns, name))
-        facts = r.get("stdout") if isinstance(r.get("stdout"), dict) else {}
+        seen: dict[str, Any] = r["stdout"] if isinstance(r.get("stdout"), dict) else {}
         summary["smokeComparison"] = {
-            "driverMatches": facts.get("smokeDriverVersion") == host[0]["driver"],
-            "uuidsMatch": sorted(facts.get("smokeGpuUuids") or []) == sorted(h["uuid"] for h in host),
+            "driverMatches": seen.get("smokeDriverVersion") == host[0]["driver"],
+            "uuidsMatch": sorted(seen.get("smokeGpuUuids") or []) == sorted(h["uuid"] for h in host),
             "logUuids": smoke_gpus.gpu_uuids(log),
         }
         if r["rc"] != 0:
@@ -1148,7 +1151,7 @@ def teardown(summary: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
             kubepods.rmdir()
     REC.facts["sysctlsAfter"] = {k: _read(f"/proc/sys/{k}").strip() for k in SYSCTLS}
-    if summary.get("mode") == "rehearse":
+    if str(summary.get("mode")).startswith("rehearse"):
         restore_sysctls()
     summary["leftovers"] = {
         "processes": [f"{pid} {exe}" for pid, exe in own_processes()],
@@ -1251,9 +1254,186 @@ def rehearse(rendered: dict[str, Any], summary: dict[str, Any]) -> None:
     negative(rendered, summary)
 
 
+# ---------------------------------------------------------------- the lab's own pulumi up
+
+PULUMI_OPT = Path("/opt/gpulab-pulumi")
+
+
+def lab_env(repo: Path, rehearsal: bool) -> dict[str, str]:
+    """The environment of the lab's scripts on the node: the offline toolchain (unpacked by
+    the first call from .devwork/pulumi, or this machine's own in a rehearsal), the program's
+    Python packages, a backend and stack config of this run, the chart when one was carried."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "GPULAB_STACK": "existing",
+            "GPULAB_OFFLINE": "1",
+            "GPULAB_CHOICE_QUIET": "1",
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_BACKEND_URL": f"file://{STATE / 'pulumi'}",
+            "PULUMI_CONFIG_PASSPHRASE": "gpulab-node-throwaway",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+    env.pop("PYTHONPATH", None)  # the program is the checkout's, not the harness's lab copy
+    if not rehearsal:
+        env["GPULAB_CACHE"] = str(PULUMI_OPT / "cache")
+        env["PYTHONPATH"] = str(PULUMI_OPT / "site")
+        if (PULUMI_OPT / "gpu-operator" / "Chart.yaml").exists():
+            env["GPULAB_CHART_PATH"] = str(PULUMI_OPT / "gpu-operator")
+        # scripts/env.sh runs the program and the card with the checkout's .venv/bin/python.
+        venv = repo / ".venv" / "bin"
+        if not (venv / "python").exists():
+            venv.mkdir(parents=True, exist_ok=True)
+            (venv / "python").symlink_to(sys.executable)
+    (STATE / "pulumi").mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def lab_config(rehearsal: bool) -> dict[str, str]:
+    """The stack's config: the existing variant on the node's kubeconfig and the harness's
+    images, then the run's own keys (``$GPULAB_NODE_LAB_CONFIG`` or .devwork/node/lab-config.json,
+    e.g. the mode in which the lab finds the GPU stack installed)."""
+    cfg = {
+        "gpu-lab:kubeconfigPath": str(RUN / "conf" / "admin.kubeconfig"),
+        "gpu-lab:kubeContext": "gpulab",
+        "gpu-lab:expectedGpus": "1",
+        "gpu-lab:smokeImage": IMAGES["smoke"],
+        "gpu-lab:computeImage": IMAGES["compute"],
+        "gpu-lab:dcgmExporter": "false",
+        "gpu-lab:gpuGraceSeconds": "20",
+        "gpu-lab:hostProbe": "off" if rehearsal else "nvidia-smi",
+    }
+    extra = os.environ.get("GPULAB_NODE_LAB_CONFIG") or str(HERE / "lab-config.json")
+    if Path(extra).exists():
+        cfg.update(
+            {
+                str(k): str(v).lower() if isinstance(v, bool) else str(v)
+                for k, v in json.loads(Path(extra).read_text()).items()
+            }
+        )
+    return cfg
+
+
+def lab_up(summary: dict[str, Any], rehearsal: bool = False) -> None:
+    """The lab itself on the node (the final run): ``scripts/lab up`` of the existing variant
+    (``pulumi up`` with the policy pack, then the card), the negative through ``scripts/lab
+    verify``, the card the stack's outputs then make, and ``scripts/lab destroy``."""
+    repo = Path(os.environ.get("GPULAB_NODE_REPO") or Path.cwd()).resolve()
+    lab: dict[str, Any] = {"repo": str(repo)}
+    summary["lab"] = lab
+    env = lab_env(repo, rehearsal)
+    pulumi = str(Path(env.get("GPULAB_CACHE") or Path.home() / ".cache" / "gpu-lab") / "bin" / "pulumi")
+
+    def run(name: str, argv: list[str], timeout: float, check: bool = False) -> dict[str, Any]:
+        t = now()
+        try:
+            p = subprocess.run(
+                argv, cwd=repo, env=env, capture_output=True, text=True, timeout=budget(timeout), check=False
+            )
+            rc, stdout, stderr = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired as exc:
+            rc = 124
+            stdout = (
+                exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+            )
+            stderr = (
+                exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
+            ) + "\n[timed out]"
+        (WORK / f"lab-{name}.out").write_text(
+            f"$ {shlex.join(argv)}\n# rc={rc}\n{stdout}\n# stderr:\n{stderr}"
+        )
+        r: dict[str, Any] = {
+            "argv": argv,
+            "rc": rc,
+            "seconds": round(now() - t, 3),
+            "tail": (stdout + stderr)[-1500:],
+        }
+        lab[name] = r
+        say(f"   {name}: rc {rc} in {r['seconds']:.1f}s")
+        if check and rc != 0:
+            raise RuntimeError(f"{name} exited {rc}: {r['tail'][-600:]}")
+        return r
+
+    with REC.step("lab-toolchain"):
+        run("pulumi-version", [pulumi, "version"], 30, check=True)
+        if not rehearsal:
+            k8s = next(
+                PULUMI_OPT.glob("cache/pulumi/pulumi-resource-kubernetes-v*/bin/pulumi-resource-kubernetes")
+            )
+            version = k8s.parent.parent.name.rsplit("-", 1)[1]
+            run(
+                "plugin-kubernetes",
+                [pulumi, "plugin", "install", "resource", "kubernetes", version, "--file", str(k8s)],
+                120,
+                check=True,
+            )
+            run("plugin-command", ["bash", "toolchain/command/install.sh", pulumi], 60, check=True)
+        shutil.copy(repo / "stacks" / "existing.yaml", repo / "stacks" / "Pulumi.existing.yaml")
+        run(
+            "stack-init",
+            ["scripts/pulumi", "stack", "init", "existing", "--secrets-provider", "passphrase"],
+            60,
+            check=True,
+        )
+        cfg = lab_config(rehearsal)
+        lab["config"] = cfg
+        for k, v in cfg.items():
+            run(
+                f"config-{k.split(':')[1]}",
+                ["scripts/pulumi", "config", "set", "--stack", "existing", k, v],
+                30,
+                check=True,
+            )
+    try:
+        with REC.step("lab-up"):
+            up = run("up", ["scripts/lab", "up"], 420)
+            for f in (
+                ".state/outputs-existing.json",
+                "baseline-card.md",
+                "baseline-card.json",
+                ".state/tflops.json",
+            ):
+                if (repo / f).exists():
+                    shutil.copy(repo / f, WORK / f"lab-{Path(f).name}")
+            if up["rc"] != 0:
+                raise RuntimeError(f"scripts/lab up exited {up['rc']}: {up['tail'][-800:]}")
+        with REC.step("lab-negative"):
+            FAULT_FILE.write_text("all  # gpu-lab node harness: the negative test\n")
+            wait_for("allocatable nvidia.com/gpu 0", lambda: gpu(node_doc()) == "0", 60)
+            verify = run("verify-unhealthy", ["scripts/lab", "verify"], 300)
+            if verify["rc"] == 0:
+                raise RuntimeError("make verify passed on an unhealthy GPU")
+            # What a card made now says: the stack keeps the outputs of the last successful up.
+            outputs = run(
+                "outputs-after-failed-verify",
+                ["scripts/pulumi", "stack", "output", "--json", "--stack", "existing"],
+                60,
+            )
+            doc = (WORK / "lab-outputs-after-failed-verify.out").read_text()
+            (WORK / "lab-outputs-after-failed-verify.json").write_text(
+                doc.split("\n", 2)[2].split("\n# stderr:")[0]
+            )
+            if outputs["rc"] == 0:
+                py = str(repo / ".venv" / "bin" / "python") if not rehearsal else sys.executable
+                card = ["-m", "gpulab.card", "--outputs", str(WORK / "lab-outputs-after-failed-verify.json")]
+                run(
+                    "card-after-failed-verify",
+                    [py, *card, "--out-dir", str(WORK / "card-after-failed-verify")],
+                    60,
+                )
+            FAULT_FILE.unlink()
+            wait_for("allocatable nvidia.com/gpu back to 1", lambda: gpu(node_doc()) == "1", 60)
+    finally:
+        with REC.step("lab-destroy"):
+            run("destroy", ["scripts/lab", "destroy"], 240)
+            (repo / "stacks" / "Pulumi.existing.yaml").unlink(missing_ok=True)
+
+
 def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else "whole"
-    gpu_host = mode != "rehearse"
+    gpu_host = mode not in ("rehearse", "rehearse-lab")
     WORK.mkdir(parents=True, exist_ok=True)
     rendered = json.loads((HERE / "rendered.json").read_text())
     summary: dict[str, Any] = {
@@ -1287,7 +1467,13 @@ def main() -> int:
         with REC.step("kubelet"):
             kubelet(ip)
             wait_node_ready()
-        if not gpu_host:
+        if mode in ("lab", "rehearse-lab"):
+            if not gpu_host:
+                fake_gpu()
+            with REC.step("device-plugin"):
+                summary["secondsPluginToAllocatable"] = start_plugin(fake_gpus=0 if gpu_host else 1)
+            lab_up(summary, rehearsal=not gpu_host)
+        elif not gpu_host:
             rehearse(rendered, summary)
         else:
             with REC.step("device-plugin"):
