@@ -1134,6 +1134,11 @@ def teardown(summary: dict[str, Any]) -> None:
                 p.kill()
                 p.wait(5)
         say(f"   stopped {name} (rc {p.returncode})")
+    # Pods' processes left (cgroup v1 has no cgroup.kill): every PID in a kubepods cgroup.
+    for pid in pod_processes():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            say(f"   killed pod process {pid}")
     # The shims outlive containerd by design.
     for pid, exe in own_processes():
         with contextlib.suppress(ProcessLookupError):
@@ -1142,24 +1147,41 @@ def teardown(summary: dict[str, Any]) -> None:
     time.sleep(0.5)
     for m in sorted(our_mounts(), key=len, reverse=True):
         sh(["umount", "-l", m], check=False)
-    if kubepods.exists():
-        for d in sorted(
-            (p for p in kubepods.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
-        ):
+    # A cgroup can be removed once its last process has gone: a few tries, every hierarchy
+    # (cgroup v2's one, or v1's per controller).
+    for _ in range(6):
+        roots = [r for r in (kubepods, *Path("/sys/fs/cgroup").glob("*/kubepods")) if r.exists()]
+        if not roots:
+            break
+        for root in roots:
+            for d in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+                with contextlib.suppress(OSError):
+                    d.rmdir()
             with contextlib.suppress(OSError):
-                d.rmdir()
-        with contextlib.suppress(OSError):
-            kubepods.rmdir()
+                root.rmdir()
+        time.sleep(0.5)
     REC.facts["sysctlsAfter"] = {k: _read(f"/proc/sys/{k}").strip() for k in SYSCTLS}
     if str(summary.get("mode")).startswith("rehearse"):
         restore_sysctls()
     summary["leftovers"] = {
         "processes": [f"{pid} {exe}" for pid, exe in own_processes()],
         "mounts": our_mounts(),
-        "kubepodsCgroup": kubepods.exists(),
+        "kubepodsCgroup": kubepods.exists() or any(Path("/sys/fs/cgroup").glob("*/kubepods")),
+        "podProcesses": pod_processes(),
         # No `ip` here to delete it: the bridge stays until the machine goes back.
         "cni0": "cni0" in os.listdir("/sys/class/net"),
     }
+
+
+def pod_processes() -> list[int]:
+    """PIDs in the kubelet's pod cgroups (cgroup v2: /sys/fs/cgroup/kubepods; v1: under each
+    controller's hierarchy)."""
+    pids: set[int] = set()
+    for root in Path("/sys/fs/cgroup").glob("**/kubepods"):
+        for procs in root.rglob("cgroup.procs"):
+            with contextlib.suppress(OSError, ValueError):
+                pids.update(int(x) for x in procs.read_text().split())
+    return sorted(pids)
 
 
 def our_mounts() -> list[str]:
