@@ -72,9 +72,12 @@ def test_gate_argv_names_the_harness_plugin_and_skips_the_cluster_policy() -> No
         "--device-plugin-daemonset nvidia-device-plugin-daemonset -> gpulab-device-plugin",
         "+ --no-cluster-policy",
     ]
-    # A rendering that already names them (the GPU stack found installed) is used unchanged.
+    # A rendering that already names them (the GPU stack found installed) is used unchanged,
+    # and one that finds the plugin another way keeps its own arguments.
     same, none = node.gate_argv(argv)
     assert same == argv and none == []
+    other, changes = node.gate_argv(["gate", "--timeout", "600", "--no-cluster-policy"])
+    assert other == ["gate", "--timeout", "600", "--no-cluster-policy"] and changes == []
 
 
 def test_cni_config_keeps_masquerade_off() -> None:

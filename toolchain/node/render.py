@@ -54,6 +54,9 @@ def config(**extra: Any) -> dict[str, Any]:
         "computeImage": COMPUTE_IMAGE,
         # No operator runs on the node, so no DCGM exporter to scrape.
         "dcgmExporter": False,
+        # More keys (without the gpu-lab: prefix), e.g. the mode in which the lab finds the
+        # GPU stack installed: a JSON object in $GPULAB_RENDER_CONFIG.
+        **json.loads(os.environ.get("GPULAB_RENDER_CONFIG") or "{}"),
         **extra,
     }
 

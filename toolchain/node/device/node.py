@@ -938,6 +938,8 @@ def gate_argv(rendered: Sequence[str]) -> tuple[list[str], list[str]]:
     instead, and the ClusterPolicy wait is off (no operator runs); the list of those changes."""
     argv, changes = list(rendered), []
     for flag, value in (("--device-plugin-namespace", PLUGIN_NS), ("--device-plugin-daemonset", PLUGIN_DS)):
+        if flag not in argv:  # a rendering that finds the plugin another way (by labels)
+            continue
         i = argv.index(flag)
         if argv[i + 1] != value:
             changes.append(f"{flag} {argv[i + 1]} -> {value}")
