@@ -65,6 +65,7 @@ __all__ = [
     "start_docker",
     "toolkit",
     "toolkit_logs",
+    "unhealthy_gpus",
 ]
 
 # The chapter's troubleshooting rows (表 2, 单机 GPU 集群常见故障与第一反应), as cited.
@@ -183,11 +184,26 @@ def node_nvidia_smi(profile: str) -> str:
     return f"minikube -p {profile} ssh -- nvidia-smi"
 
 
-def device_plugin_logs(namespace: str = OPERATOR_NAMESPACE, *, addon: bool = False) -> str:
-    """The device plugin's log: the operator's DaemonSet, or minikube's addon (``addon``)."""
+def device_plugin_logs(
+    namespace: str = OPERATOR_NAMESPACE, *, addon: bool = False, selector: str | None = None
+) -> str:
+    """The device plugin's log: the operator's DaemonSet, minikube's addon (``addon``), or the
+    DaemonSet whose pods ``selector`` selects (``app.kubernetes.io/name=x``: one the gate was
+    told about, e.g. an existing cluster's own plugin)."""
     if addon:
         return f"{KUBECTL} -n kube-system logs ds/{DEVICE_PLUGIN_DS}"
-    return f"{KUBECTL} -n {namespace} logs -l app={DEVICE_PLUGIN_DS} --tail=50"
+    return f"{KUBECTL} -n {namespace} logs -l {selector or f'app={DEVICE_PLUGIN_DS}'} --tail=50"
+
+
+def unhealthy_gpus(plugin_logs: str | None = None) -> str:
+    """The plugin registered the GPUs and reports them unhealthy (capacity > 0, allocatable
+    0): the host's XID and memory-error records, then the plugin's log (:func:`device_plugin_logs`
+    unless ``plugin_logs`` is given)."""
+    return (
+        "look for XID errors on the host: sudo dmesg | grep -i xid; "
+        f"nvidia-smi -q | grep -i -A2 -E 'xid|retired|remapp'; {plugin_logs or device_plugin_logs()} "
+        "(it logs 'unhealthy'); a GPU that keeps failing needs a host reset or reboot"
+    )
 
 
 def allocatable(profile: str, plugin_logs: str | None = None) -> str:

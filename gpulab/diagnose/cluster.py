@@ -38,6 +38,7 @@ def diagnose_cluster(
     namespaces: Sequence[Json] = (),
     now: datetime | None = None,
     gpu_resource: str = GPU_RESOURCE,
+    device_plugin: tuple[str, str] | None = None,
 ) -> list[Diagnosis]:
     """Diagnose the lab's cluster state; return findings, the one to fix first first.
 
@@ -61,6 +62,8 @@ def diagnose_cluster(
             init container or a namespace has been stuck.
         gpu_resource: the whole-GPU resource counted (``nvidia.com/gpu``, or
             ``nvidia.com/gpu.shared`` under time-slicing's rename).
+        device_plugin: ``(namespace, DaemonSet)`` of the device plugin the gate waits for;
+            None: the operator's (or minikube addon's) ``nvidia-device-plugin*`` DaemonSet.
 
     Returns:
         Diagnoses ordered along the dependency chain (:mod:`gpulab.diagnose`), blocking before
@@ -77,6 +80,7 @@ def diagnose_cluster(
         gpu_resource=gpu_resource,
         namespaces=list(namespaces),
         now=now or datetime.now(UTC),
+        device_plugin=device_plugin,
     )
     pairs: list[tuple[Diagnosis, int]] = [*_namespace_diagnoses(ctx), *_node_diagnoses(ctx)]
     gpu_pending: list[tuple[Json, str]] = []

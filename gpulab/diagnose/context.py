@@ -26,6 +26,9 @@ class _Ctx:
     namespaces: list[Json] = field(default_factory=list)
     #: When the state was read (aware UTC), for how long something has been stuck.
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    #: ``(namespace, DaemonSet)`` of the device plugin the gate waits for; None: the
+    #: operator's (or minikube addon's) ``nvidia-device-plugin*`` DaemonSet, found by name.
+    device_plugin: tuple[str, str] | None = None
 
     def pod_events(self, pod: Json) -> list[Json]:
         ns, name = _ns(pod), _name(pod)

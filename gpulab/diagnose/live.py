@@ -25,7 +25,9 @@ class Context:
     ``mig_strategy`` (``none``/``single``/``mixed``) and ``expected_mig`` (``mixed``:
     ``{"nvidia.com/mig-1g.18gb": 7}``, None when unknown) say which resources count
     (:mod:`gpulab.config.mig`); ``gpu_resource`` is the whole-GPU name counted (``nvidia.com/gpu``,
-    ``nvidia.com/gpu.shared`` under time-slicing's rename).
+    ``nvidia.com/gpu.shared`` under time-slicing's rename); ``device_plugin`` is the
+    ``(namespace, DaemonSet)`` the gate waits for, when it knows it (an existing cluster's own
+    plugin is not named as the operator's).
     """
 
     expected_gpus: int | None = None
@@ -34,6 +36,7 @@ class Context:
     mig_strategy: str = "none"
     expected_mig: Mapping[str, int] | None = None
     gpu_resource: str = GPU_RESOURCE
+    device_plugin: tuple[str, str] | None = None
 
 
 #: Waiting reasons of a container that failed to run (kubelet's, as kubectl shows them).
@@ -66,12 +69,14 @@ def _unhealthy_containers(pod: dict[str, Any]) -> list[str]:
     return names
 
 
-def _log_containers(pod: dict[str, Any]) -> list[str]:
-    """:func:`_unhealthy_containers`, and a device-plugin pod's containers even when they run:
-    a plugin that finds no GPU runs on quietly (``No devices found. Waiting indefinitely.``),
-    and its log is the only place that says why allocatable stays 0. At most 3 per pod."""
+def _log_containers(pod: dict[str, Any], plugin_ds: str = DEVICE_PLUGIN_DS) -> list[str]:
+    """:func:`_unhealthy_containers`, and a device-plugin pod's containers even when they run
+    (``plugin_ds``: the plugin's DaemonSet, whose pods are named ``<plugin_ds>-*``): a plugin
+    that finds no GPU, or reports it unhealthy, runs on quietly (``No devices found. Waiting
+    indefinitely.``), and its log is the only place that says why allocatable stays 0. At
+    most 3 per pod."""
     names = _unhealthy_containers(pod)
-    if str((pod.get("metadata") or {}).get("name") or "").startswith(DEVICE_PLUGIN_DS + "-"):
+    if str((pod.get("metadata") or {}).get("name") or "").startswith(plugin_ds + "-"):
         names += [
             cs["name"]
             for cs in (pod.get("status") or {}).get("containerStatuses") or []
@@ -125,9 +130,10 @@ def diagnosis(api: Any, ctx: Context) -> str:
         if n.status is not None and n.status.phase == "Terminating"
     ]
     logs: dict[str, str] = {}
+    plugin_ds = ctx.device_plugin[1] if ctx.device_plugin else DEVICE_PLUGIN_DS
     for pod in pods:
         meta = pod["metadata"]
-        for c in _log_containers(pod):
+        for c in _log_containers(pod, plugin_ds):
             text = _read_log(core, pod, c)
             if text is not None:
                 logs[f"{meta['namespace']}/{meta['name']}/{c}"] = text
@@ -144,5 +150,6 @@ def diagnosis(api: Any, ctx: Context) -> str:
         expected_mig=ctx.expected_mig,
         namespaces=namespaces,
         gpu_resource=ctx.gpu_resource,
+        device_plugin=ctx.device_plugin,
     )
     return diagnose.render(found)

@@ -51,6 +51,15 @@ def _node_diagnoses(ctx: _Ctx) -> list[tuple[Diagnosis, int]]:
     return pairs
 
 
+def _plugin_daemonset(ctx: _Ctx) -> Json | None:
+    """The device plugin's DaemonSet: the one the gate waits for (``ctx.device_plugin``),
+    else the first whose name says it is NVIDIA's (the operator's, minikube's addon)."""
+    if ctx.device_plugin is not None:
+        ns, name = ctx.device_plugin
+        return next((d for d in ctx.daemonsets if _ns(d) == ns and _name(d) == name), None)
+    return next((d for d in ctx.daemonsets if _name(d).startswith("nvidia-device-plugin")), None)
+
+
 def _allocatable_diagnoses(
     ctx: _Ctx, expected_gpus: int | None, gpu_pending: list[tuple[Json, str]]
 ) -> list[tuple[Diagnosis, int]]:
@@ -75,16 +84,19 @@ def _allocatable_diagnoses(
             other_alloc = (other_alloc or 0) + _quantity(o)
     node_names = ", ".join(_name(n) for n in ctx.nodes)
     obj = f"node {node_names}" if len(ctx.nodes) == 1 else f"nodes {node_names}"
-    plugin = next((d for d in ctx.daemonsets if _name(d).startswith("nvidia-device-plugin")), None)
+    plugin = _plugin_daemonset(ctx)
     plugin_state = ""
-    plugin_ns = OPERATOR_NAMESPACE
+    plugin_ns = ctx.device_plugin[0] if ctx.device_plugin else OPERATOR_NAMESPACE
+    selector = None
     if plugin is not None:
         desired, ready = _ds_ready(plugin)
         plugin_ns = _ns(plugin)
         plugin_state = f"DaemonSet {plugin_ns}/{_name(plugin)} ready {ready}/{desired}"
+        labels = (_get(plugin, "spec", "selector", "matchLabels") or {}).items()
+        selector = ",".join(f"{k}={v}" for k, v in labels) or None
     pending_note = "".join(f"; pod {_ns(p)}/{_name(p)} Pending: {_one_line(m, 200)}" for p, m in gpu_pending)
     check_node = fixes.node_nvidia_smi(ctx.profile)
-    plugin_logs = fixes.device_plugin_logs(plugin_ns)
+    plugin_logs = fixes.device_plugin_logs(plugin_ns, selector=selector)
     total_alloc = sum(alloc.values())
     total_cap = sum(cap.values())
     if not alloc and other_alloc is not None:
@@ -147,10 +159,7 @@ def _allocatable_diagnoses(
                     ),
                     detail=(plugin_state or "no device-plugin DaemonSet given") + pending_note,
                     fix=(
-                        f"look for XID errors on the host: sudo dmesg | grep -i xid; "
-                        f"nvidia-smi -q | grep -i -A2 -E 'xid|retired|remapp'; {plugin_logs} "
-                        "(it logs 'unhealthy'); a GPU that keeps failing needs a host reset "
-                        "or reboot"
+                        fixes.unhealthy_gpus(plugin_logs)
                         if unhealthy
                         else f"the node container got no GPU: {check_node}; {plugin_logs}"
                     ),

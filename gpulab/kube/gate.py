@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from gpulab.config.mig import Expected, parse_devices, resource_of
+from gpulab.core import fixes
 from gpulab.core.names import DEVICE_PLUGIN_DS, OPERATOR_NAMESPACE, SIMULATED_ANNOTATION
 from gpulab.diagnose import sharing
 from gpulab.diagnose.live import Context
@@ -197,7 +198,7 @@ def run_gate(
         looping = rules.crash_looping(reader.pods(_selector(seen["ds"], ds_name)))
         final = looping is not None and looping[1]
         if final or grace.expired("crash", looping is not None, clock()):
-            raise stop(rules.crash_stuck(looping[0] if looping else "?", ns))
+            raise stop(rules.crash_stuck(looping[0] if looping else "?", ns, _selector(seen["ds"], ds_name)))
 
     state = None
     if spec.require_cluster_policy:
@@ -234,7 +235,12 @@ def run_gate(
             if grace.expired(f"nodes-{k}", key == k, clock()):
                 if k == "mismatch" and not spec.expect.wants_mig:
                     cause = f"{cause}; {_sharing(reader, nodes, spec)}"
-                raise stop(rules.resources_stuck(k, cause, spec.profile, _simulated(nodes)))
+                # The fix names the plugin the gate waited for (its namespace and pods), and
+                # registered-but-unhealthy GPUs get the XID fix.
+                have = rules.Resources.of(nodes, spec.expect.resource)
+                logs = fixes.device_plugin_logs(ns, selector=_selector(seen["ds"], ds_name))
+                unhealthy = have.allocatable == 0 and (have.capacity or 0) > 0
+                raise stop(rules.resources_stuck(k, cause, spec.profile, _simulated(nodes), logs, unhealthy))
         return None
 
     nodes = waiter().until(f"the nodes to advertise {spec.expect.describe()}", resources_seen, diagnose)
@@ -296,6 +302,7 @@ def context(spec: GateSpec, host_max_cuda: str | None = None) -> Context:
         mig_strategy=spec.expect.strategy,
         expected_mig=spec.expect.mig,
         gpu_resource=spec.expect.resource,
+        device_plugin=(spec.device_plugin_namespace, spec.device_plugin_ds),
     )
 
 

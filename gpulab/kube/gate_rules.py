@@ -101,12 +101,13 @@ def crash_looping(pods: Sequence[Json]) -> tuple[str, bool] | None:
     return None
 
 
-def crash_stuck(what: str, namespace: str) -> Stuck:
-    """The :class:`Stuck` of a crash-looping device plugin (``what`` from :func:`crash_looping`)."""
+def crash_stuck(what: str, namespace: str, selector: str = "app=nvidia-device-plugin-daemonset") -> Stuck:
+    """The :class:`Stuck` of a crash-looping device plugin (``what`` from :func:`crash_looping`;
+    ``selector``: the label selector of the DaemonSet's pods)."""
     return Stuck(
         "device-plugin-crashloop",
         f"the device plugin is crash-looping ({what}); it registers no GPU until the cause is fixed",
-        f"kubectl -n {namespace} logs -l app=nvidia-device-plugin-daemonset --previous --tail=50 "
+        f"kubectl -n {namespace} logs -l {selector} --previous --tail=50 "
         "(a 'could not load NVML' line means the runtime hands no driver to the container: "
         f"{fixes.docker_runtime()})",
     )
@@ -260,15 +261,31 @@ def resources_verdict(nodes: Sequence[Json], expect: Expected) -> tuple[str, str
     return None
 
 
-def resources_stuck(key: str, cause: str, profile: str, simulated: bool) -> Stuck:
-    """The :class:`Stuck` for a :func:`resources_verdict` that held for the grace."""
+def resources_stuck(
+    key: str,
+    cause: str,
+    profile: str,
+    simulated: bool,
+    plugin_logs: str | None = None,
+    unhealthy: bool = False,
+) -> Stuck:
+    """The :class:`Stuck` for a :func:`resources_verdict` that held for the grace.
+
+    ``plugin_logs``: the command that shows the log of the device plugin the gate waited for
+    (default: the operator's DaemonSet's); ``unhealthy``: the plugin registered GPUs (capacity
+    > 0) that it reports unhealthy (allocatable 0), whose first fix is the host's XID records,
+    not whether the node sees a GPU.
+    """
     row = "allocatable-mismatch" if key == "mismatch" else "allocatable-zero"
+    logs = plugin_logs or fixes.device_plugin_logs()
     fix = (
         fixes.sim_allocatable()
         if simulated
-        else fixes.allocatable(profile)
+        else fixes.unhealthy_gpus(logs)
+        if key == "zero" and unhealthy
+        else fixes.allocatable(profile, logs)
         if key != "mismatch"
         else "expected = GPUs x time-slicing replicas (MIG: the MIG devices, see migStrategy); "
-        f"{fixes.node_nvidia_smi(profile)}; {fixes.device_plugin_logs()}"
+        f"{fixes.node_nvidia_smi(profile)}; {logs}"
     )
     return Stuck(row, f"{cause}, for longer than the grace", fix)

@@ -7,7 +7,7 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 
 from gpulab.core.names import DEFAULT_PROFILE
-from gpulab.diagnose.live import Context, _read_log, _unhealthy_containers
+from gpulab.diagnose.live import Context, _log_containers, _read_log, _unhealthy_containers
 
 
 def test_the_logs_read_are_those_of_crashing_restarting_or_stuck_containers() -> None:
@@ -81,3 +81,20 @@ def test_a_crash_looping_container_is_read_once_and_no_log_is_none() -> None:
 
 def test_context_defaults_to_the_lab_profile_and_no_host_facts() -> None:
     assert Context() == Context(expected_gpus=None, host_max_cuda=None, profile=DEFAULT_PROFILE)
+
+
+def test_a_running_plugins_log_is_read_for_the_plugin_the_gate_names() -> None:
+    """A plugin that reports its GPU unhealthy runs on: its log says why allocatable is 0. The
+    operator's plugin pods are recognised by name, another plugin's by the DaemonSet given."""
+
+    def plugin(name: str) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name, "namespace": "kube-system"},
+            "status": {
+                "containerStatuses": [{"name": "device-plugin", "ready": True, "state": {"running": {}}}]
+            },
+        }
+
+    assert _log_containers(plugin("nvidia-device-plugin-daemonset-x2k")) == ["device-plugin"]
+    assert _log_containers(plugin("gpulab-device-plugin-9t87r")) == []
+    assert _log_containers(plugin("gpulab-device-plugin-9t87r"), "gpulab-device-plugin") == ["device-plugin"]

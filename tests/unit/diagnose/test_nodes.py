@@ -39,6 +39,31 @@ def test_allocatable_zero_with_capacity_is_unhealthy() -> None:
     assert "xid" in d.fix.lower()
 
 
+def test_the_plugin_the_gate_waits_for_is_the_one_named() -> None:
+    """An existing cluster's own device plugin (the real-node run's kube-system/
+    gpulab-device-plugin, tests/data/device-h200-node) is not named as the operator's: the
+    diagnosis finds it by the name the gate was given and its fix selects its pods."""
+    own = daemonset("gpulab-device-plugin", desired=1, ready=1, ns="kube-system")
+    own["spec"]["selector"] = {"matchLabels": {"app.kubernetes.io/name": "gpulab-device-plugin"}}
+    diags = diagnose.diagnose_cluster(
+        pods=[],
+        events=[],
+        daemonsets=[own],
+        nodes=[node(allocatable="0", capacity="1")],
+        device_plugin=("kube-system", "gpulab-device-plugin"),
+    )
+    d = next(d for d in diags if d.row == "allocatable-zero")
+    assert d.variant == "unhealthy" and d.detail == "DaemonSet kube-system/gpulab-device-plugin ready 1/1"
+    assert "-n kube-system logs -l app.kubernetes.io/name=gpulab-device-plugin --tail=50" in d.fix
+    # Without the name, only NVIDIA's DaemonSet names are recognised, as before.
+    unnamed = diagnose.diagnose_cluster(
+        pods=[], events=[], daemonsets=[own], nodes=[node(allocatable="0", capacity="1")]
+    )
+    assert (
+        next(d for d in unnamed if d.row == "allocatable-zero").detail == "no device-plugin DaemonSet given"
+    )
+
+
 def test_allocatable_zero_with_zero_capacity_means_no_devices_seen() -> None:
     pods, dsets = healthy_operator()
     diags = diagnose.diagnose_cluster(

@@ -239,3 +239,33 @@ def test_the_command_line_reports_a_gate_error_without_a_traceback() -> None:
         timeout=60,
     )
     assert p.returncode == 1 and "--expected-mig" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_an_unhealthy_gpu_of_the_clusters_own_plugin_names_that_plugin_and_xids() -> None:
+    """Found on a real kubelet (tests/data/device-h200-node): the plugin reports its GPU
+    Unhealthy, the kubelet keeps capacity 1 and drops allocatable to 0. The gate waited for
+    the cluster's own plugin (kube-system/gpulab-device-plugin): the fix names that plugin's
+    pods, and the XID records, not minikube or the operator's DaemonSet."""
+    own = ds(1, 1)
+    own["metadata"].update({"name": "gpulab-device-plugin", "namespace": "kube-system"})
+    own["spec"] = {"selector": {"matchLabels": {"app.kubernetes.io/name": "gpulab-device-plugin"}}}
+    now = [0.0]
+    with pytest.raises(GateError) as exc:
+        gate(
+            Cluster(now, ds_at=lambda t: own, nodes_at=lambda t: [node(allocatable="0", capacity="1")]),
+            device_plugin_namespace="kube-system",
+            device_plugin_ds="gpulab-device-plugin",
+            require_cluster_policy=False,
+            grace=20,
+        )
+    fix = str(exc.value).splitlines()[1]
+    assert "allocatable nvidia.com/gpu is 0 (capacity 1): devices unhealthy" in str(exc.value)
+    assert "sudo dmesg | grep -i xid" in fix
+    assert "-n kube-system logs -l app.kubernetes.io/name=gpulab-device-plugin" in fix
+    assert "minikube" not in fix and "nvidia-device-plugin-daemonset" not in fix
+    assert 20 <= now[0] < 25, now[0]
+
+
+def test_the_context_carries_the_plugin_the_gate_waits_for() -> None:
+    spec = GateSpec(device_plugin_namespace="kube-system", device_plugin_ds="gpulab-device-plugin")
+    assert context(spec).device_plugin == ("kube-system", "gpulab-device-plugin")

@@ -109,6 +109,19 @@ def test_allocatable_zero_with_capacity_is_unhealthy_devices() -> None:
         "",
     )
     assert key == "zero" and "devices unhealthy" in cause
+    logs = "scripts/kubectl -n kube-system logs -l app.kubernetes.io/name=own-plugin --tail=50"
+    stuck = rules.resources_stuck(key, cause, "gpu-lab", False, logs, unhealthy=True)
+    assert stuck.row == "allocatable-zero" and "grep -i xid" in stuck.fix and logs in stuck.fix
+    # Registered with no GPU at all (capacity 0): whether the node sees one, then the log.
+    plain = rules.resources_stuck(key, cause, "gpu-lab", False, logs)
+    assert "check the node sees the GPU" in plain.fix and logs in plain.fix
+
+
+def test_a_crash_loop_fix_names_the_plugins_own_pods() -> None:
+    stuck = rules.crash_stuck(
+        "p/c: CrashLoopBackOff, 3 restart(s)", "kube-system", "app.kubernetes.io/name=own"
+    )
+    assert "kubectl -n kube-system logs -l app.kubernetes.io/name=own --previous" in stuck.fix
 
 
 def test_a_count_other_than_expected_is_a_mismatch_and_the_right_count_is_done() -> None:

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The one command of a real-node run on the lent GPU machine (toolchain/node/README.md):
+#   bash .devwork/node/run.sh [whole|feasibility|rehearse]
+# Results: $OUT/summary.json, $OUT/harness.log, $OUT/work.tar.gz (every log and document).
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export OUT=${OUT:-/tmp/gpulab-node-out}
+export PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+exec "${GPULAB_NODE_PYTHON:-python3}" "$here/node.py" "${1:-whole}"

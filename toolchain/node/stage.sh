@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Stages a real-node run (toolchain/node/README.md): everything the GPU machine needs, in one
+# folder that a device call carries (`carry: [".devwork/node"]`), within the 64 MiB that travels.
+#   bin/*.xz, MANIFEST   the node's binaries (toolchain/node/build.sh --stage)
+#   pki/                 a throwaway PKI (toolchain/node/pki.sh), valid 7 days, never committed
+#   rendered.json        what the program renders for the node (toolchain/node/render.py)
+#   site.tar.xz          the kubernetes client and its dependencies for the machine's Python 3.12
+#                        (the versions this checkout's .venv pins; its unused asyncio client left out)
+#   lab/                 the lab's packages gpulab and variants from this checkout (the branch
+#                        under test; the device gets main's checkout)
+#   node.py, run.sh, image.py   the harness
+#
+# Usage: toolchain/node/stage.sh [DEST]     (DEST: /work/main/.devwork/node)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+dest=${1:-/work/main/.devwork/node}
+py=$root/.venv/bin/python
+[[ -x $py ]] || { echo "stage.sh: no $py: run make venv" >&2; exit 1; }
+cache=${GPULAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-lab}/node
+log() { echo "[node-stage] $*" >&2; }
+
+mkdir -p "$dest"
+"$here/build.sh" --stage "$dest"
+
+rm -rf "$dest/pki" && "$here/pki.sh" "$dest/pki"
+"$py" "$here/render.py" >"$dest/rendered.json"
+
+# The client's wheels for CPython 3.12 on x86-64 Linux, at the versions the .venv has.
+pkgs=(kubernetes pydantic pydantic-core annotated-types typing-inspection typing-extensions
+  websocket-client requests-oauthlib oauthlib durationpy urllib3 nvidia-ml-py)
+pins=()
+for p in "${pkgs[@]}"; do pins+=("$p==$("$py" -c 'import importlib.metadata as m, sys; print(m.version(sys.argv[1]))' "$p")"); done
+key=$(printf '%s\n' "${pins[@]}" | sha256sum | cut -c1-16)
+site=$cache/site-$key.tar.xz
+if [[ ! -s $site ]]; then
+  tmp=$(mktemp -d)
+  log "site for Python 3.12: ${pins[*]}"
+  "$py" -m pip install -q --disable-pip-version-check --no-deps --no-compile --only-binary=:all: \
+    --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --target "$tmp/site" "${pins[@]}"
+  rm -rf "$tmp/site/kubernetes/aio" "$tmp/site/bin"
+  find "$tmp/site" -name '*_test.py' -delete
+  mkdir -p "$cache"
+  tar -C "$tmp/site" -cf - . | xz -T2 -9 >"$site.partial" && mv "$site.partial" "$site"
+  rm -rf "$tmp"
+fi
+cp "$site" "$dest/site.tar.xz"
+
+rm -rf "$dest/lab" && mkdir -p "$dest/lab"
+(cd "$root" && tar --exclude=__pycache__ -cf - gpulab variants) | tar -C "$dest/lab" -xf -
+cp "$here/device/node.py" "$here/device/run.sh" "$here/image.py" "$dest/"
+git -C "$root" rev-parse HEAD >"$dest/REVISION" 2>/dev/null || true
+total=$(du -sb "$dest" | cut -f1)
+log "staged $dest: $(numfmt --to=iec-i --suffix=B "$total") (the device carry's limit is 64 MiB with the checkout)"
