@@ -18,7 +18,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -209,7 +208,7 @@ def _create_lock() -> Iterator[None]:
     choose the same ports and one loses. Holding this lock until the components listen
     makes the next create see those ports taken and pick others.
     """
-    path = Path(tempfile.gettempdir()) / f"gpulab-simcluster-{os.getuid()}.lock"
+    path = lab_ports.machine_dir() / f"gpulab-simcluster-{os.getuid()}.lock"
     with path.open("a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:

@@ -10,8 +10,8 @@ config (the ``KwokctlConfiguration`` options ``etcdPort``, ``etcdPeerPort``,
 ``kwokControllerPort``: kwokctl's ``setupPorts`` only picks a port for an option left 0,
 ``pkg/kwokctl/runtime/binary/cluster_setup.go``).
 
-A machine-wide registry (:func:`registry_path`, one JSON file per user in the temporary
-directory, changed only under the create lock) maps each lab's work dir to its ports. A
+A machine-wide registry (:func:`registry_path`, one JSON file per user in ``/tmp``, changed
+under its own lock) maps each lab's work dir to its ports. A
 lab's ports stay reserved while its work dir holds the marker file, dead components or not;
 no other lab is given them. ``down`` releases them (:func:`release`).
 """
@@ -47,9 +47,21 @@ PORTS_FILE: Final = "ports.json"
 Ports = dict[str, int]
 
 
+def machine_dir() -> Path:
+    """Where the machine-wide files of the simulated clusters live (this registry, the create
+    lock): ``$GPULAB_SIM_MACHINE_DIR``, else ``/tmp``. Not ``$TMPDIR``: the lab gives every
+    run a private one (scripts/pulumi), and these files must be the same for every lab on
+    the machine."""
+    chosen = os.environ.get("GPULAB_SIM_MACHINE_DIR")
+    if chosen:
+        return Path(chosen)
+    return Path("/tmp") if os.path.isdir("/tmp") else Path(tempfile.gettempdir())
+
+
 def registry_path() -> Path:
-    """``<tmp>/gpulab-simcluster-<uid>.ports.json``: the machine's reservations of this user."""
-    return Path(tempfile.gettempdir()) / f"gpulab-simcluster-{os.getuid()}.ports.json"
+    """``<machine dir>/gpulab-simcluster-<uid>.ports.json``: the machine's reservations of
+    this user."""
+    return machine_dir() / f"gpulab-simcluster-{os.getuid()}.ports.json"
 
 
 @contextlib.contextmanager

@@ -153,6 +153,12 @@ def _env(paths: Paths, tools: Tools | None) -> dict[str, str]:
     # kubectl must never read or write the user's ~/.kube (config, discovery cache).
     env["KUBECONFIG"] = str(paths.kubeconfig)
     env["KUBECACHEDIR"] = str(paths.workdir / "kube-cache")
+    # The components outlive this run, whose private TMPDIR goes when it ends (scripts/pulumi):
+    # theirs is the cluster's own, removed with it.
+    tmp = paths.workdir / "tmp"
+    with contextlib.suppress(OSError):
+        tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
+    env["TMPDIR"] = str(tmp)
     return env
 
 

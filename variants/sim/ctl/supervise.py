@@ -149,6 +149,7 @@ def spawn(name: str, workdir: Path, cluster_dir: Path) -> int:
             stderr=subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
+            env={**os.environ, "TMPDIR": str(workdir / "tmp")},
         )
     (workdir / PID_FILE).write_text(f"{proc.pid}\n", encoding="utf-8")
     return proc.pid
