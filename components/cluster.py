@@ -118,7 +118,7 @@ def identity_command(cluster: ClusterOutputs, owned: bool, opts: pulumi.Resource
     rebuilt = [getattr(ready, "id", None)] if owned and getattr(ready, "id", None) is not None else []
     return lab_command(
         "cluster-identity",
-        [PYTHON, "-m", "gpulab.identity", "record"],
+        [PYTHON, "-m", "gpulab.identity", "record", "--stack", pulumi.get_stack()],
         environment=pulumi.Output.secret({KUBECONFIG_ENV: cluster.kubeconfig}),
         triggers=rebuilt,
         timeout=120,

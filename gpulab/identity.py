@@ -74,12 +74,13 @@ class IdentityMismatchError(IdentityError):
 @dataclass(frozen=True)
 class Identity:
     """A cluster's identity (see module docstring). ``created_at``: when it was recorded (UTC
-    ISO 8601), informational."""
+    ISO 8601), informational; ``stack``: the stack that recorded it (named in the fix)."""
 
     server: str
     ca_sha256: str | None
     kube_system_uid: str | None
     created_at: str | None = None
+    stack: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """``{"server", "caSha256", "kubeSystemUid"[, "createdAt"]}`` (the stack output's shape)."""
@@ -90,6 +91,8 @@ class Identity:
         }
         if self.created_at:
             doc["createdAt"] = self.created_at
+        if self.stack:
+            doc["stack"] = self.stack
         return doc
 
     @classmethod
@@ -106,6 +109,7 @@ class Identity:
             doc.get("caSha256") or None,
             doc.get("kubeSystemUid") or None,
             doc.get("createdAt") or None,
+            doc.get("stack") or None,
         )
 
     def describe(self) -> str:
@@ -255,13 +259,17 @@ def recorded_from_env(env: Mapping[str, str] | None = None, kubeconfig: str = ""
         raise IdentityError(f"${IDENTITY_ENV} is not JSON: {exc}") from exc
 
 
-#: The fix a mismatch prints: the recorded cluster is the stack's; another must not be touched.
-MISMATCH_FIX: Final = (
-    "this stack's objects live in the recorded cluster: point the lab back at it (the "
-    "kubeconfig or context it was built with), or, if that cluster is gone for good, remove "
-    "what the stack still holds with `make destroy` (it deletes nothing in the other cluster) "
-    "and build a new lab with `make lab`"
-)
+def mismatch_fix(stack: str | None) -> str:
+    """The fix a mismatch prints, as it runs from the checkout: the stack's objects are in the
+    recorded cluster, and another must not be touched."""
+    env = f"GPULAB_STACK={stack or '<stack>'}"
+    return (
+        "this stack's objects live in the recorded cluster: point the lab back at it (the "
+        "kubeconfig or context it was built with) and run again, or remove what the stack holds "
+        f"there with `{env} make destroy` (it uses the recorded cluster's kubeconfig and deletes "
+        f"nothing in the other one; when the recorded cluster is gone for good, `{env} make "
+        f"destroy FORGET=1`), then `{env} make lab`"
+    )
 
 
 def _previous(env: Mapping[str, str]) -> Identity | None:
@@ -278,7 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI (see module docstring)."""
     ap = argparse.ArgumentParser(prog="python -m gpulab.identity")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("record", help="print the cluster's identity (compared with the previous one)")
+    r = sub.add_parser("record", help="print the cluster's identity (compared with the previous one)")
+    r.add_argument("--stack", default=None, help="the stack recording it (named in a mismatch's fix)")
     c = sub.add_parser("check", help="exit 0 when the cluster is the recorded one")
     c.add_argument("--recorded", required=True, help="the recorded identity, JSON")
     c.add_argument("--timeout", type=float, default=10)
@@ -293,17 +302,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise IdentityError(f"${KUBECONFIG_ENV} is empty: no kubeconfig to read the cluster's identity")
         if args.cmd == "check":
             recorded = Identity.from_json(json.loads(args.recorded))
-            verify(recorded, read(kubeconfig, timeout=args.timeout), MISMATCH_FIX)
+            verify(recorded, read(kubeconfig, timeout=args.timeout), mismatch_fix(recorded.stack))
             print(json.dumps({"sameCluster": True, **recorded.to_json()}, sort_keys=True))
             return 0
         live = read(kubeconfig)
         previous = _previous(os.environ)
+        created = datetime.now(UTC).isoformat(timespec="seconds")
         if previous is not None:
-            verify(previous, live, MISMATCH_FIX)
-            live = Identity(live.server, live.ca_sha256, live.kube_system_uid, previous.created_at)
-        if live.created_at is None:
-            now = datetime.now(UTC).isoformat(timespec="seconds")
-            live = Identity(live.server, live.ca_sha256, live.kube_system_uid, now)
+            verify(previous, live, mismatch_fix(args.stack or previous.stack))
+            created = previous.created_at or created
+        live = Identity(live.server, live.ca_sha256, live.kube_system_uid, created, args.stack)
         print(f"[gpulab] cluster identity: {live.describe()}", file=sys.stderr)
     except (GpuLabError, ValueError) as exc:
         print(f"gpu-lab: {exc}", file=sys.stderr)

@@ -175,7 +175,7 @@ def check_identity(api: Any, kubeconfig: str, env: dict[str, str] | None = None)
         recorded = identity.recorded_from_env(env, kubeconfig)
         if recorded is None:
             return
-        identity.verify(recorded, identity.read(kubeconfig, api), identity.MISMATCH_FIX)
+        identity.verify(recorded, identity.read(kubeconfig, api), identity.mismatch_fix(recorded.stack))
     except identity.IdentityError as exc:
         raise GateError(str(exc)) from exc
 

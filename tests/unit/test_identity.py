@@ -63,11 +63,11 @@ def test_a_mismatch_names_both_clusters_and_the_fix() -> None:
     rec = identity.Identity("https://127.0.0.1:32766", "a" * 64, "uid-recorded")
     live = identity.Identity("https://127.0.0.1:32766", "a" * 64, "uid-other")
     with pytest.raises(identity.IdentityMismatchError) as e:
-        identity.verify(rec, live, identity.MISMATCH_FIX)
+        identity.verify(rec, live, identity.mismatch_fix("sim"))
     msg = str(e.value)
     assert "recorded: https://127.0.0.1:32766" in msg and "uid-recorded" in msg
     assert "now:      https://127.0.0.1:32766" in msg and "uid-other" in msg
-    assert "nothing was changed" in msg and "make destroy" in msg
+    assert "nothing was changed" in msg and "`GPULAB_STACK=sim make destroy`" in msg
 
 
 def test_embed_round_trips_and_leaves_the_cluster_untouched() -> None:
@@ -106,16 +106,18 @@ def test_record_compares_with_the_previous_stdout_of_an_update(
     monkeypatch.setattr(
         identity, "read", lambda kc, api=None, timeout=10: identity.Identity("https://x", "b", "new")
     )
-    assert identity.main(["record"]) == 1
+    assert identity.main(["record", "--stack", "existing"]) == 1
     err = capsys.readouterr().err
     assert "another cluster" in err and "old" in err and "new" in err
+    assert "`GPULAB_STACK=existing make destroy`" in err
     # The same cluster: recorded again, keeping when it was first recorded.
     monkeypatch.setattr(
         identity, "read", lambda kc, api=None, timeout=10: identity.Identity("https://x", "b", "old")
     )
-    assert identity.main(["record"]) == 0
+    assert identity.main(["record", "--stack", "existing"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["kubeSystemUid"] == "old" and out["createdAt"] == "T0" and out["server"] == "https://x"
+    assert out["stack"] == "existing"
 
 
 def test_record_without_a_kubeconfig_says_so(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
