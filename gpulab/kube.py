@@ -137,10 +137,20 @@ def unanswered(api: Any, exc: BaseException | None = None, timeout: float = 5) -
 
 
 def _short(exc: BaseException | None) -> str:
+    """An error in a few words: the OS error under urllib3's wrappers (``[Errno 111] Connection
+    refused``), ``read timed out``, else its class and first line."""
+    import re
+
     if exc is None:
         return "no error"
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:200] if text else ''}"
+    text = str(exc).strip()
+    errno_text = re.search(r"\[Errno -?\d+\] [^'\")(]+", text)
+    if errno_text:
+        return errno_text.group(0).strip()
+    if "timed out" in text.lower():
+        return "timed out"
+    lines = text.splitlines()
+    return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}"
 
 
 def kube_system_uid(api: Any, timeout: float = 10) -> str:

@@ -147,7 +147,7 @@ def plan(
         return new, removed, f"forgetting the {kind} cluster that does not answer ({detail})"
     is_gone, evidence = gone()
     state = "is gone" if is_gone else "does not answer"
-    return new, removed, f"the {kind} cluster {profile!r} {state} ({detail}; {evidence})"
+    return new, removed, f"the {kind} cluster {profile!r} {state} ({evidence}; {detail})"
 
 
 def ask_cluster(deployment: Mapping[str, Any], kubeconfig: str | None) -> tuple[str, str]:

@@ -107,7 +107,7 @@ def test_plan_prunes_an_owned_cluster_that_exists_but_does_not_answer() -> None:
         lambda: (False, "minikube profile lab1 is listed"),
     )
     assert new is not None and removed == [NS, REL]
-    assert "does not answer (etcd did not answer the API server; minikube profile lab1 is listed)" in why
+    assert "does not answer (minikube profile lab1 is listed; etcd did not answer the API server)" in why
 
 
 def test_plan_never_deletes_in_another_cluster_and_names_both() -> None:
