@@ -383,6 +383,9 @@ def alive(stack: Stack, action: str) -> str | None:
             why = f"{why}; {local}"
         if variant.owns_cluster:
             fix = f"rebuild it: `{env} make destroy && {env} make lab`"
+            gone, _ = variant.gone(profile, stack.root)
+            if gone is False:  # present, only not answering: the variant says what else to do
+                fix += f" (the cluster still exists: {variant.start_or_delete_hint(profile)})"
         else:
             fix = (
                 "make it answer again and rerun, or drop the release from the stack's state (it stays "

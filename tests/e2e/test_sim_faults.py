@@ -38,6 +38,7 @@ import pytest
 import yaml
 
 from tests.support.sandbox import Project, make_project, missing_toolchain, shared_chart, toolchain_env
+from variants.sim.ctl import default_cache_bin_dir
 from variants.sim.ctl.ports import load as load_reservations
 
 pytestmark = pytest.mark.sim
@@ -326,7 +327,7 @@ def _helm_record(lab: Lab) -> list[str]:
         return []
     p = subprocess.run(
         [
-            str(Path(toolchain_env()["GPULAB_CACHE"]) / "sim" / "bin" / "kubectl"),
+            str(default_cache_bin_dir() / "kubectl"),
             "--kubeconfig",
             str(kubeconfig),
             "--request-timeout=5s",
