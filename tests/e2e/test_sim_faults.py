@@ -246,19 +246,15 @@ def lab(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Lab]:
 
 
 def _kill_engine_at(lab: Lab, step: str, also: Callable[[], bool] = lambda: True, tries: int = 3) -> str:
-    """Start ``make lab``, SIGKILL the engine (only it) while ``step`` is the pending operation
-    (and ``also()`` holds). The engine is stopped (SIGSTOP) first and the checkpoint read
-    again: a stopped engine writes nothing, so the step is still pending when it is killed.
-    When it had just finished, the engine is continued, the lab destroyed, and it is tried
-    again (at most ``tries`` times)."""
+    """Start ``make lab`` and SIGKILL the engine (only it) inside ``step``: once ``step`` is the
+    checkpoint's pending operation, the engine is stopped (SIGSTOP: it writes nothing more,
+    while its plugins go on with the step), ``also()`` is awaited (e.g. Helm's record of the
+    install), then the engine is killed. When the step had ended before the stop, the engine
+    is continued, the lab destroyed, and it is tried again (at most ``tries`` times)."""
     for attempt in range(1, tries + 1):
         proc = lab.start_up()
-        # also() first (it may ask the cluster), the checkpoint last, then at once the stop.
         _wait(
-            f"the engine to start {step}",
-            lambda p=proc: (also() and lab.pending(step)) or p.poll() is not None,
-            600,
-            0.05,
+            f"the engine to start {step}", lambda p=proc: lab.pending(step) or p.poll() is not None, 600, 0.05
         )
         assert proc.poll() is None, (
             f"make lab ended before {step}:\n{(lab.dir / 'up.log').read_text()[-3000:]}"
@@ -268,6 +264,7 @@ def _kill_engine_at(lab: Lab, step: str, also: Callable[[], bool] = lambda: True
         for pid in engines:
             os.kill(pid, signal.SIGSTOP)
         if lab.pending(step):
+            _wait(f"{step} to get as far as the test needs", also, 120, 0.2)
             for pid in engines:
                 os.kill(pid, signal.SIGKILL)
             code, out = lab.wait_up(proc, 60)
@@ -278,7 +275,7 @@ def _kill_engine_at(lab: Lab, step: str, also: Callable[[], bool] = lambda: True
             os.kill(pid, signal.SIGCONT)
         lab.wait_up(proc, 900)
         _ok(lab.lab("destroy"), "make destroy before another attempt")
-    raise AssertionError(f"{step} finished before the engine could be killed in it, {tries} times")
+    raise AssertionError(f"{step} finished before the engine could be stopped in it, {tries} times")
 
 
 def _printed_repair_works(lab: Lab, step: str, helm: bool = False) -> None:
