@@ -7,6 +7,13 @@ PY := .venv/bin/python
 VENV_STAMP := .venv/.stamp-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 PYTEST := . scripts/env.sh && $(PY) -m pytest
 
+# Never through sudo: sudo's secure_path drops your PATH (your pulumi would look missing and the
+# offline toolchain would be built) and .venv/.state would become root's. The k3s lab runs only
+# its root steps through `sudo -n` itself (variants/k3s/ctl.py).
+ifneq ($(and $(SUDO_USER),$(filter 0,$(shell id -u))),)
+$(error gpu-lab: run make as $(SUDO_USER), not through sudo (sudo drops your PATH and would make .venv/.state root's); the k3s lab asks `sudo -n` for its root steps. Root-owned files from an earlier sudo run: sudo chown -R $(SUDO_USER): .venv .state stacks)
+endif
+
 .PHONY: help lab verify debug-bundle destroy repair preview card toolchain toolchain-tests venv test test-unit test-engine test-e2e lint bench clean-state
 
 help:

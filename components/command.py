@@ -211,6 +211,11 @@ class GpuPodArgs:
         host_max_cuda: the host's newest CUDA, and ``profile``: named in a failure's diagnosis.
         runtime_class: the Pod's ``runtimeClassName`` (``nvidia`` on kind and k3s, whose
             containerd keeps runc as default), None for the node's default runtime.
+        unit: what one container of the compute Pod is given (gpulab.gpu_isolation: ``gpu``,
+            ``shared``, ``mig``), ``host_gpu_uuids`` the host's GPU UUIDs (empty: not known),
+            ``cluster`` the variant and ``device_list`` the device plugin's
+            ``DEVICE_LIST_STRATEGY`` the lab set: what the compute check compares the GPUs each
+            container saw with, and names in its diagnosis.
     """
 
     image: str
@@ -222,6 +227,22 @@ class GpuPodArgs:
     host_max_cuda: str | None = None
     profile: str = names.DEFAULT_PROFILE
     runtime_class: str | None = None
+    unit: str = "gpu"
+    host_gpu_uuids: tuple[str, ...] = ()
+    cluster: str | None = None
+    device_list: str | None = None
+
+    def isolation_args(self) -> list[str]:
+        """The compute check's arguments for what each container must see (``--unit``, one
+        ``--host-gpu-uuid`` per host GPU, ``--cluster``, ``--device-list-strategy``). Every
+        value is validated or the host probe's (UUIDs), and none reaches a shell."""
+        return [
+            "--unit",
+            self.unit,
+            *(a for u in self.host_gpu_uuids for a in ("--host-gpu-uuid", u)),
+            *(["--cluster", self.cluster] if self.cluster else []),
+            *(["--device-list-strategy", self.device_list] if self.device_list else []),
+        ]
 
     def diagnosis_args(self) -> list[str]:
         """The arguments the check's diagnosis needs: the host's newest CUDA, the lab's profile

@@ -8,15 +8,18 @@ driver library, a kernel launch). So after the smoke check:
   for (``gpus``, the same count: ``smokeGpus``, ``all`` resolved), ``vectoradd-0`` ...
   ``vectoradd-<gpus-1>``, each NVIDIA's vectorAdd sample in the configured pinned image
   (default ``nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0``, the GPU Operator docs'
-  sample) with its own entrypoint and ``limits: nvidia.com/gpu: 1`` (the resource the smoke
+  sample) running ``nvidia-smi -L`` (the GPUs it sees) and then ``/cuda-samples/vectorAdd``
+  (gpulab.kube_compute.COMPUTE_SCRIPT), with ``limits: nvidia.com/gpu: 1`` (the resource the smoke
   Pod asks for), ``restartPolicy: Never``. The containers of one Pod run at once, and the
   kubelet's device manager gives each its own devices, so with whole GPUs and no
   time-slicing N containers are N distinct GPUs. Created = accepted by the API server
   (``pulumi.com/waitFor``, as the smoke Pod); replaced delete-first (same name).
 * The check (``python -m gpulab.kube compute``): waits for phase ``Succeeded`` and requires
-  a ``Test PASSED`` line in each container's log (gpulab.kube_compute); a ``Failed`` Pod or
-  a container whose log lacks it fails the update, naming the container(s) with their log
-  tail and the diagnosis. ``gpus`` (output ``computeGpus``) is how many containers passed.
+  a ``Test PASSED`` line in each container's log (gpulab.kube_compute), and that each
+  container listed exactly the GPU it was given, no two the same, all among the host's
+  (gpulab.gpu_isolation); a ``Failed`` Pod, a container whose log lacks it, or one that saw
+  GPUs it was not given fails the update, naming the container(s) with their log tail or
+  GPUs and the diagnosis. ``gpus`` (output ``computeGpus``) is how many containers passed.
 
 In the simulated lab kwok completes the Pod and serves every container a vectorAdd log
 whose first line says it is simulated (variants/sim/ctl): the outputs list the compute keys
@@ -30,6 +33,7 @@ import pulumi_kubernetes as k8s
 
 from components.command import GpuPodArgs, parse_json_stdout, pod_check, run_once_pod
 from gpulab import names
+from gpulab.kube_compute import COMPUTE_SCRIPT
 
 POD_NAME = names.COMPUTE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
@@ -51,7 +55,8 @@ def pod_spec(
     image: str, resource: str = names.GPU_RESOURCE, runtime_class: str | None = None, gpus: int = 1
 ) -> dict[str, object]:
     """The compute Pod's spec: ``gpus`` containers (:func:`container_names`), each with one
-    ``resource`` and the image's own entrypoint (vectorAdd, no command), run once.
+    ``resource``, listing the GPUs it sees and then running vectorAdd
+    (gpulab.kube_compute.COMPUTE_SCRIPT, a constant), run once.
 
     Raises:
         ValueError: ``gpus`` < 1.
@@ -59,7 +64,12 @@ def pod_spec(
     spec: dict[str, object] = {
         "restartPolicy": "Never",
         "containers": [
-            {"name": name, "image": image, "resources": {"limits": {resource: "1"}}}
+            {
+                "name": name,
+                "image": image,
+                "command": ["sh", "-c", COMPUTE_SCRIPT],
+                "resources": {"limits": {resource: "1"}},
+            }
             for name in container_names(gpus)
         ],
     }
@@ -75,7 +85,8 @@ class ComputeCheck(pulumi.ComponentResource):
 
     Outputs: ``phase`` (``"Succeeded"``), ``result`` (``"passed"``: the check fails the update
     otherwise), ``gpus`` (int: containers whose log said ``Test PASSED``, one GPU each; all of
-    them, or the update failed), ``node``, ``image``, ``log_simulated`` (bool: a log was the
+    them, or the update failed), ``gpu_uuids`` (``{container: {"gpus": [UUID], "mig": [UUID]}}``:
+    what each listed), ``node``, ``image``, ``log_simulated`` (bool: a log was the
     sim lab's), ``measured_at`` (when the check read them: UTC ISO 8601); registered with the Pod's
     ``podSpec`` (restart policy, image, limits) for the policy pack to read at preview.
     """
@@ -104,7 +115,7 @@ class ComputeCheck(pulumi.ComponentResource):
             (POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
             timeout_seconds=args.timeout_seconds,
-            extra=args.diagnosis_args(),
+            extra=[*args.diagnosis_args(), *args.isolation_args()],
             parent=self,
         )
         facts = parse_json_stdout(self.check.stdout, "gpulab.kube compute")
@@ -113,6 +124,7 @@ class ComputeCheck(pulumi.ComponentResource):
         self.gpus = facts.apply(lambda f: f.get("computeGpus"))
         self.node = facts.apply(lambda f: f.get("computeNode"))
         self.log_simulated = facts.apply(lambda f: f.get("computeLogSimulated"))
+        self.gpu_uuids = facts.apply(lambda f: f.get("computeGpuUuids"))
         self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
         self.image = pulumi.Output.from_input(args.image)
         self.register_outputs(
@@ -122,6 +134,7 @@ class ComputeCheck(pulumi.ComponentResource):
                 "gpus": self.gpus,
                 "node": self.node,
                 "logSimulated": self.log_simulated,
+                "gpuUuids": self.gpu_uuids,
                 "measuredAt": self.measured_at,
                 "image": self.image,
                 "podSpec": spec,

@@ -50,7 +50,8 @@ def helm_values(op: OperatorConfig) -> dict[str, Any]:
     ``driver.enabled`` is always false: the host provides the driver. The variant
     (``op.cluster``) adjusts them to its node runtime (``Variant.helm_values``: kind keeps
     the operator's toolkit off; k3s points the toolkit at k3s's containerd, or enables the
-    NRI plugin). With
+    NRI plugin) and names the device plugin's ``DEVICE_LIST_STRATEGY`` its node runtime honours
+    (``Variant.device_list_strategy``: ``envvar`` on minikube, kind and k3s). With
     ``time_slicing_replicas > 1`` the device plugin gets a time-slicing config, so
     allocatable becomes physical GPUs x replicas. An operand image pinned in config
     (``op.operand_images``) sets ``<operand>.repository/image/version``.
@@ -68,7 +69,14 @@ def helm_values(op: OperatorConfig) -> dict[str, Any]:
         "mig": {"strategy": op.mig_strategy},
     }
     # The node runtime's needs (kind: toolkit off; k3s: its containerd, or the NRI plugin).
-    variants.get(op.cluster).helm_values(values, op)
+    variant = variants.get(op.cluster)
+    variant.helm_values(values, op)
+    strategy = variant.device_list_strategy(op)
+    if strategy:
+        # How allocated GPUs reach the container, as the node's runtime reads them
+        # (Variant.device_list_reason). The ClusterPolicy sets devicePlugin.env after its CDI
+        # transform (NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go), so this wins.
+        values["devicePlugin"]["env"] = [{"name": names.DEVICE_LIST_STRATEGY_ENV, "value": strategy}]
     for pinned in op.operand_images:
         values.setdefault(pinned.operand, {}).update(pinned.helm_values())
     sharing = op.time_slicing
@@ -253,6 +261,8 @@ class GpuOperator(pulumi.ComponentResource):
                 "dcgmExporter": op.dcgm_exporter,
                 "nfd": op.nfd,
                 "cdi": op.cdi,
+                # How allocated GPUs reach a container (None: the chart's choice).
+                "deviceListStrategy": variants.get(op.cluster).device_list_strategy(op),
                 # Read by the card's allocatable check (gpulab.card.model: GPUs x replicas).
                 "timeSlicingReplicas": op.time_slicing_replicas,
                 "timeSlicingRename": op.time_slicing_rename,

@@ -31,7 +31,7 @@ from components.edge import mig_plan, simulated_fields
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
 from components.smoke import SmokeTest
-from gpulab import gpu_config, identity, mig, operand_images, tflops_report
+from gpulab import gpu_config, gpu_isolation, identity, mig, operand_images, tflops_report
 from gpulab import outputs as out
 from gpulab.config import LabConfig
 from gpulab.probe import HostFacts
@@ -140,7 +140,18 @@ class Lab(pulumi.ComponentResource):
             self.compute = ComputeCheck(
                 "compute",
                 # The smoke Pod's resource, runtime and timeout; one container per GPU it held.
-                replace(smoke_args, image=cfg.compute_image),
+                replace(
+                    smoke_args,
+                    image=cfg.compute_image,
+                    # What each container must see: one unit of the smoke Pod's resource, among
+                    # this host's GPUs where the host is the cluster (gpulab.gpu_isolation).
+                    unit=gpu_isolation.unit_for(
+                        self.mig_plan.smoke_resource, cfg.operator.time_slicing_replicas
+                    ),
+                    host_gpu_uuids=_host_uuids(facts, expect.from_config),
+                    cluster=cfg.cluster,
+                    device_list=variant.device_list_strategy(cfg.operator),
+                ),
                 provider=self.provider,
                 # One GPU at a time on a one-GPU lab: after the smoke Pod is done with it.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),
@@ -235,6 +246,7 @@ class Lab(pulumi.ComponentResource):
             out.COMPUTE_RESULT: c.result,
             out.COMPUTE_PHASE: c.phase,
             out.COMPUTE_GPUS: c.gpus,
+            out.COMPUTE_GPU_UUIDS: c.gpu_uuids,
             out.COMPUTE_IMAGE: c.image,
             out.COMPUTE_MEASURED_AT: c.measured_at,
         }
@@ -245,6 +257,16 @@ _COMPUTE_KEYS = (
     out.COMPUTE_RESULT,
     out.COMPUTE_PHASE,
     out.COMPUTE_GPUS,
+    out.COMPUTE_GPU_UUIDS,
     out.COMPUTE_IMAGE,
     out.COMPUTE_MEASURED_AT,
 )
+
+
+def _host_uuids(facts: HostFacts | None, from_config: bool) -> tuple[str, ...]:
+    """The host's GPU UUIDs the compute check compares with; empty when the host is not the
+    cluster (an existing cluster's count comes from config) or the probe did not run or has
+    no UUID for a GPU."""
+    if facts is None or from_config or any(not g.uuid for g in facts.gpus):
+        return ()
+    return tuple(str(g.uuid) for g in facts.gpus)

@@ -16,11 +16,15 @@ host is the cluster: gpulab.gpu_config.smoke_gpu_count) the count is compared wi
   and how many GPUs were not covered: it passes on what ran, never on the rest;
 * ``not-tested``: where one Pod can hold every GPU, the containers covered fewer than the
   host has (``smokeGpus`` not ``all``, or a lab deployed before the per-GPU compute check:
-  one container); which GPU a container got is not recorded, so the observation gives how
-  many were not covered and the host's GPU UUIDs they are among. Also ``computeResult``
+  one container); the observation names the host's GPUs not covered (from
+  ``computeGpuUuids``, what each container listed; a lab deployed before that was recorded:
+  how many, and the host's UUIDs they are among). Also ``computeResult``
   ``not-tested`` (``computeCheck`` off), or a lab deployed by a version without the compute
   check (no ``computeResult`` at all);
-* ``fail``: ``computeResult`` is ``failed``, or the phase is not ``Succeeded``;
+* ``fail``: ``computeResult`` is ``failed``, or the phase is not ``Succeeded``, or
+  ``computeGpuUuids`` shows a container that saw GPUs it was not given: more than one, one
+  another container also saw, one the host does not have (gpulab.gpu_isolation), here too in
+  the simulated lab (its logs are the capture's: a mismatch is the lab's own fault);
 * ``not-observable-in-simulation``: the compute keys are simulated (kwok completed the Pod
   and served each container a vectorAdd log; no kernel ran); the observation still gives
   the count;
@@ -36,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Protocol
 
-from gpulab import fixes
+from gpulab import fixes, gpu_isolation
 from gpulab import outputs as o
 from gpulab.findings import Finding, Status
 from gpulab.names import COMPUTE_POD, GPU_RESOURCE, VECTORADD_PASSED
@@ -120,6 +124,25 @@ def _ran(view: View, time_slicing_replicas: int) -> tuple[int, str]:
     return count, f"vectorAdd passed in {count} of {count} containers (one {unit} each)"
 
 
+def _host_uuids(view: View) -> list[str]:
+    """The host's GPU UUIDs (``hostGpus``); empty for an existing cluster or when unknown."""
+    if view.get(o.CLUSTER_KIND) == "existing":
+        return []
+    gpus = view.get(o.HOST_GPUS)
+    return [str(g.get("uuid")) for g in gpus or [] if isinstance(g, Mapping) and g.get("uuid")]
+
+
+def _isolation(view: View, time_slicing_replicas: int) -> list[gpu_isolation.Problem]:
+    """What ``computeGpuUuids`` shows wrong (gpulab.gpu_isolation.problems); ``[]`` when it is
+    right or was not recorded."""
+    recorded = view.get(o.COMPUTE_GPU_UUIDS)
+    if not isinstance(recorded, Mapping) or not recorded:
+        return []
+    unit = gpu_isolation.unit_for(str(view.get(o.SMOKE_RESOURCE) or GPU_RESOURCE), time_slicing_replicas)
+    host = _host_uuids(view)
+    return gpu_isolation.problems(gpu_isolation.from_outputs(recorded), unit, set(host) if host else None)
+
+
 def _coverage(view: View, covered: int, why: str | None) -> tuple[bool, str]:
     """``(every GPU the item can require was covered, what follows the sentence)``."""
     host = _int(view.get(o.HOST_GPU_COUNT))
@@ -134,13 +157,18 @@ def _coverage(view: View, covered: int, why: str | None) -> tuple[bool, str]:
             if why
             else f", every GPU of the host ({host})",
         )
-    gpus = view.get(o.HOST_GPUS) if not existing else None
-    uuids = [str(g.get("uuid")) for g in gpus or [] if isinstance(g, Mapping) and g.get("uuid")]
-    which = f"any {host - covered} of {', '.join(uuids)}: " if isinstance(gpus, list) and uuids else ""
-    gap = (
-        f"; not covered: {host - covered} of {whose} {host} GPUs ({which}which GPU each container got "
-        "is not recorded)"
-    )
+    uuids = _host_uuids(view)
+    recorded = view.get(o.COMPUTE_GPU_UUIDS)
+    if isinstance(recorded, Mapping) and recorded and uuids:
+        seen = set(gpu_isolation.covered(gpu_isolation.from_outputs(recorded)))
+        left = [u for u in uuids if u not in seen]
+        gap = f"; not covered: {host - covered} of {whose} {host} GPUs ({', '.join(left)})"
+    else:
+        which = f"any {host - covered} of {', '.join(uuids)}: " if uuids else ""
+        gap = (
+            f"; not covered: {host - covered} of {whose} {host} GPUs ({which}which GPU each container got "
+            "is not recorded)"
+        )
     return why is not None, gap + (f"; not required: {why}" if why else "")
 
 
@@ -172,6 +200,14 @@ def compute_works(view: View, time_slicing_replicas: int = 1) -> Finding:
         return item(Status.NOT_EVALUATED, f"known after deployment ({o.COMPUTE_GPUS} not known yet)")
     covered, ran = _ran(view, time_slicing_replicas)
     complete, note = _coverage(view, covered, _not_required(view, time_slicing_replicas))
+    leaked = _isolation(view, time_slicing_replicas) if passed else []
+    if leaked:
+        return item(
+            Status.FAIL,
+            "the containers did not each see exactly the GPU they were given: " + "; ".join(map(str, leaked)),
+            "the node's runtime gave a container GPUs the device plugin did not allocate (the compute "
+            "check's error says why for this variant); " + _fix(),
+        )
     if sim:
         return item(
             Status.NOT_OBSERVABLE,

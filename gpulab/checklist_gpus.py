@@ -11,7 +11,10 @@ while the GPUs do not (a stale device list, a GPU held out as unhealthy, the wro
 Statuses (gpulab.findings.Status):
 
 * ``pass``: the Pod saw exactly the host's GPUs;
-* ``fail``: GPUs missing from the Pod (named), or GPUs the host does not have;
+* ``fail``: GPUs missing from the Pod (named), or GPUs the host does not have; or the Pod
+  saw more GPUs than it was allocated (``smokeGpus``), under any sharing: the node's runtime
+  gave it GPUs the device plugin did not (it fell back to the image's
+  ``NVIDIA_VISIBLE_DEVICES=all``: gpulab.gpu_isolation), here too in the simulated lab;
 * ``not-observable-in-simulation``: the simulated lab (kwok serves a capture as the log; the
   comparison still runs on the capture's UUIDs, and a mismatch there fails);
 * ``not-tested``: a lab deployed by a version without this check (no ``smokeGpuUuids``); or
@@ -64,6 +67,28 @@ def _item(status: Status, observed: str, sim: bool, fix: str = _FIX_PLUGIN) -> F
     return Finding(ITEM_ID, status, observed, EXPECTED, fix, simulated=sim, title=TITLE)
 
 
+_FIX_LEAK: Final = (
+    f"scripts/kubectl -n gpu-operator get ds {DEVICE_PLUGIN_DS} -o jsonpath='{{..env}}' "
+    "(DEVICE_LIST_STRATEGY: "
+    "is it one the node's runtime reads?) and the node's nvidia-container-runtime config; then make verify"
+)
+
+
+def _more_than_allocated(view: View) -> str | None:
+    """The observation when the smoke Pod listed more GPUs than it was allocated, else None."""
+    found, requested = view.get(o.SMOKE_GPU_UUIDS), view.get(o.SMOKE_GPUS)
+    if not isinstance(found, list) or isinstance(requested, bool) or not isinstance(requested, int):
+        return None
+    seen = sorted({str(u) for u in found})
+    if requested < 1 or len(seen) <= requested:
+        return None
+    return (
+        f"the smoke Pod saw {len(seen)} GPUs ({', '.join(seen)}), it was allocated {requested}: the node's "
+        "runtime gave it GPUs the device plugin did not allocate (it read the image's "
+        "NVIDIA_VISIBLE_DEVICES=all, not the device plugin's list)"
+    )
+
+
 def host_uuids(gpus: Any) -> set[str] | None:
     """``hostGpus`` (``[{"index", "name", "uuid", ...}]``) as a set of UUIDs; None when the
     list is absent, empty, or a GPU has no UUID."""
@@ -78,6 +103,9 @@ def pods_see_every_gpu(view: View, time_slicing_replicas: int = 1) -> Finding:
     lab's ``timeSlicingReplicas`` (>= 1)."""
     sim = view.simulated(KEYS)
     strategy, resource = view.get(o.MIG_STRATEGY), view.get(o.SMOKE_RESOURCE)
+    leaked = _more_than_allocated(view)
+    if leaked:
+        return _item(Status.FAIL, leaked, sim, _FIX_LEAK)
     if time_slicing_replicas > 1:
         return _item(
             Status.NOT_TESTED,

@@ -104,7 +104,9 @@ class OperatorConfig:
     device_plugin: bool = True
     dcgm_exporter: bool = True
     nfd: bool = True
-    cdi: bool = True
+    #: Off for the default cluster, minikube: its node runtime reads no CDI (the variant
+    #: decides from ``gpu-lab:cdi``, default ``auto``: ``Variant.operator_cdi``; the chart's default is on).
+    cdi: bool = False
     time_slicing_replicas: int = 1
     #: ``timeSlicingRename``, ``timeSlicingFailRequestsGreaterThanOne`` (gpulab.time_slicing).
     time_slicing_rename: bool = False
@@ -231,7 +233,9 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "devicePlugin": ("bool", OperatorConfig.device_plugin),
     "dcgmExporter": ("bool", OperatorConfig.dcgm_exporter),
     "nfd": ("bool", OperatorConfig.nfd),
-    "cdi": ("bool", OperatorConfig.cdi),
+    # "auto" (the variant decides: the chart's default, on, unless its node runtime reads no
+    # CDI: Variant.operator_cdi), "true" or "false": a string, so that unset differs from true.
+    "cdi": ("str", "auto"),
     # Operand images (gpulab.operand_images.OPERANDS); empty: the chart's default.
     "devicePluginImage": ("str", ""),
     "toolkitImage": ("str", ""),
@@ -321,7 +325,8 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
         except ValueError:
             problems.append(f"{NAMESPACE}:{key}={text!r} is not a valid {kind}")
 
-    _toolkit_choice(values, problems)
+    for key in ("toolkit", "cdi"):
+        _auto_choice(key, values, problems)
     problems += bound_problems(values)
 
     def get(key: str) -> object:
@@ -462,7 +467,7 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
             device_plugin=device_plugin,
             dcgm_exporter=bool(get("dcgmExporter")),
             nfd=bool(get("nfd")),
-            cdi=bool(get("cdi")),
+            cdi=_operator_cdi(chosen, values, get),
             time_slicing_replicas=replicas,
             time_slicing_rename=sharing.rename,
             time_slicing_fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
@@ -474,18 +479,20 @@ def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -
     )
 
 
-def _toolkit_choice(values: dict[str, object], problems: list[str]) -> None:
-    """``toolkit``: an explicit ``true``/``false`` becomes a bool in ``values``; ``auto`` is
-    removed, so ``values`` holds the key only when it was set (the variants tell the two apart)."""
-    if "toolkit" not in values:
+def _auto_choice(key: str, values: dict[str, object], problems: list[str]) -> None:
+    """``toolkit``, ``cdi``: an explicit ``true``/``false`` becomes a bool in ``values``;
+    ``auto`` is removed, so ``values`` holds the key only when it was set (the variants tell
+    the two apart). A string, not a bool, because the engine hands the program every default
+    of Pulumi.yaml's config block as if it were set: a bool default could not say "unset"."""
+    if key not in values:
         return
-    choice = str(values.pop("toolkit")).strip().lower()
+    choice = str(values.pop(key)).strip().lower()
     if choice == "auto":
         return
     try:
-        values["toolkit"] = _coerce("bool", choice)
+        values[key] = _coerce("bool", choice)
     except ValueError:
-        problems.append(f"{NAMESPACE}:toolkit={choice!r} is not one of auto, true, false")
+        problems.append(f"{NAMESPACE}:{key}={choice!r} is not one of auto, true, false")
 
 
 def _operator_toolkit(chosen: variants.Variant | None, values: Mapping[str, object]) -> bool:
@@ -495,6 +502,19 @@ def _operator_toolkit(chosen: variants.Variant | None, values: Mapping[str, obje
     if chosen is None:
         return explicit is not False
     return chosen.operator_toolkit(explicit)
+
+
+def _operator_cdi(
+    chosen: variants.Variant | None, values: Mapping[str, object], get: Callable[[str], object]
+) -> bool:
+    """The chart's ``cdi.enabled``: the variant decides from ``cdi`` (None: unset), as it does
+    for the toolkit (minikube, kind and k3s without NRI default it off: their node runtime
+    reads no CDI)."""
+    requested = values.get("cdi")
+    explicit = requested if isinstance(requested, bool) else None
+    if chosen is None:
+        return explicit is not False
+    return chosen.operator_cdi(explicit, get)
 
 
 def _check_pinned(key: str, image: str, example: str, problems: list[str]) -> None:

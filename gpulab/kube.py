@@ -528,7 +528,9 @@ def main(argv: list[str] | None = None) -> int:
             ctx = Context(
                 args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource
             )
-            out = compute(api, args.namespace, args.pod, args.timeout, ctx)
+            out = compute(
+                api, args.namespace, args.pod, args.timeout, ctx, kube_compute.isolation_from_args(args)
+            )
         elif args.cmd == "gate":
             from gpulab import gate
 
@@ -554,10 +556,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def compute(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None) -> dict[str, Any]:
-    """``compute``: the compute Pod succeeded and its vectorAdd log says ``Test PASSED``
-    (:func:`gpulab.kube_compute.compute`: the facts returned, the GateError raised)."""
-    return kube_compute.compute(api, namespace, pod, timeout, ctx)
+def compute(
+    api: Any,
+    namespace: str,
+    pod: str,
+    timeout: float,
+    ctx: Context | None = None,
+    isolation: kube_compute.Isolation | None = None,
+) -> dict[str, Any]:
+    """``compute``: the compute Pod succeeded, its vectorAdd log says ``Test PASSED`` and each
+    container saw only its own GPU (:func:`gpulab.kube_compute.compute`: the facts returned,
+    the GateError raised)."""
+    return kube_compute.compute(api, namespace, pod, timeout, ctx, isolation)
 
 
 if __name__ == "__main__":

@@ -20,10 +20,13 @@ to the GPU, adds them there, copies the sum back, checks it on the CPU and print
 
 The compute Pod (components/compute.py) has one such container per GPU (``vectoradd-0``
 ...), each with one GPU; the containers of a Pod run at once and the kubelet's device
-manager gives each its own devices, so N containers that passed are N distinct GPUs (whole
-GPUs, no time-slicing). The check reads every container's log (``kubectl logs gpu-compute
--c vectoradd-<i>``) and requires ``Test PASSED`` in each; a failure names the container(s)
-that failed, with their exit code, log tail and what their CUDA error means.
+manager gives each its own devices. Whether a container *sees* only its own is the node
+runtime's doing, so each container first lists the GPUs it sees (``nvidia-smi -L``, then
+vectorAdd: :data:`COMPUTE_SCRIPT`). The check reads every container's log (``kubectl logs
+gpu-compute -c vectoradd-<i>``) and requires ``Test PASSED`` in each, and that each listed
+exactly the one GPU (or MIG device) it was given, no two the same, all among the host's
+(gpulab.gpu_isolation); a failure names the container(s), with their exit code, log tail,
+what their CUDA error means, or which GPUs they saw and why the runtime let them.
 
 :func:`read_vectoradd_log` and :func:`failure_report` are pure; :func:`compute` talks to the
 API server (``python -m gpulab.kube compute``, whose subcommand function in
@@ -38,10 +41,25 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from gpulab import fixes
+import variants
+from gpulab import fixes, gpu_isolation, smoke_gpus
 from gpulab.kube_diagnose import Context
-from gpulab.names import COMPUTE_POD, DEFAULT_PROFILE, VECTORADD_PASSED, WORKLOAD_NAMESPACE
+from gpulab.names import (
+    COMPUTE_POD,
+    DEFAULT_PROFILE,
+    DEVICE_LIST_STRATEGY_ENV,
+    DEVICE_PLUGIN_DS,
+    OPERATOR_NAMESPACE,
+    VECTORADD_BINARY,
+    VECTORADD_PASSED,
+    WORKLOAD_NAMESPACE,
+)
 
+#: Each vectorAdd container's command: the GPUs it sees, then the sample (its exit code is the
+#: container's). A constant: no configured value reaches the shell. ``;``, not ``&&``: a
+#: container without ``nvidia-smi`` still runs vectorAdd, and the check names the missing
+#: listing.
+COMPUTE_SCRIPT: Final = f"nvidia-smi -L; exec {VECTORADD_BINARY}"
 #: Lines of the log quoted when the check fails.
 TAIL_LINES: Final = 20
 #: A simulated log's first line says so (variants/sim/ctl/render.py ``LOG_BANNER``).
@@ -72,12 +90,16 @@ class VectorAddLog:
         simulated: its first line marks it simulated (the sim lab's capture).
         tail: its last :data:`TAIL_LINES` lines (``""`` for an empty log).
         hint: the meaning and first fix of a CUDA error the log names (``""`` when none).
+        gpus: the GPU UUIDs its ``nvidia-smi -L`` listed (``GPU-...``), in order.
+        mig: the MIG device UUIDs it listed (``MIG-...``).
     """
 
     passed: bool
     simulated: bool
     tail: str
     hint: str
+    gpus: tuple[str, ...] = ()
+    mig: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,17 +133,87 @@ def read_vectoradd_log(log: str) -> VectorAddLog:
         simulated=bool(lines) and SIMULATED_MARK in lines[0],
         tail="\n".join(lines[-TAIL_LINES:]),
         hint=hint,
+        gpus=tuple(smoke_gpus.gpu_uuids(log) or ()),
+        mig=tuple(smoke_gpus.mig_uuids(log) or ()),
     )
 
 
+@dataclass(frozen=True)
+class Isolation:
+    """What each container was given, to compare with what it saw (gpulab.gpu_isolation).
+
+    Attributes:
+        unit: ``gpu``, ``shared`` or ``mig``: what one container got.
+        host: the host's GPU UUIDs; None when not known (then not compared).
+        cluster: the variant (``minikube``, ...), whose ``device_list_reason`` the diagnosis
+            quotes; None when not given.
+        device_list: the device plugin's ``DEVICE_LIST_STRATEGY`` the lab set (None: the
+            chart's choice).
+    """
+
+    unit: str = gpu_isolation.UNIT_GPU
+    host: tuple[str, ...] | None = None
+    cluster: str | None = None
+    device_list: str | None = None
+
+    def report(self, runs: Sequence[ContainerRun]) -> str:
+        """``""`` when every container saw exactly what it was given; else each problem, why
+        the runtime let it happen and the first fix."""
+        seen = [gpu_isolation.Seen(r.name or "(the container)", r.log.gpus, r.log.mig) for r in runs]
+        found = gpu_isolation.problems(seen, self.unit, None if self.host is None else set(self.host))
+        if not found:
+            return ""
+        lines = [
+            "the containers did not each see exactly the GPU they were given:",
+            *(f"- {p}" for p in found),
+        ]
+        if any(p.kind != gpu_isolation.NONE_LISTED for p in found):
+            strategy = self.device_list or "the chart's (cdi-annotations,cdi-cri with cdi.enabled)"
+            reason = variants.get(self.cluster).device_list_reason if self.cluster else ""
+            why = f" On {self.cluster}: {reason}." if reason else ""
+            lines += [
+                "A container that sees GPUs it was not given is the node's runtime injecting more than the "
+                "device plugin allocated: it did not read the allocation the way the device plugin passed it "
+                f"({DEVICE_LIST_STRATEGY_ENV}={strategy}) and fell back to the image's "
+                f"NVIDIA_VISIBLE_DEVICES=all.{why}",
+                f"first fix: scripts/kubectl -n {OPERATOR_NAMESPACE} get ds {DEVICE_PLUGIN_DS} -o "
+                f"jsonpath='{{..env}}' (is {DEVICE_LIST_STRATEGY_ENV} one the node's runtime reads?) and "
+                "the node runtime's nvidia-container-runtime config.toml "
+                "(accept-nvidia-visible-devices-envvar-when-unprivileged, nvidia-container-runtime.mode); "
+                f"then {fixes.REMEASURE}",
+            ]
+        if any(p.kind == gpu_isolation.NONE_LISTED for p in found):
+            lines.append(
+                "A container that lists no GPU ran nvidia-smi -L without the driver utilities (the image's "
+                "NVIDIA_DRIVER_CAPABILITIES lacks utility, or computeImage is not NVIDIA's cuda-sample image "
+                f"with {VECTORADD_BINARY}): which GPU it used is not known, so the check cannot pass; "
+                "first fix: scripts/kubectl logs gpu-compute --all-containers --prefix, and keep "
+                "computeImage a nvcr.io/nvidia/k8s/cuda-sample:vectoradd-* tag"
+            )
+        return "\n".join(lines)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The ``compute`` subcommand's options (the smoke subcommand's, for the compute Pod)."""
+    """The ``compute`` subcommand's options (the smoke subcommand's, for the compute Pod, and
+    what :class:`Isolation` compares with)."""
     p.add_argument("--namespace", default=WORKLOAD_NAMESPACE)
     p.add_argument("--pod", default=COMPUTE_POD)
     p.add_argument("--timeout", type=float, default=300, help="seconds for the Pod to succeed")
     p.add_argument("--expected-gpus", type=int, help="host GPUs x time-slicing replicas")
     p.add_argument("--host-max-cuda", help="newest CUDA the host driver supports")
     p.add_argument("--profile", default=DEFAULT_PROFILE, help="minikube profile named in fixes")
+    p.add_argument("--unit", choices=gpu_isolation.UNITS, default=gpu_isolation.UNIT_GPU)
+    p.add_argument("--host-gpu-uuid", action="append", default=None, help="a host GPU UUID (repeatable)")
+    p.add_argument(
+        "--cluster", choices=variants.NAMES, help="the variant, whose device-list reason the diagnosis names"
+    )
+    p.add_argument("--device-list-strategy", help="the device plugin's DEVICE_LIST_STRATEGY the lab set")
+
+
+def isolation_from_args(args: argparse.Namespace) -> Isolation:
+    """:class:`Isolation` from the ``compute`` subcommand's parsed options."""
+    host = tuple(args.host_gpu_uuid) if args.host_gpu_uuid else None
+    return Isolation(args.unit, host, args.cluster, args.device_list_strategy)
 
 
 def exit_codes(pod: dict[str, Any]) -> dict[str, int]:
@@ -154,24 +246,37 @@ def failure_report(runs: Sequence[ContainerRun]) -> str:
     return "\n".join(lines)
 
 
-def compute(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None) -> dict[str, Any]:
+def compute(
+    api: Any,
+    namespace: str,
+    pod: str,
+    timeout: float,
+    ctx: Context | None = None,
+    isolation: Isolation | None = None,
+) -> dict[str, Any]:
     """Wait for the compute Pod's phase ``Succeeded``, then require ``Test PASSED`` in the log
-    of each of its containers (the names its spec lists: one vectorAdd container per GPU).
+    of each of its containers (the names its spec lists: one vectorAdd container per GPU), and
+    that each listed exactly what it was given (``isolation``; default one whole GPU each,
+    the host's UUIDs not known).
 
     Args:
         api: a kubernetes ``ApiClient``; namespace, pod: the compute Pod; timeout: seconds to
             wait for a final phase; ctx: what the diagnosis of a failure names.
 
     Returns ``{"computePhase": "Succeeded", "computeResult": "passed", "computeGpus": int
-    (containers that passed: all of them, one GPU each), "computeNode",
+    (containers that passed: all of them, one GPU each), "computeGpuUuids": {container:
+    {"gpus": [UUID], "mig": [UUID]}} (what each listed), "computeNode",
     "computeLogSimulated": bool (a log was the sim lab's), "measuredAt": UTC ISO 8601}``.
 
     Raises:
         gpulab.kube.GateError: the Pod failed (each failed container named with its exit
             code, log tail and what a CUDA error means; the diagnosis) or timed out (the
             diagnosis); or it succeeded but a container's log has no ``Test PASSED`` line
-            (those containers, their log tails, the diagnosis).
+            (those containers, their log tails, the diagnosis); or a container listed no GPU,
+            more than it was given, one another container also saw, or one the host does
+            not have (:meth:`Isolation.report`, the diagnosis).
     """
+    isolation = isolation or Isolation()
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
@@ -227,11 +332,13 @@ def compute(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | N
     phase = str((doc.get("status") or {}).get("phase"))
     runs = runs_of(doc)
     report = failure_report(runs)
+    leaked = isolation.report(runs)
     if phase == "Failed":
         # Each container ran vectorAdd on its own GPU: name the ones that failed.
         raise kube.GateError(
             f"compute Pod {where} failed; log tail of each failed container:\n"
             + (report or "every container's log says Test PASSED, yet the Pod failed")
+            + (f"\nand {leaked}" if leaked else "")
             + f"\n{diag()}"
         )
     if report:
@@ -239,10 +346,14 @@ def compute(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | N
             f"compute Pod {where} succeeded but a container's log has no {VECTORADD_PASSED!r} line: "
             f"the vector sum was not verified on that GPU; {report}\n{diag()}"
         )
+    if leaked:
+        raise kube.GateError(f"compute Pod {where} succeeded, but {leaked}\n{diag()}")
+    seen = [gpu_isolation.Seen(r.name or "(the container)", r.log.gpus, r.log.mig) for r in runs]
     return {
         "computePhase": phase,
         "computeResult": "passed",
         "computeGpus": len(runs),
+        "computeGpuUuids": gpu_isolation.to_outputs(seen),
         "computeNode": (doc.get("spec") or {}).get("nodeName"),
         "computeLogSimulated": any(r.log.simulated for r in runs),
         "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -16,6 +16,8 @@ __all__ = [
     "DEFAULT_COMPUTE_IMAGE",
     "DEFAULT_PROBE_IMAGE",
     "DEFAULT_PROFILE",
+    "DEVICE_LIST_ENVVAR",
+    "DEVICE_LIST_STRATEGY_ENV",
     "DEVICE_PLUGIN_DS",
     "GPU_RESOURCE",
     "MIN_CPUS",
@@ -28,6 +30,7 @@ __all__ = [
     "SIMULATED_ANNOTATION",
     "SMOKE_POD",
     "TOOLKIT_DS",
+    "VECTORADD_BINARY",
     "VECTORADD_PASSED",
     "WHOLE_GPU_RESOURCES",
     "WORKLOAD_NAMESPACE",
@@ -52,6 +55,12 @@ OPERATOR_RELEASE: Final = "gpu-operator"
 OPERATOR_CHART: Final = "gpu-operator"
 #: DaemonSets the operator creates (names from the chart's ClusterPolicy, v26.7.0).
 DEVICE_PLUGIN_DS: Final = "nvidia-device-plugin-daemonset"
+#: The device plugin's environment variable naming how allocated GPUs are passed to the
+#: container runtime, and its value ``envvar``: ``NVIDIA_VISIBLE_DEVICES=<the allocated UUIDs>``
+#: in the container's environment (NVIDIA/k8s-device-plugin v0.20.0
+#: cmd/nvidia-device-plugin/main.go ``device-list-strategy``, api/config/v1/consts.go).
+DEVICE_LIST_STRATEGY_ENV: Final = "DEVICE_LIST_STRATEGY"
+DEVICE_LIST_ENVVAR: Final = "envvar"
 #: The DCGM exporter's DaemonSet and Service (also its Pods' ``app`` label) and the Service's
 #: port (``gpu-metrics``): NVIDIA/gpu-operator ``assets/state-dcgm-exporter/0600_service.yaml``.
 DCGM_EXPORTER_SERVICE: Final = "nvidia-dcgm-exporter"
@@ -75,6 +84,12 @@ COMPUTE_CONTAINER_PREFIX: Final = "vectoradd-"
 #: NVIDIA's CUDA vectorAdd sample, the image the GPU Operator's docs ("Verification: Running
 #: Sample GPU Applications") run; CUDA 12.5 (driver >= 555.42.02, gpulab.cuda). Pinned by tag.
 DEFAULT_COMPUTE_IMAGE: Final = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+#: Where that image keeps the sample, beside a ``/bin/sh``. The image's Dockerfile lives at
+#: gitlab.com/nvidia/container-images/samples, which the lab's source tools cannot reach; the
+#: path is the one Red Hat's NVIDIA CI runs it by (rh-ecosystem-edge/nvidia-ci
+#: internal/testworkloads, ``cuda-sample:vectoradd-cuda12.5.0-ubi8`` with ``/bin/sh -c
+#: /cuda-samples/vectorAdd``), as do users' Pods of the ``-ubuntu22.04`` tag.
+VECTORADD_BINARY: Final = "/cuda-samples/vectorAdd"
 #: The line the vectorAdd sample prints when the GPU computed the right sum (NVIDIA's docs).
 VECTORADD_PASSED: Final = "Test PASSED"
 

@@ -112,6 +112,11 @@ COMPUTE_RESULT: Final = "computeResult"
 #: ``Test PASSED``, e.g. ``2``; ``None`` with ``computeCheck`` off (or a lab deployed before
 #: the per-GPU compute check: one container).
 COMPUTE_GPUS: Final = "computeGpus"
+#: What each vectorAdd container listed with ``nvidia-smi -L`` before it ran:
+#: ``{"vectoradd-0": {"gpus": ["GPU-..."], "mig": []}}`` (gpulab.gpu_isolation); the check
+#: passed only when each listed exactly what it was given. ``None`` with ``computeCheck`` off,
+#: or a lab deployed before the check recorded it.
+COMPUTE_GPU_UUIDS: Final = "computeGpuUuids"
 #: Image the compute Pod ran (``computeImage``), ``None`` with ``computeCheck`` off.
 COMPUTE_IMAGE: Final = "computeImage"
 
@@ -200,6 +205,7 @@ ALL_KEYS: Final = (
     COMPUTE_PHASE,
     COMPUTE_RESULT,
     COMPUTE_GPUS,
+    COMPUTE_GPU_UUIDS,
     COMPUTE_IMAGE,
     OPERAND_IMAGES,
     RUN_AT,

@@ -51,8 +51,11 @@ CHECK_HOST_RESOURCES: Final = "host-resources"
 CHECK_MINIKUBE_VERSION: Final = "minikube-version"
 CHECK_DOCKER_GPU_SELFTEST: Final = "docker-gpu-selftest"
 
-#: Oldest minikube whose ``start`` accepts ``--gpus`` (kubernetes/minikube, v1.32.0).
-MIN_MINIKUBE: Final[tuple[int, int, int]] = (1, 32, 0)
+#: Oldest minikube the GPU lab runs on: v1.37.0. ``--gpus`` exists from v1.32.0, but the
+#: operator's operands ask for ``runtimeClassName: nvidia`` and only a cri-dockerd >= v0.4.0
+#: (minikube >= v1.36.0) starts such a Pod; v1.37.0 is the first of those that supports the
+#: lab's default Kubernetes v1.34.0. The sources per release: variants/minikube/releases.py.
+MIN_MINIKUBE: Final[tuple[int, int, int]] = (1, 37, 0)
 
 
 class Finding(findings.Finding):
@@ -358,13 +361,17 @@ _MINIKUBE_VERSION_RE: Final = re.compile(
 )
 
 
-def check_minikube_version(version_output: str) -> Finding:
-    """Check minikube is new enough for ``--gpus`` (at least :data:`MIN_MINIKUBE`, v1.32.0).
+def check_minikube_version(version_output: str, bundled: str = "") -> Finding:
+    """Check minikube is new enough for the GPU lab (at least :data:`MIN_MINIKUBE`, v1.37.0).
 
     ``version_output`` is ``minikube version --short`` (``v1.37.0``) or the long form
-    (``minikube version: v1.32.0`` then ``commit: ...``); only the first non-empty line is
-    read. A pre-release of the minimum (``v1.32.0-beta.0``) counts as older, as in semver.
-    Unparseable output fails, quoting it.
+    (``minikube version: v1.37.0`` then ``commit: ...``); only the first non-empty line is
+    read. A pre-release of the minimum (``v1.37.0-beta.0``) counts as older, as in semver.
+    ``bundled`` is what that release bundles, when known (``"cri-dockerd v0.3.15"``), named
+    in the message. Unparseable output fails, quoting it. An older minikube fails with the
+    upgrade as the fix: its cri-dockerd refuses the ``nvidia`` RuntimeClass handler the GPU
+    Operator's operands ask for (``RuntimeHandler "nvidia" not supported``), or it does not
+    support the lab's Kubernetes version (variants/minikube/releases.py has the sources).
     """
     first = next((line.strip() for line in version_output.splitlines() if line.strip()), "")
     m = _MINIKUBE_VERSION_RE.match(first)
@@ -379,12 +386,19 @@ def check_minikube_version(version_output: str) -> Finding:
     too_old = version < MIN_MINIKUBE or (version == MIN_MINIKUBE and m.group("pre"))
     minimum = "v" + ".".join(str(p) for p in MIN_MINIKUBE)
     if too_old:
+        what = f" (it bundles {bundled})" if bundled else ""
         return _fail(
             CHECK_MINIKUBE_VERSION,
-            f"minikube {text} is older than {minimum}, the first with start --gpus",
-            f"upgrade minikube to {minimum} or newer (https://minikube.sigs.k8s.io/docs/start/)",
+            f"minikube {text} is older than {minimum}{what}: the GPU Operator's operands run with "
+            'runtimeClassName: nvidia, which cri-dockerd before v0.4.0 refuses (RuntimeHandler "nvidia" '
+            f"not supported), so no operand would start; {minimum} is the first minikube with cri-dockerd "
+            "v0.4.0 that also supports the lab's default Kubernetes version",
+            f"upgrade minikube to {minimum} or newer (https://minikube.sigs.k8s.io/docs/start/), then "
+            "make lab",
         )
-    return Finding(CHECK_MINIKUBE_VERSION, True, f"minikube {text} supports --gpus")
+    return Finding(
+        CHECK_MINIKUBE_VERSION, True, f"minikube {text} (>= {minimum}: runs the operator's operands)"
+    )
 
 
 # --- docker GPU self-test ---------------------------------------------------------------

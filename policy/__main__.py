@@ -2,8 +2,9 @@
 
 Run by the engine through the language host as ``python -m pulumi.policy <engine>
 <this directory>`` with the working directory set to this directory, using the project's
-interpreter (PulumiPolicy.yaml names no virtualenv; scripts/env.sh puts .venv/bin first on
-PATH). The project root goes on ``sys.path`` first so ``policy.*`` and ``gpulab.*`` import.
+virtualenv (PulumiPolicy.yaml ``runtime.options.virtualenv: ../.venv``, resolved against
+this directory by the official host and the offline stand-in alike). The project root goes
+on ``sys.path`` first so ``policy.*`` and ``gpulab.*`` import.
 Constructing the PolicyPack serves the engine and never returns.
 """
 

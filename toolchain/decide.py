@@ -10,8 +10,11 @@ One decision, made the same way by the Makefile, the scripts and the tests:
   provider and this project's stand-ins (Python language host, ``command`` provider) are
   built or installed from Go modules and PyPI (toolchain/build-pulumi.sh); needs ``go``.
 
-Independently of the mode, the simulated control plane (toolchain/sim/build.sh, needs
-``go``) is built only for the ``sim`` stack and for the tests (``--for tests``).
+Independently of the mode, the simulated control plane is set up only for the ``sim``
+stacks and for the tests (``--for tests``): toolchain/sim/fetch.py downloads the pinned
+release binaries where the release servers answer (no ``go``), and otherwise, or with
+``GPULAB_OFFLINE=1``, toolchain/sim/build.sh builds them from Go modules (needs ``go``
+unless that build is cached).
 
 Run as ``python3 toolchain/decide.py --stack STACK [--for lab|tests] [--shell]``: prints
 the decision as JSON, or with ``--shell`` as ``KEY=value`` lines for ``eval``. Exit codes:
@@ -22,6 +25,7 @@ Standard library only: it runs before any virtualenv exists.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -32,6 +36,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 VERSIONS = HERE / "versions.env"
@@ -56,7 +61,8 @@ class Decision:
         reason: one sentence for the first lines of ``make lab``.
         build: what must be built or installed, in order: ``"pulumi"`` (CLI, Kubernetes
             provider, language host and command stand-ins) and/or ``"sim"``.
-        needs_go: whether ``build`` compiles anything.
+        needs_go: whether ``build`` surely compiles something (the sim control plane may
+            still be compiled when its download fails: toolchain/sim/fetch.py says so).
     """
 
     mode: str
@@ -104,6 +110,7 @@ def decide(
     own_bin: str | None = None,
     offline_built: bool = False,
     sim_built: bool = False,
+    euid: int | None = None,
 ) -> Decision:
     """Choose the toolchain for ``stack`` (``purpose``: ``"lab"`` or ``"tests"``).
 
@@ -117,12 +124,28 @@ def decide(
         own_bin: the offline build's CLI path; a ``pulumi`` on PATH that is this one is not
             the user's.
         offline_built: the offline build is complete in the cache (no ``go`` needed to use it).
-        sim_built: the simulated control plane is complete in the cache.
+        sim_built: the Go build of the simulated control plane is complete in the cache
+            (toolchain/sim/fetch.py ``cached_build``).
+        euid: this process's effective uid (None: not checked).
 
     Raises:
         ToolchainError: nothing usable and no ``go`` to build with; or the sim control
-            plane is needed and there is no ``go``.
+            plane is needed, ``GPULAB_OFFLINE`` forbids downloading it, it is not built and
+            there is no ``go`` (without ``GPULAB_OFFLINE`` it may be downloaded: whether
+            that works is only known by asking, which toolchain/sim/fetch.py does); or the
+            lab runs as root through sudo (``SUDO_USER`` set, ``euid`` 0): sudo's
+            ``secure_path`` replaced the user's PATH, so their ``pulumi`` would look missing
+            and the offline build would start for no reason (and the checkout's
+            ``.venv``/``.state`` would become root's).
     """
+    sudo_user = env.get("SUDO_USER")
+    if euid == 0 and sudo_user:
+        raise ToolchainError(
+            f"gpu-lab runs as you, not through sudo (SUDO_USER={sudo_user}): sudo's secure_path replaced "
+            "your PATH, so your pulumi would look missing, and .venv and .state would become root's; run "
+            f"it as {sudo_user} (the k3s lab asks `sudo -n` for its own root steps); if an earlier sudo run "
+            f"left root-owned files: sudo chown -R {sudo_user}: .venv .state stacks"
+        )
     floor = versions["PULUMI_CLI_FLOOR"]
     pinned = "v" + versions["PULUMI_VERSION"]
     need_sim = stack == "sim" or stack.startswith("sim-") or purpose == "tests"
@@ -166,14 +189,32 @@ def decide(
     if mode == "offline":
         build.append("pulumi")
     if need_sim:
-        if not have_go and not sim_built:
+        if offline_flag and not have_go and not sim_built:
             raise ToolchainError(
-                "the simulated control plane (kube-apiserver, etcd, kwok) is built from Go modules "
-                f"and there is no go: {INSTALL_GO}, or build a GPU stack (GPULAB_STACK=minikube)"
+                f"GPULAB_OFFLINE={env['GPULAB_OFFLINE']}: the simulated control plane (kube-apiserver, "
+                f"etcd, kwok) is built from Go modules and there is no go: {INSTALL_GO}, or unset "
+                "GPULAB_OFFLINE to download its release binaries (no Go needed)"
             )
         build.append("sim")
-    needs_go = ("pulumi" in build and not offline_built) or ("sim" in build and not sim_built)
+    sim_needs_go = "sim" in build and offline_flag and not sim_built
+    needs_go = ("pulumi" in build and not offline_built) or sim_needs_go
     return Decision(mode, cli, version, reason, build, needs_go=needs_go)
+
+
+def sim_built(cache: Path, versions: Mapping[str, str]) -> bool:
+    """toolchain/sim/fetch.py's ``cached_build`` (loaded by path: this directory is no
+    package); False where that file is absent (a partial copy of the project)."""
+    path = HERE / "sim" / "fetch.py"
+    if not path.is_file():
+        return False
+    spec = importlib.util.spec_from_file_location("gpulab_sim_fetch", path)
+    assert spec and spec.loader
+    module: Any = sys.modules.get(spec.name)
+    if module is None:
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return bool(module.cached_build(cache, versions))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,7 +233,6 @@ def main(argv: list[str] | None = None) -> int:
         os.path.exists(os.path.join(cache, "pulumi", d, ".complete"))
         for d in (f"pulumi-v{pv}", f"pulumi-resource-kubernetes-v{kv}")
     )
-    sim_built = os.path.exists(os.path.join(cache, "sim", "bin", "kwokctl"))
     try:
         d = decide(
             args.stack,
@@ -203,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
             versions,
             own_bin=os.path.join(cache, "bin", "pulumi"),
             offline_built=offline_built,
-            sim_built=sim_built,
+            sim_built=sim_built(Path(cache), versions),
+            euid=os.geteuid(),
         )
     except ToolchainError as exc:
         print(f"gpu-lab: toolchain: {exc}", file=sys.stderr)

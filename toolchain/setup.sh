@@ -3,7 +3,9 @@
 # which and why, then build or install only what that needs:
 #   user mode, GPU stacks   nothing (your pulumi, plugins the standard way)
 #   offline mode            toolchain/build-pulumi.sh (CLI, Kubernetes provider, stand-ins)
-#   sim stack, or --for tests   toolchain/sim/build.sh (the simulated control plane)
+#   sim stack, or --for tests   the simulated control plane: toolchain/sim/fetch.py downloads
+#                               the pinned release binaries (checksums verified) where the
+#                               release servers answer, else runs toolchain/sim/build.sh
 # Usage: toolchain/setup.sh --stack STACK [--for lab|tests]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,7 +26,7 @@ echo "gpu-lab: toolchain: $GPULAB_TOOLCHAIN_REASON" >&2
 for part in $GPULAB_TOOLCHAIN_BUILD; do
   case $part in
     pulumi) "$here/build-pulumi.sh" ;;
-    sim) "$here/sim/build.sh" ;;
+    sim) python3 "$here/sim/fetch.py" ;;
   esac
 done
 [[ -n "$GPULAB_TOOLCHAIN_BUILD" ]] || echo "gpu-lab: toolchain: nothing to build for the $stack stack" >&2

@@ -89,6 +89,7 @@ OPERATOR_FIELDS: Final[tuple[str, ...]] = (
     out.COMPUTE_PHASE,
     out.COMPUTE_RESULT,
     out.COMPUTE_GPUS,
+    out.COMPUTE_GPU_UUIDS,
 )
 #: Output keys of the host probe; simulated when read from a capture (the sim lab).
 HOST_FIELDS: Final[tuple[str, ...]] = (
@@ -169,6 +170,8 @@ class Variant(ABC):
             variant only and are refused for every other one.
         exclusive_keys: config keys that apply to this variant only; any non-empty value is
             refused for every other one.
+        device_list_reason: why the node's runtime needs :meth:`device_list_strategy` (its
+            upstream sources); ``""`` where the variant leaves the chart's choice.
     """
 
     name: ClassVar[str]
@@ -180,6 +183,7 @@ class Variant(ABC):
     exclusive_settings: ClassVar[tuple[tuple[str, object], ...]] = ()
     #: Config keys that apply to this variant only: set (non-empty) for another, refused.
     exclusive_keys: ClassVar[tuple[str, ...]] = ()
+    device_list_reason: ClassVar[str] = ""
 
     @property
     def ctl(self) -> str:
@@ -220,6 +224,32 @@ class Variant(ABC):
         if requested is None:
             return not self.runtime_injects_gpus
         return requested
+
+    def operator_cdi(self, requested: bool | None, get: Getter) -> bool:
+        """Whether the chart's ``cdi.enabled`` is on, given ``gpu-lab:cdi``: True or False when
+        set, None when unset. By default the chart's own default (on, chart >= v25.10); a
+        variant whose node runtime does not read CDI defaults it off and refuses it on
+        (:meth:`refuse_cdi`)."""
+        return True if requested is None else requested
+
+    def device_list_strategy(self, op: OperatorConfig) -> str | None:
+        """The device plugin's ``DEVICE_LIST_STRATEGY`` that this variant's node runtime honours,
+        so each container gets exactly the GPUs allocated to it; None leaves the chart's choice
+        (``cdi-annotations,cdi-cri`` with ``cdi.enabled``, else the plugin's default ``envvar``:
+        NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go
+        ``transformDevicePluginCtrForCDI``; NVIDIA/k8s-device-plugin v0.20.0
+        cmd/nvidia-device-plugin/main.go). The ClusterPolicy applies ``devicePlugin.env`` after
+        that transform, so the value set here wins (components/gpu_operator.py)."""
+        return None
+
+    def refuse_cdi(self, values: Mapping[str, object], problems: list[str], why: str) -> None:
+        """Append a problem when ``gpu-lab:cdi`` was set to true although this variant's node
+        runtime does not read CDI (``why``)."""
+        if values.get("cdi") is True:
+            problems.append(
+                f"gpu-lab:cdi=true with cluster={self.name}: {why}; leave cdi unset (the {self.name} lab "
+                "turns it off) or set it to false"
+            )
 
     def simulated(self, get: Getter) -> bool:
         """True when the operator's work is simulated in this variant's lab."""

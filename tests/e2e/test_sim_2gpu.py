@@ -7,7 +7,8 @@ The host is the capture ``h200-2gpu``; the kwok node advertises ``nvidia.com/gpu
 carries the capture's two UUIDs (``nvidia-smi -L`` lines), so ``pods-see-every-gpu`` runs its
 comparison with ``hostGpus`` and reports it not observable in simulation. The compute Pod
 runs one vectorAdd container per GPU (``vectoradd-0``, ``vectoradd-1``, one GPU each); kwok
-completes each and serves each the simulated vectorAdd log, so ``computeGpus`` is 2.
+completes each and serves each its own simulated log (the one capture GPU it lists, then the
+vectorAdd output), so the check's per-container comparison runs and ``computeGpus`` is 2.
 """
 
 from __future__ import annotations
@@ -42,7 +43,14 @@ def test_the_2gpu_lab_goes_up_sees_every_gpu_and_comes_down(project: Project) ->
         assert all(u in every.observed for u in UUIDS), every.observed
         # The compute check covered both GPUs: one vectorAdd container each, each passed.
         assert o[out.COMPUTE_RESULT] == "passed" and o[out.COMPUTE_GPUS] == 2
-        assert out.COMPUTE_GPUS in o[out.SIMULATED_FIELDS]
+        assert (
+            out.COMPUTE_GPUS in o[out.SIMULATED_FIELDS] and out.COMPUTE_GPU_UUIDS in o[out.SIMULATED_FIELDS]
+        )
+        # Each container saw its own GPU (the capture's, in the simulated logs).
+        assert o[out.COMPUTE_GPU_UUIDS] == {
+            "vectoradd-0": {"gpus": [UUIDS[0]], "mig": []},
+            "vectoradd-1": {"gpus": [UUIDS[1]], "mig": []},
+        }
         compute = by_id["compute-works"]
         assert compute.status == "not-observable-in-simulation" and compute.simulated, compute
         assert "vectorAdd passed in 2 of 2 containers (one GPU each), every GPU of the host (2)" in (
@@ -68,3 +76,5 @@ def _each_compute_container_passed(project: Project) -> None:
     for name in names:
         lines = core.read_namespaced_pod_log("gpu-compute", "default", container=name).splitlines()
         assert "gpu-lab simulated" in lines[0] and "Test PASSED" in lines, (name, lines[:3])
+        i = int(name.removeprefix("vectoradd-"))
+        assert [x for x in lines if x.startswith("GPU ")] == [f"GPU {i}: NVIDIA H200 (UUID: {UUIDS[i]})"]

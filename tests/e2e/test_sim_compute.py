@@ -35,6 +35,10 @@ def _compute_check(project: Project) -> None:
     # The check read a log with Test PASSED from a Pod that reached Succeeded.
     assert o[out.COMPUTE_RESULT] == "passed" and o[out.COMPUTE_PHASE] == "Succeeded"
     assert o[out.COMPUTE_GPUS] == 1  # one GPU: one vectorAdd container
+    # What the container listed (the capture's GPU, in its simulated log), as the check read it.
+    assert o[out.COMPUTE_GPU_UUIDS] == {
+        "vectoradd-0": {"gpus": ["GPU-00000000-0000-4000-8000-000000000000"], "mig": []}
+    }
     assert o[out.COMPUTE_IMAGE] == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
     assert o[out.COMPUTE_MEASURED_AT] >= o[out.SMOKE_MEASURED_AT]
     assert {out.COMPUTE_PHASE, out.COMPUTE_RESULT} <= set(o[out.SIMULATED_FIELDS])
@@ -59,6 +63,7 @@ def _compute_check(project: Project) -> None:
     lines = core.read_namespaced_pod_log("gpu-compute", "default").splitlines()
     assert "gpu-lab simulated" in lines[0], lines[:2]
     assert "Test PASSED" in lines
+    assert "GPU 0: NVIDIA H200 (UUID: GPU-00000000-0000-4000-8000-000000000000)" in lines
     # One GPU at a time: the compute Pod started after the smoke Pod had finished.
     smoke = core.read_namespaced_pod("gpu-smoke", "default")
     smoke_done = smoke.status.container_statuses[0].state.terminated.finished_at

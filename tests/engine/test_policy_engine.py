@@ -97,3 +97,29 @@ def test_up_of_the_simulated_lab_passes_every_item_or_marks_it_not_observable(pr
         }
     finally:
         project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False, timeout=600)
+
+
+def test_the_pack_starts_from_its_declared_virtualenv_whatever_path_holds(project: Project) -> None:
+    """The pack runs the way Pulumi's Python host starts one: ``PulumiPolicy.yaml``'s
+    ``runtime.options.virtualenv`` (``../.venv``), resolved against the pack's directory
+    (pulumi/pulumi v3.259.0 sdk/python/cmd/pulumi-language-python ``RunPlugin``,
+    sdk/python/toolchain/pip.go). With no venv on PATH and no PULUMI_PYTHON_CMD, the ambient
+    ``python3`` has no ``pulumi_policy``: only the declared virtualenv can start the pack, and
+    the violation below is its own output."""
+    chart = _sim_ready(project)
+    bins = [p for p in project.env["PATH"].split(":") if not p.rstrip("/").endswith(".venv/bin")]
+    for var in ("PULUMI_PYTHON_CMD", "VIRTUAL_ENV"):
+        project.env.pop(var, None)
+    project.env["PATH"] = ":".join(bins)
+    ambient = shutil.which("python3", path=project.env["PATH"])
+    if ambient:
+        import subprocess
+
+        probe = subprocess.run([ambient, "-c", "import pulumi_policy"], capture_output=True)
+        if probe.returncode == 0:
+            pytest.skip(f"the ambient {ambient} has pulumi_policy: it could start the pack without the venv")
+    project.init("sim", chartPath=chart, profile="policy-venv", smokeImage=CUDA_131)
+    p = project.pulumi("preview", "--stack", "sim", "--policy-pack", "policy", check=False, timeout=300)
+    text = p.stdout + p.stderr
+    assert "smoke-image-cuda-fits-host" in text and "needs CUDA 13.1" in text, text
+    assert "No module named" not in text, text

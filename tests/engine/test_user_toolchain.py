@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.sandbox import ROOT, make_project, missing_toolchain, toolchain_env
+from tests.support.sandbox import ROOT, make_project, missing_toolchain, toolchain_env, user_cli_path
 
 pytestmark = pytest.mark.engine
 
@@ -28,17 +28,7 @@ def _user_machine(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     why = missing_toolchain(built)
     if why:
         pytest.skip(why)
-    userbin = tmp_path / "userbin"
-    userbin.mkdir()
-    real = os.path.realpath(built["GPULAB_PULUMI"])
-    wrapper = userbin / "pulumi"
-    wrapper.write_text(
-        f'#!/bin/sh\nif [ "$1" = version ]; then echo {USER_VERSION}; exit 0; fi\nexec {real} "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    python_dir = Path(os.path.realpath(shutil.which("python3") or "/usr/bin/python3")).parent
-    path = os.pathsep.join([str(userbin), str(python_dir), "/usr/local/bin", "/usr/bin", "/bin"])
-    assert shutil.which("go", path=path) is None, "the test PATH must have no go"
+    path = user_cli_path(tmp_path / "userbin", os.path.realpath(built["GPULAB_PULUMI"]), USER_VERSION)
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GPULAB_", "GO", "VIRTUAL_ENV"))
     }

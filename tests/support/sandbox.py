@@ -71,6 +71,26 @@ def missing_toolchain(env: dict[str, str]) -> str | None:
     return None
 
 
+def user_cli_path(userbin: Path, real_cli: str, version: str) -> str:
+    """PATH of a connected user's machine without Go: ``userbin/pulumi`` first (``real_cli``
+    behind a wrapper whose ``pulumi version`` says ``version``), then python3's directory,
+    /usr/local/bin, /usr/bin, /bin.
+
+    Raises:
+        AssertionError: a ``go`` is still on that PATH.
+    """
+    userbin.mkdir(parents=True, exist_ok=True)
+    wrapper = userbin / "pulumi"
+    wrapper.write_text(
+        f'#!/bin/sh\nif [ "$1" = version ]; then echo {version}; exit 0; fi\nexec {real_cli} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    python_dir = Path(os.path.realpath(shutil.which("python3") or "/usr/bin/python3")).parent
+    path = os.pathsep.join([str(userbin), str(python_dir), "/usr/local/bin", "/usr/bin", "/bin"])
+    assert shutil.which("go", path=path) is None, "the user's PATH must have no go"
+    return path
+
+
 def kube_api(kubeconfig: str) -> Any:
     """An ``ApiClient`` (the official ``kubernetes`` client) for kubeconfig text."""
     import yaml

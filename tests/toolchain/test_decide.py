@@ -103,10 +103,17 @@ def test_the_sim_stack_and_the_tests_build_the_simulated_control_plane() -> None
     assert run("sim").build == ["pulumi", "sim"]
 
 
-def test_the_sim_stack_without_go_says_so_unless_built() -> None:
-    with pytest.raises(ToolchainError, match="simulated control plane"):
-        run("sim", pulumi="/p", version="v3.290.0", go=False)
-    assert not run("sim", pulumi="/p", version="v3.290.0", go=False, sim_built=True).needs_go
+def test_the_sim_stack_without_go_may_download_its_control_plane() -> None:
+    """Without go the sim control plane's release binaries may still be downloaded
+    (toolchain/sim/fetch.py asks the servers); only GPULAB_OFFLINE rules that out."""
+    d = run("sim", pulumi="/p", version="v3.290.0", go=False)
+    assert d.build == ["sim"] and not d.needs_go
+    with pytest.raises(ToolchainError, match="GPULAB_OFFLINE=1: the simulated control plane") as e:
+        run("sim", env={"GPULAB_OFFLINE": "1"}, pulumi="/p", version="v3.290.0", go=False)
+    assert "unset GPULAB_OFFLINE to download" in str(e.value)
+    offline = {"env": {"GPULAB_OFFLINE": "1"}, "offline_built": True}
+    assert not run("sim", go=False, sim_built=True, **offline).needs_go  # type: ignore[arg-type]
+    assert run("sim", **offline).needs_go  # type: ignore[arg-type]
 
 
 def test_cli_prints_json_and_shell_lines(tmp_path: Path) -> None:
@@ -131,3 +138,26 @@ def test_cli_prints_json_and_shell_lines(tmp_path: Path) -> None:
         [sys.executable, script, "--stack", "minikube"], capture_output=True, text=True, env=env
     )
     assert err.returncode == 1 and "install the Pulumi CLI" in err.stderr
+
+
+def test_under_sudo_the_lab_refuses_instead_of_building_the_offline_toolchain() -> None:
+    # `sudo make lab`: secure_path dropped the user's PATH (no pulumi found), euid 0, SUDO_USER set.
+    with pytest.raises(ToolchainError) as err:
+        run("k3s", env={"SUDO_USER": "alice"}, euid=0)
+    text = str(err.value)
+    assert "not through sudo (SUDO_USER=alice)" in text and "secure_path" in text
+    assert "sudo chown -R alice: .venv .state stacks" in text
+    # Root itself (a root login, CI) and a user with SUDO_USER left in the environment are fine.
+    assert run("k3s", env={}, euid=0).mode == "offline"
+    assert run("k3s", env={"SUDO_USER": "alice"}, euid=1000).mode == "offline"
+
+
+def test_make_refuses_to_run_through_sudo_before_it_creates_the_venv() -> None:
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("the guard applies to root only; this test runs as a user")
+    env = {**os.environ, "SUDO_USER": "alice"}
+    proc = subprocess.run(["make", "-n", "lab"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "run make as alice, not through sudo" in proc.stderr

@@ -183,3 +183,39 @@ def test_the_two_gpu_simulated_lab_gives_the_count_and_stays_simulated() -> None
     sim[o.COMPUTE_GPUS] = 1
     partial = compute_item(sim)
     assert partial.status == "not-observable-in-simulation" and "not covered: 1 of" in partial.observed
+
+
+GPU0, GPU1 = "GPU-00000000-0000-4000-8000-000000000000", "GPU-00000001-0000-4000-8000-000000000001"
+
+
+def _two_gpu_lab(per_container: dict[str, list[str]]) -> dict[str, Any]:
+    real = load("minikube-h200-1gpu.json")
+    gpu = real[o.HOST_GPUS][0]
+    real[o.HOST_GPUS] = [{**gpu, "index": 0, "uuid": GPU0}, {**gpu, "index": 1, "uuid": GPU1}]
+    real[o.HOST_GPU_COUNT] = len(real[o.HOST_GPUS])
+    real[o.COMPUTE_GPUS] = len(per_container)
+    real[o.COMPUTE_GPU_UUIDS] = {name: {"gpus": uuids, "mig": []} for name, uuids in per_container.items()}
+    return real
+
+
+def test_recorded_distinct_host_gpus_pass_and_name_what_was_covered() -> None:
+    item = compute_item(_two_gpu_lab({"vectoradd-0": [GPU0], "vectoradd-1": [GPU1]}))
+    assert item.status == "pass", item
+    partial = compute_item(_two_gpu_lab({"vectoradd-0": [GPU1]}))
+    assert (
+        partial.status == "not-tested" and f"not covered: 1 of the host's 2 GPUs ({GPU0})" in partial.observed
+    )
+
+
+@pytest.mark.parametrize(
+    ("per_container", "said"),
+    [
+        ({"vectoradd-0": [GPU0], "vectoradd-1": [GPU0]}, f"vectoradd-0 and vectoradd-1 both saw {GPU0}"),
+        ({"vectoradd-0": [GPU0, GPU1], "vectoradd-1": [GPU1]}, f"vectoradd-0 saw 2 GPUs ({GPU0}, {GPU1})"),
+        ({"vectoradd-0": ["GPU-ffffffff-0000-4000-8000-00000000000f"]}, "not a GPU of the host"),
+    ],
+)
+def test_a_recorded_leak_fails(per_container: dict[str, list[str]], said: str) -> None:
+    item = compute_item(_two_gpu_lab(per_container))
+    assert item.status == "fail" and said in item.observed, item
+    assert "the node's runtime gave a container GPUs the device plugin did not allocate" in item.fix

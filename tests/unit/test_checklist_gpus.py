@@ -96,3 +96,22 @@ def test_simulated_lab_compares_but_is_not_observable(sim: dict[str, Any]) -> No
     # A simulated log that contradicts the capture is the lab's own wiring: it fails.
     assert item(two_gpus(sim, [GPU0])).status == Status.FAIL
     assert item(two_gpus(sim, None)).status == Status.NOT_OBSERVABLE
+
+
+def test_a_pod_that_saw_more_gpus_than_it_was_allocated_fails(real: dict[str, Any]) -> None:
+    # One GPU requested on a two-GPU host, both listed: the runtime injected the image's
+    # NVIDIA_VISIBLE_DEVICES=all instead of the device plugin's list. The set matches the
+    # host, which is exactly why a comparison with the host alone passed this before.
+    found = item(two_gpus(real, [GPU0, GPU1], requested=1))
+    assert found.status == Status.FAIL
+    assert found.observed.startswith(f"the smoke Pod saw 2 GPUs ({GPU0}, {GPU1}), it was allocated 1")
+    assert "NVIDIA_VISIBLE_DEVICES=all" in found.observed
+    assert found.fix.startswith("scripts/kubectl -n gpu-operator get ds nvidia-device-plugin-daemonset")
+
+
+def test_more_than_allocated_fails_under_time_slicing_and_in_simulation_too(
+    real: dict[str, Any], sim: dict[str, Any]
+) -> None:
+    assert item(two_gpus(real, [GPU0, GPU1], requested=1), replicas=4).status == Status.FAIL
+    found = item(two_gpus(sim, [GPU0, GPU1], requested=1))
+    assert found.status == Status.FAIL and found.simulated  # the lab's own simulated logs are wrong

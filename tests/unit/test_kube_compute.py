@@ -21,6 +21,19 @@ TOO_NEW_LOG = (
     "Failed to allocate device vector A (error code CUDA driver version is insufficient for CUDA "
     "runtime version)!\n"
 )
+#: The H200 capture's ``nvidia-smi -L`` (tests/data/nvidia-smi/h200-2gpu): what a container
+#: given GPU ``i`` lists before vectorAdd runs (gpulab.kube_compute.COMPUTE_SCRIPT).
+LISTING = (ROOT / "tests" / "data" / "nvidia-smi" / "h200-2gpu" / "nvidia-smi-L.txt").read_text().splitlines()
+UUIDS = [line.split("(UUID: ")[1].rstrip(")") for line in LISTING]
+#: The MIG capture's listing (gpulab/captures/h200-1gpu-mig): GPU 0 and its seven MIG devices.
+MIG_LISTING = (ROOT / "gpulab" / "captures" / "h200-1gpu-mig" / "nvidia-smi-L.txt").read_text().splitlines()
+
+
+def container_log(*gpus: int) -> str:
+    """A vectorAdd container's log that listed the capture's GPUs ``gpus``, then passed."""
+    return "".join(f"{LISTING[i]}\n" for i in gpus) + PASSED_LOG
+
+
 NO_DEVICE_LOG = (
     "[Vector addition of 50000 elements]\n"
     "Failed to allocate device vector A (error code no CUDA-capable device is detected)!\n"
@@ -73,7 +86,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     the diagnosis is a marker. ``read`` records the containers whose log was read."""
     state: dict[str, Any] = {
         "phase": "Succeeded",
-        "log": PASSED_LOG,
+        "log": container_log(0),
         "containers": ["vectoradd-0"],
         "read": [],
     }
@@ -122,11 +135,118 @@ def test_a_succeeded_pod_with_test_passed_is_passed(cluster: dict[str, Any]) -> 
 
 def test_each_container_s_log_is_read_and_counted(cluster: dict[str, Any]) -> None:
     cluster["containers"] = ["vectoradd-0", "vectoradd-1"]
-    cluster["log"] = {"vectoradd-0": PASSED_LOG, "vectoradd-1": "# gpu-lab simulated: kwok\n" + PASSED_LOG}
-    facts = kube.compute(_Api(), "default", "gpu-compute", 5)
+    cluster["log"] = {
+        "vectoradd-0": container_log(0),
+        "vectoradd-1": "# gpu-lab simulated: kwok\n" + container_log(1),
+    }
+    facts = kube.compute(
+        _Api(), "default", "gpu-compute", 5, isolation=kube_compute.Isolation(host=tuple(UUIDS))
+    )
     assert facts["computeGpus"] == 2 and facts["computeResult"] == "passed"
     assert cluster["read"] == ["vectoradd-0", "vectoradd-1"]
     assert facts["computeLogSimulated"] is True  # any simulated log marks the facts simulated
+    assert facts["computeGpuUuids"] == {
+        "vectoradd-0": {"gpus": [UUIDS[0]], "mig": []},
+        "vectoradd-1": {"gpus": [UUIDS[1]], "mig": []},
+    }
+
+
+def test_two_containers_that_saw_the_same_gpu_fail_with_the_runtime_diagnosis(
+    cluster: dict[str, Any],
+) -> None:
+    # The leak class: the runtime read the image's NVIDIA_VISIBLE_DEVICES=all, not the device
+    # plugin's list. Here each container lists the same single GPU (a wrong device list).
+    cluster["containers"] = ["vectoradd-0", "vectoradd-1"]
+    cluster["log"] = {"vectoradd-0": container_log(0), "vectoradd-1": container_log(0)}
+    with pytest.raises(kube.GateError) as err:
+        kube.compute(
+            _Api(),
+            "default",
+            "gpu-compute",
+            5,
+            isolation=kube_compute.Isolation(host=tuple(UUIDS), cluster="kind", device_list="envvar"),
+        )
+    text = str(err.value)
+    assert text.startswith("compute Pod default/gpu-compute succeeded, but the containers did not each see")
+    assert f"vectoradd-0 and vectoradd-1 both saw {UUIDS[0]} (each was given its own)" in text
+    assert "DEVICE_LIST_STRATEGY=envvar" in text and "NVIDIA_VISIBLE_DEVICES=all" in text
+    # The variant's own reason, and the first fix as a command.
+    assert "On kind: the kind worker's containerd runs runtime class nvidia" in text
+    assert (
+        "scripts/kubectl -n gpu-operator get ds nvidia-device-plugin-daemonset" in text
+        and "DIAGNOSIS" in text
+    )
+
+
+def test_a_container_that_saw_two_gpus_fails(cluster: dict[str, Any]) -> None:
+    # Every GPU of the host in one container: what `NVIDIA_VISIBLE_DEVICES=all` injects.
+    cluster["containers"] = ["vectoradd-0", "vectoradd-1"]
+    cluster["log"] = {"vectoradd-0": container_log(0, 1), "vectoradd-1": container_log(0, 1)}
+    with pytest.raises(kube.GateError) as err:
+        kube.compute(
+            _Api(), "default", "gpu-compute", 5, isolation=kube_compute.Isolation(cluster="minikube")
+        )
+    text = str(err.value)
+    assert f"vectoradd-0 saw 2 GPUs ({UUIDS[0]}, {UUIDS[1]}), it was given 1" in text
+    assert f"vectoradd-1 saw 2 GPUs ({UUIDS[0]}, {UUIDS[1]}), it was given 1" in text
+    assert "DEVICE_LIST_STRATEGY=the chart's" in text and "On minikube: with the docker runtime" in text
+
+
+def test_one_container_with_every_gpu_fails_even_alone(cluster: dict[str, Any]) -> None:
+    cluster["log"] = container_log(0, 1)
+    with pytest.raises(kube.GateError, match="vectoradd-0 saw 2 GPUs"):
+        kube.compute(_Api(), "default", "gpu-compute", 5)
+
+
+def test_a_gpu_the_host_does_not_have_fails(cluster: dict[str, Any]) -> None:
+    cluster["log"] = container_log(1)
+    with pytest.raises(kube.GateError, match=f"vectoradd-0 saw {UUIDS[1]}, not a GPU of the host"):
+        kube.compute(_Api(), "default", "gpu-compute", 5, isolation=kube_compute.Isolation(host=(UUIDS[0],)))
+
+
+def test_a_container_that_listed_no_gpu_fails_naming_the_missing_listing(cluster: dict[str, Any]) -> None:
+    cluster["log"] = PASSED_LOG  # vectorAdd ran, but nvidia-smi -L printed nothing
+    with pytest.raises(kube.GateError) as err:
+        kube.compute(_Api(), "default", "gpu-compute", 5)
+    text = str(err.value)
+    assert "vectoradd-0 listed no GPU (no nvidia-smi -L line), it was given 1" in text
+    assert "without the driver utilities" in text and "NVIDIA_VISIBLE_DEVICES=all" not in text
+
+
+def test_a_mig_container_lists_its_device_under_its_gpu(cluster: dict[str, Any]) -> None:
+    cluster["log"] = "\n".join(MIG_LISTING[:2]) + "\n" + PASSED_LOG
+    facts = kube.compute(_Api(), "default", "gpu-compute", 5, isolation=kube_compute.Isolation(unit="mig"))
+    assert facts["computeGpuUuids"]["vectoradd-0"] == {
+        "gpus": ["GPU-00000000-0000-4000-8000-000000000000"],
+        "mig": ["MIG-00000000-0000-4000-8000-000000000001"],
+    }
+    cluster["log"] = "\n".join(MIG_LISTING) + "\n" + PASSED_LOG  # every MIG device: a leak
+    with pytest.raises(kube.GateError, match="vectoradd-0 saw 7 MIG devices"):
+        kube.compute(_Api(), "default", "gpu-compute", 5, isolation=kube_compute.Isolation(unit="mig"))
+
+
+def test_time_slicing_replicas_may_share_a_gpu(cluster: dict[str, Any]) -> None:
+    cluster["containers"] = ["vectoradd-0", "vectoradd-1"]
+    cluster["log"] = {"vectoradd-0": container_log(0), "vectoradd-1": container_log(0)}
+    facts = kube.compute(_Api(), "default", "gpu-compute", 5, isolation=kube_compute.Isolation(unit="shared"))
+    assert facts["computeResult"] == "passed"
+
+
+def test_the_compute_subcommand_reads_what_each_container_was_given() -> None:
+    import argparse
+
+    p = argparse.ArgumentParser()
+    kube_compute.add_arguments(p)
+    args = p.parse_args(
+        ["--unit", "gpu", "--host-gpu-uuid", UUIDS[0], "--host-gpu-uuid", UUIDS[1], "--cluster", "k3s"]
+    )
+    assert kube_compute.isolation_from_args(args) == kube_compute.Isolation("gpu", tuple(UUIDS), "k3s", None)
+    assert kube_compute.isolation_from_args(p.parse_args([])).host is None
+
+
+def test_the_container_script_lists_then_runs_the_sample_and_is_a_constant() -> None:
+    # No configured value reaches the shell; vectorAdd runs even when nvidia-smi is missing.
+    assert kube_compute.COMPUTE_SCRIPT == "nvidia-smi -L; exec /cuda-samples/vectorAdd"
 
 
 def test_a_succeeded_pod_names_the_container_whose_log_lacks_test_passed(cluster: dict[str, Any]) -> None:

@@ -256,7 +256,8 @@ def test_resources_reports_both_problems() -> None:
     "output",
     [
         "v1.37.0\n",
-        "minikube version: v1.32.0\ncommit: 8220a6eb95f0a4d75f7f2d7b14cef975f050512d\n",
+        # kubernetes/minikube v1.38.1's `minikube version` (long form).
+        "minikube version: v1.38.1\ncommit: c93a4cb9311efc66b90d33ea03f75f2c4120e9b0\n",
         "v1.40.1",
     ],
 )
@@ -269,19 +270,28 @@ def test_minikube_new_enough(output: str) -> None:
 @pytest.mark.parametrize(
     ("output", "shown"),
     [
-        (
-            "minikube version: v1.31.2\ncommit: fd7ecd9c4599bef9f04c0986c4a0187f98a4396e\n",
-            "v1.31.2",
-        ),
-        ("v1.32.0-beta.0\n", "v1.32.0-beta.0"),
+        # v1.36.0 bundles cri-dockerd v0.4.0 but supports Kubernetes up to v1.33.1 only
+        # (kubernetes/minikube v1.36.0 deploy/kicbase/Dockerfile, constants.go).
+        ("minikube version: v1.36.0\ncommit: f8f52f5de11fc6ad8244afac475e1d0f96841df1\n", "v1.36.0"),
+        # v1.35.0: cri-dockerd v0.3.15, which refuses RuntimeHandler "nvidia".
+        ("v1.35.0\n", "v1.35.0"),
+        # v1.32.0 was the old floor (the first with --gpus).
+        ("v1.32.0\n", "v1.32.0"),
+        ("v1.37.0-beta.0\n", "v1.37.0-beta.0"),
         ("v0.35.0", "v0.35.0"),
     ],
 )
 def test_minikube_too_old(output: str, shown: str) -> None:
     finding = preflight.check_minikube_version(output)
     assert not finding.ok
-    assert f"minikube {shown} is older than v1.32.0" in finding.message
-    assert "upgrade minikube to v1.32.0" in finding.fix
+    assert f"minikube {shown} is older than v1.37.0" in finding.message
+    assert 'RuntimeHandler "nvidia" not supported' in finding.message
+    assert finding.fix.startswith("upgrade minikube to v1.37.0 or newer")
+
+
+def test_minikube_too_old_names_what_the_release_bundles() -> None:
+    finding = preflight.check_minikube_version("v1.35.0", "cri-dockerd v0.3.15")
+    assert "older than v1.37.0 (it bundles cri-dockerd v0.3.15)" in finding.message
 
 
 @pytest.mark.parametrize("output", ["", "command not found: minikube", "1.37"])
@@ -384,7 +394,7 @@ def test_raise_on_failures_lists_every_failure_with_fix() -> None:
     findings = [
         Finding("nvidia-smi", True, "nvidia-smi ran"),
         preflight.check_nvidia_smi(None, "", ""),
-        preflight.check_minikube_version("v1.31.0"),
+        preflight.check_minikube_version("v1.36.0"),
     ]
     with pytest.raises(PreflightError) as err:
         preflight.raise_on_failures(findings)
@@ -392,7 +402,7 @@ def test_raise_on_failures_lists_every_failure_with_fix() -> None:
     assert message.startswith("2 preflight check(s) failed:")
     assert "- nvidia-smi: nvidia-smi not found on PATH" in message
     assert "fix: install the NVIDIA driver" in message
-    assert "- minikube-version: minikube v1.31.0 is older than v1.32.0" in message
+    assert "- minikube-version: minikube v1.36.0 is older than v1.37.0" in message
     assert "nvidia-smi ran" not in message
     assert [f.check for f in err.value.failures] == ["nvidia-smi", "minikube-version"]
 

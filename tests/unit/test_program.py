@@ -153,10 +153,12 @@ def test_helm_release_from_repository_pins_version_and_disables_driver() -> None
         "driver": {"enabled": False},
         # minikube --gpus=all already runs the nvidia runtime in its node: toolkit off by default.
         "toolkit": {"enabled": False},
-        "devicePlugin": {"enabled": True},
+        # cri-dockerd hands Docker no CDI device: the node's nvidia runtime reads the device
+        # plugin's NVIDIA_VISIBLE_DEVICES (variants/minikube, device_list_reason).
+        "devicePlugin": {"enabled": True, "env": [{"name": "DEVICE_LIST_STRATEGY", "value": "envvar"}]},
         "dcgmExporter": {"enabled": True},
         "nfd": {"enabled": True},
-        "cdi": {"enabled": True},
+        "cdi": {"enabled": False},
         # Always set: the chart's default is single, the lab's none (gpulab.mig).
         "mig": {"strategy": "none"},
     }

@@ -29,7 +29,8 @@ def test_the_compute_pod_runs_nvidias_vectoradd_once_on_one_gpu_after_the_smoke_
     (c,) = spec["containers"]  # one GPU on this host: one vectorAdd container
     assert c["name"] == "vectoradd-0"
     assert c["image"] == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
-    assert "command" not in c  # the image's own entrypoint is vectorAdd
+    # It lists the GPU it sees, then runs the sample (a constant script: no configured value).
+    assert c["command"] == ["sh", "-c", "nvidia-smi -L; exec /cuda-samples/vectorAdd"]
     assert (
         c["resources"]["limits"]
         == run.by_name("smoke-pod").inputs["spec"]["containers"][0]["resources"]["limits"]
@@ -42,6 +43,12 @@ def test_the_compute_pod_runs_nvidias_vectoradd_once_on_one_gpu_after_the_smoke_
     assert argv[argv.index("--timeout") + 1] == "300"
     assert argv[argv.index("--host-max-cuda") + 1] == "13.0"
     assert "GPULAB_KUBECONFIG" in check.inputs["environment"]["value"]
+    # What each container must have seen: one whole GPU, among the host's (the probe's UUID),
+    # and the variant and device list its diagnosis names.
+    assert argv[argv.index("--unit") + 1] == "gpu"
+    assert argv[argv.index("--host-gpu-uuid") + 1].startswith("GPU-")
+    assert argv[argv.index("--cluster") + 1] == "minikube"
+    assert argv[argv.index("--device-list-strategy") + 1] == "envvar"
 
 
 def test_two_gpus_two_vectoradd_containers_one_gpu_each(chart: str) -> None:
@@ -53,7 +60,7 @@ def test_two_gpus_two_vectoradd_containers_one_gpu_each(chart: str) -> None:
     assert [c["name"] for c in containers] == ["vectoradd-0", "vectoradd-1"]
     for c in containers:
         assert c["resources"]["limits"] == {"nvidia.com/gpu": "1"}
-        assert "command" not in c and "args" not in c  # the image's own entrypoint
+        assert c["command"] == ["sh", "-c", "nvidia-smi -L; exec /cuda-samples/vectorAdd"] and "args" not in c
         assert c["image"] == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
     # The check's count (the harness reports every container passed) is the stack output.
     assert run.outputs[out.COMPUTE_GPUS] == 2 and run.outputs[out.SMOKE_GPUS] == 2
@@ -65,14 +72,25 @@ def test_pod_spec_has_one_container_per_gpu() -> None:
 
     spec = pod_spec("img:1", "nvidia.com/mig-1g.18gb", "nvidia", gpus=3)
     assert spec["runtimeClassName"] == "nvidia" and spec["restartPolicy"] == "Never"
+    script = ["sh", "-c", "nvidia-smi -L; exec /cuda-samples/vectorAdd"]
     assert spec["containers"] == [
-        {"name": f"vectoradd-{i}", "image": "img:1", "resources": {"limits": {"nvidia.com/mig-1g.18gb": "1"}}}
+        {
+            "name": f"vectoradd-{i}",
+            "image": "img:1",
+            "command": script,
+            "resources": {"limits": {"nvidia.com/mig-1g.18gb": "1"}},
+        }
         for i in range(3)
     ]
     assert pod_spec("img:1") == {
         "restartPolicy": "Never",
         "containers": [
-            {"name": "vectoradd-0", "image": "img:1", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+            {
+                "name": "vectoradd-0",
+                "image": "img:1",
+                "command": script,
+                "resources": {"limits": {"nvidia.com/gpu": "1"}},
+            }
         ],
     }
     with pytest.raises(ValueError, match="at least one container"):

@@ -27,6 +27,9 @@ from variants.existing import ctl as existing_ctl
 from . import program_harness
 from .program_harness import COMMAND, run_program
 
+#: The real minikube host checks (the no_host_tools fixture replaces them per test).
+REAL_MINIKUBE_HOST_FINDINGS = variants.minikube.host.minikube_host_findings
+
 PREEXISTING = ["clusterpolicies.nvidia.com"]
 
 
@@ -457,3 +460,32 @@ def test_each_existing_config_error_stops_before_any_resource(
 def test_unknown_context_error_lists_the_allowed_contexts(kubeconfig: Path, chart: str) -> None:
     run = run_program({**existing(kubeconfig, chart), "kubeContext": "nope"})
     assert "allowed: gpu-cluster, laptop" in str(run.error)
+
+
+# --------------------------------------------------------------------------- minikube floor
+
+
+def test_a_minikube_below_the_floor_stops_the_program_before_anything_is_created(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """minikube v1.36.0 bundles cri-dockerd v0.4.0 but supports Kubernetes up to v1.33.1
+    (kubernetes/minikube v1.36.0 deploy/kicbase/Dockerfile, constants.go): below the floor."""
+    real = REAL_MINIKUBE_HOST_FINDINGS
+    info = json.dumps({"Runtimes": {"nvidia": {}, "runc": {}}, "DefaultRuntime": "nvidia"})
+
+    def host(argv: list[str]) -> tuple[int | None, str, str]:
+        if argv[:2] == ["docker", "info"]:
+            return 0, info, ""
+        if argv[:2] == ["docker", "context"]:
+            return 0, "default\n", ""
+        if argv[:2] == ["minikube", "version"]:
+            return 0, "v1.36.0\n", ""
+        return None, "", f"{argv[0]}: not found on PATH"
+
+    monkeypatch.setattr(variants.minikube.host, "minikube_host_findings", lambda cfg: real(cfg, run=host))
+    run = run_program(program_harness.MINIKUBE)
+    assert isinstance(run.error, PreflightError)
+    text = str(run.error)
+    assert "minikube-version: minikube v1.36.0 is older than v1.37.0 (it bundles cri-dockerd v0.4.0)" in text
+    assert "fix: upgrade minikube to v1.37.0 or newer" in text
+    assert [r.name for r in run.registrations] in ([], ["host"])

@@ -78,21 +78,49 @@ def _options(info: language_pb2.ProgramInfo) -> dict[str, Any]:
     return dict(MessageToDict(info.options))
 
 
-def python_for(info: language_pb2.ProgramInfo) -> str:
-    """The interpreter for a program: its ``runtime.options.virtualenv``, else PULUMI_PYTHON_CMD.
+def virtualenv_for(info: language_pb2.ProgramInfo, plugin: bool = False) -> Path | None:
+    """The virtualenv a program or plugin runs in: ``runtime.options.virtualenv`` (from
+    Pulumi.yaml, or a policy pack's PulumiPolicy.yaml), relative to ``info.root_directory``
+    (for a policy pack the pack's own directory); None when unset.
+
+    As the official host does (pulumi/pulumi sdk/python/cmd/pulumi-language-python
+    ``parseOptions`` and sdk/python/toolchain/pip.go ``resolveVirtualEnvironmentPath``,
+    v3.259.0): a plugin other than a policy pack (``plugin``) defaults to ``venv``; a program
+    and a policy pack keep the ambient interpreter when the option is unset.
+    """
+    venv = _options(info).get("virtualenv") or ("venv" if plugin else None)
+    if not venv:
+        return None
+    root = info.root_directory or info.program_directory
+    # filepath.Join cleans the result (`policy/../.venv` is `.venv`): so does normpath.
+    return Path(venv) if os.path.isabs(venv) else Path(os.path.normpath(os.path.join(root, venv)))
+
+
+def activated(env: dict[str, str], venv: Path | None) -> dict[str, str]:
+    """``env`` with ``venv`` activated as the official host's ``ActivateVirtualEnv`` does
+    (``VIRTUAL_ENV`` set, its ``bin`` first on ``PATH``, ``PYTHONHOME`` dropped); ``env``
+    unchanged for None."""
+    if venv is None:
+        return env
+    out = {k: v for k, v in env.items() if k != "PYTHONHOME"}
+    out["VIRTUAL_ENV"] = str(venv)
+    out["PATH"] = os.pathsep.join([str(venv / "bin"), *filter(None, [env.get("PATH")])])
+    return out
+
+
+def python_for(info: language_pb2.ProgramInfo, plugin: bool = False) -> str:
+    """The interpreter for a program or plugin: its virtualenv's (:func:`virtualenv_for`),
+    else PULUMI_PYTHON_CMD, else ``python3``.
 
     Raises:
-        FileNotFoundError: the virtualenv named in Pulumi.yaml does not exist, with the fix.
+        FileNotFoundError: the virtualenv named in the options does not exist, with the fix.
     """
-    opts = _options(info)
-    venv = opts.get("virtualenv")
-    if venv:
-        root = info.root_directory or info.program_directory
-        vdir = Path(venv) if os.path.isabs(venv) else Path(root) / venv
+    vdir = virtualenv_for(info, plugin)
+    if vdir is not None:
         py = vdir / "bin" / "python"
         if not py.exists():
             raise FileNotFoundError(
-                f"virtualenv {vdir} from Pulumi.yaml runtime.options.virtualenv does not exist: "
+                f"virtualenv {vdir} from runtime.options.virtualenv does not exist: "
                 "run `make venv` (or `pulumi install`) in the project first"
             )
         return str(py)
@@ -171,12 +199,10 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         return language_pb2.AboutResponse(executable=py, version=ver.removeprefix("Python "))
 
     def InstallDependencies(self, request: Any, context: Any) -> Iterator[Any]:
-        opts = _options(request.info)
-        root = Path(request.info.root_directory or request.info.program_directory)
-        venv = opts.get("virtualenv")
+        # A plugin's (a policy pack's too: `pulumi install` in its directory) defaults to venv.
+        vdir = virtualenv_for(request.info, plugin=request.is_plugin)
         steps: list[list[str]] = []
-        if venv:
-            vdir = Path(venv) if os.path.isabs(venv) else root / venv
+        if vdir is not None:
             if not (vdir / "bin" / "python").exists():
                 steps.append([sys.executable, "-m", "venv", str(vdir)])
             py = str(vdir / "bin" / "python")
@@ -246,9 +272,11 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         return language_pb2.RunResponse(error=f"program exited with non-zero exit code: {code}")
 
     def RunPlugin(self, request: Any, context: Any) -> Iterator[Any]:
-        """Runs a Python plugin; for policy packs (kind ``analyzer``) ``python -m pulumi.policy``."""
+        """Runs a Python plugin; for policy packs (kind ``analyzer``) ``python -m pulumi.policy``
+        in the pack's virtualenv (PulumiPolicy.yaml ``runtime.options.virtualenv``), activated."""
+        is_plugin = request.kind != "analyzer"
         try:
-            py = python_for(request.info)
+            py = python_for(request.info, plugin=is_plugin)
         except FileNotFoundError as exc:
             yield language_pb2.RunPluginResponse(stderr=f"{exc}\n".encode())
             yield language_pb2.RunPluginResponse(exitcode=1)
@@ -259,7 +287,7 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         else:
             argv = [py, "-u", request.info.program_directory, *request.args]
             cwd = request.pwd or request.info.program_directory
-        env = dict(os.environ)
+        env = activated(dict(os.environ), virtualenv_for(request.info, plugin=is_plugin))
         for kv in request.env:
             k, _, v = kv.partition("=")
             env[k] = v

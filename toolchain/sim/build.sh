@@ -45,7 +45,8 @@ for arg in "$@"; do
 done
 [[ ${#components[@]} -gt 0 ]] || components=(kube etcd kwok helm)
 
-command -v go >/dev/null || { echo "build.sh: 'go' not found on PATH; install Go >= 1.26" >&2; exit 1; }
+# go is needed only for what is not cached: a complete cache is relinked without it.
+need_go() { command -v go >/dev/null || { echo "build.sh: 'go' not found on PATH; install Go >= 1.26" >&2; exit 1; }; }
 
 log() { echo "[sim-build] $*" >&2; }
 
@@ -148,6 +149,7 @@ ensure_wrapper() {
   local comp=$1 mod=$2 ver=$3 have
   have=$(pinned "$wrappers/$comp" "$mod")
   if [[ $update == 1 || $have != "$ver" ]]; then
+    need_go
     [[ -z $have || $update == 1 ]] || log "$comp: wrapper pins $mod $have, versions.env wants $ver: regenerating (commit go.mod/go.sum)"
     case $comp in
       kube) generate_kube ;;
@@ -170,6 +172,7 @@ build_component() {
   local out=$cache/$comp-$ver fp
   ensure_wrapper "$comp" "$mod" "v$ver"
   if [[ $mod_only == 1 ]]; then
+    need_go
     (cd "$wrappers/$comp" && go mod download)
     log "$comp $ver: go.mod/go.sum ready"
     return 0
@@ -180,6 +183,7 @@ build_component() {
     for b in "${bins[@]}"; do [[ -x $out/bin/$b ]] || ok=0; done
     if [[ $ok == 1 ]]; then log "$comp $ver: cached in $out"; return 0; fi
   fi
+  need_go
   log "$comp $ver: building into $out"
   local tmp=$out.partial start end
   rm -rf "$tmp"

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gpulab.names import DEVICE_LIST_ENVVAR
 from variants.base import Getter, Runner, Variant, run_quietly
 
 if TYPE_CHECKING:
@@ -22,6 +23,15 @@ if TYPE_CHECKING:
 #: Oldest chart whose ClusterPolicy takes ``cdi.nriPluginEnabled`` as the way to inject GPUs
 #: (RKE2's GPU Operator docs recommend it from v26.3.x; it needs containerd >= 2.1).
 MIN_NRI_CHART = (26, 3, 0)
+#: Why k3s's nvidia runtime handler takes no CDI annotation (without the NRI plugin).
+_NO_CDI = (
+    "k3s renders its containerd config from its own template on every start (docs.k3s.io, "
+    "'Configuring containerd'), and the nvidia runtime handler it renders has only runtime_type and "
+    "BinaryName, no container_annotations (k3s-io/k3s pkg/agent/templates, ExtraRuntimes), so the "
+    "chart's cdi-annotations never reach that runtime; with cdi.enabled the operator's toolkit puts it "
+    "in cdi mode (NVIDIA/gpu-operator v26.7.0 transformToolkitCtrForCDI: NVIDIA_CONTAINER_RUNTIME_MODE=cdi), "
+    "where the image's NVIDIA_VISIBLE_DEVICES=all asks for every GPU"
+)
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -29,12 +39,19 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 
 
 class K3s(Variant):
-    """k3s on this host, run as root (see module docstring). The installer brings every tool."""
+    """k3s on this host; its root steps run through ``sudo -n`` (variants/k3s/ctl.py). The
+    installer brings every tool."""
 
     name = "k3s"
     node_runtime = "k3s"
     steps: ClassVar = {"up": "k3s-install"}
     exclusive_settings = (("k3sNriPlugin", True),)
+    device_list_reason = (
+        _NO_CDI + "; with cdi off the toolkit leaves the runtime in its default mode, and the envvar "
+        "strategy's per-container NVIDIA_VISIBLE_DEVICES (the allocated UUIDs, over the image's all) is "
+        "what it injects. With k3sNriPlugin the operator's NRI plugin injects the CDI devices and the "
+        "chart's choice stands"
+    )
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
         from gpulab.config import K3S_VERSION, NAMESPACE
@@ -52,6 +69,9 @@ class K3s(Variant):
         from gpulab.config import CHART_VERSION, NAMESPACE
 
         if not get("k3sNriPlugin"):
+            self.refuse_cdi(
+                values, problems, _NO_CDI + " (set k3sNriPlugin=true to inject GPUs by CDI through NRI)"
+            )
             return {}
         chart_version = str(get("chartVersion"))
         if CHART_VERSION.match(chart_version) and _version_tuple(chart_version) < MIN_NRI_CHART:
@@ -66,6 +86,14 @@ class K3s(Variant):
                     "(the chart refuses the NRI plugin without it)"
                 )
         return {}
+
+    def operator_cdi(self, requested: bool | None, get: Getter) -> bool:
+        # The NRI plugin needs CDI (the chart refuses it otherwise); without it, CDI stays off.
+        nri = bool(get("k3sNriPlugin"))
+        return nri if requested is None else requested
+
+    def device_list_strategy(self, op: OperatorConfig) -> str | None:
+        return None if op.nri_plugin else DEVICE_LIST_ENVVAR
 
     def runtime_class(self, cfg: LabConfig) -> str | None:
         # k3s's containerd adds the nvidia handler and keeps runc the default; the NRI plugin

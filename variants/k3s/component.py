@@ -1,11 +1,11 @@
 """K3sCluster component: k3s installed on this host, uninstalled on destroy.
 
-One local command, ``{name}-cluster``: ``variants.k3s.ctl up --version V`` (as root:
-check, then the official installer with ``INSTALL_K3S_VERSION=V`` unless that version is
-installed; wait for the node) and ``down`` (``k3s-uninstall.sh``, only for a k3s the lab
-installed; success when gone). A new version replaces it delete-first: uninstall, then
-install (k3s holds one installation per host). The kubeconfig is
-``/etc/rancher/k3s/k3s.yaml``.
+One local command, ``{name}-cluster``: ``variants.k3s.ctl up --version V`` (as the user;
+its root steps through ``sudo -n``: check, then the official installer with
+``INSTALL_K3S_VERSION=V`` unless that version is installed; wait for the node) and ``down``
+(``k3s-uninstall.sh``, only for a k3s the lab installed; success when gone). A new version
+replaces it delete-first: uninstall, then install (k3s holds one installation per host). The
+kubeconfig is ``/etc/rancher/k3s/k3s.yaml``, read as root into memory.
 
 k3s adds an ``nvidia`` containerd handler when it finds the NVIDIA runtime and ships a
 ``nvidia`` RuntimeClass; the operator's toolkit is pointed at k3s's containerd config and

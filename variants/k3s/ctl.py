@@ -1,18 +1,25 @@
 """k3s lifecycle for the lab: install and uninstall through commands, check-then-act.
 
 Run by the K3sCluster component as ``python3 -m variants.k3s.ctl up|down|preflight``, as
-root (the installer writes ``/usr/local/bin`` and a systemd unit, and
-``/etc/rancher/k3s/k3s.yaml`` is readable by root only).
+the user who runs ``make lab``. Only the steps that need root run as root (:func:`as_root`:
+directly when the helper is root, else through ``sudo -n``, which never prompts): the
+installer (it writes ``/usr/local/bin`` and a systemd unit), the uninstaller, the marker in
+``/etc/rancher/k3s`` and reading ``/etc/rancher/k3s/k3s.yaml`` (mode 0600, root's: k3s
+``--write-kubeconfig-mode`` would open it to every user, which the lab does not do).
+Preflight checks that ``sudo -n`` works and that the lab itself is not run through sudo
+(sudo's ``secure_path`` would drop the user's PATH, so their ``pulumi`` would look missing,
+and the checkout's ``.venv`` and ``.state`` would become root's).
 
 ``up --version V``: when ``k3s --version`` already reports V, nothing is installed (a
 re-run is safe); otherwise the official install script (``https://get.k3s.io``) is
 downloaded to a temporary file and run as ``sh <script>`` with ``INSTALL_K3S_VERSION=V``
-in its environment (:func:`install_command`; the version is validated by config, and no
-shell pipes a download). A k3s of another version that gpu-lab did not install is left
-alone and ``up`` fails saying so. The lab writes :data:`MARKER` when it installs k3s, so
-``down`` uninstalls (``k3s-uninstall.sh``) only a k3s it installed, and succeeds when k3s
-is already gone. Then ``up`` waits for the node to be Ready and prints one JSON object:
-``{"kubeconfig", "kubernetesVersion", "version", "installed": bool}``.
+in its environment (:func:`install_command`, run as root with ``env``: sudo resets the
+environment; the version is validated by config, and no shell pipes a download). A k3s
+of another version that gpu-lab did not install is left alone and ``up`` fails saying so.
+The lab writes :data:`MARKER` when it installs k3s, so ``down`` uninstalls
+(``k3s-uninstall.sh``) only a k3s it installed, and succeeds when k3s is already gone.
+Then ``up`` waits for the node to be Ready and prints one JSON object: ``{"kubeconfig",
+"kubernetesVersion", "version", "installed": bool}``.
 
 GPUs (docs.k3s.io, "Alternative Container Runtime Support"): k3s adds an ``nvidia``
 runtime handler to its containerd config when it finds ``nvidia-container-runtime`` at
@@ -55,7 +62,10 @@ CONTAINERD_DIR: Final = "/var/lib/rancher/k3s/agent/etc/containerd/"
 CONTAINERD_CONFIG: Final = CONTAINERD_DIR + "config.toml"
 CONTAINERD_SOCKET: Final = "/run/k3s/containerd/containerd.sock"
 RUNTIME_CLASS: Final = "nvidia"
-CHECK_ROOT: Final = "k3s-root"
+CHECK_SUDO: Final = "k3s-sudo"
+CHECK_NOT_UNDER_SUDO: Final = "k3s-not-under-sudo"
+#: Proxy settings the installer's downloads need, passed on through sudo's reset environment.
+PROXY_VARS: Final = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy")
 CHECK_INIT: Final = "k3s-systemd"
 CHECK_INSTALLED: Final = "k3s-installed"
 _VERSION_RE: Final = re.compile(r"k3s version (v\d+\.\d+\.\d+\+k3s\d+)")
@@ -101,16 +111,70 @@ def plan(installed: str | None, ours: bool, wanted: str) -> str:
     return "upgrade" if ours else "refuse"
 
 
-def check_root(euid: int) -> Finding:
-    """Check the helper runs as root (effective uid ``euid``)."""
+def as_root(argv: Sequence[str], euid: int | None = None) -> list[str]:
+    """``argv`` as root: unchanged when the helper is root (effective uid ``euid``, default
+    this process's), else through ``sudo -n --`` (non-interactive: it fails instead of asking
+    for a password; preflight checks it first, :func:`check_sudo`)."""
+    uid = os.geteuid() if euid is None else euid
+    return list(argv) if uid == 0 else ["sudo", "-n", "--", *argv]
+
+
+def root_env_argv(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """``argv`` with ``env`` set through ``env K=V ...`` (sudo resets the environment, so
+    variables are passed on the command line of ``env``, never through a shell)."""
+    return ["env", *(f"{k}={v}" for k, v in env.items()), *argv]
+
+
+def check_sudo(euid: int, run: cmd.Probe = cmd.probe) -> Finding:
+    """Check the steps that need root can run without a prompt: the helper is root, or
+    ``sudo -n true`` succeeds (credentials cached by ``sudo -v``, or a NOPASSWD rule).
+
+    ``run`` runs ``sudo -n true``; its exit code ``None`` means sudo is not installed."""
     if euid == 0:
-        return Finding(CHECK_ROOT, True, "running as root")
+        return Finding(
+            CHECK_SUDO, True, "running as root: the installer, uninstaller and k3s.yaml need no sudo"
+        )
+    rc, _, err = run(["sudo", "-n", "true"])
+    if rc == 0:
+        return Finding(
+            CHECK_SUDO,
+            True,
+            "sudo -n works: only the installer, the uninstaller, the marker and reading "
+            f"{KUBECONFIG} run as root; Pulumi, .venv and .state stay yours",
+        )
+    if rc is None:
+        return Finding(
+            CHECK_SUDO,
+            False,
+            "sudo is not installed: the k3s installer writes /usr/local/bin and a systemd unit, and "
+            f"{KUBECONFIG} is readable by root only",
+            "install sudo, or run the lab as root itself (not through sudo)",
+        )
+    said = err.strip().splitlines()[0] if err.strip() else f"exit {rc}"
     return Finding(
-        CHECK_ROOT,
+        CHECK_SUDO,
         False,
-        "the k3s lab must run as root: the installer writes /usr/local/bin and a systemd unit, and "
-        f"{KUBECONFIG} (the kubeconfig the lab reads) is readable by root only",
-        "run it as root, keeping the environment: sudo -E make lab (GPULAB_STACK=k3s)",
+        f"sudo asks for a password (sudo -n true: {said}); the lab runs its root steps (the k3s installer, "
+        f"the uninstaller, reading {KUBECONFIG}) with sudo -n, which never prompts",
+        "sudo -v (sudo keeps your credentials for its timestamp_timeout, 15 minutes by default), then "
+        "GPULAB_STACK=k3s make lab as yourself; not sudo make lab",
+    )
+
+
+def check_not_under_sudo(euid: int, sudo_user: str | None) -> Finding:
+    """Check the lab itself is not run through sudo (root with ``SUDO_USER`` set): sudo's
+    ``secure_path`` replaced the user's PATH (their ``pulumi`` would look missing and the
+    offline toolchain would be built instead), and what the lab writes in the checkout
+    (``.venv``, ``.state``, ``stacks/Pulumi.k3s.yaml``) would become root's."""
+    if euid != 0 or not sudo_user:
+        return Finding(CHECK_NOT_UNDER_SUDO, True, "not run through sudo")
+    return Finding(
+        CHECK_NOT_UNDER_SUDO,
+        False,
+        f"the lab runs as root through sudo (SUDO_USER={sudo_user}): sudo's secure_path dropped your PATH "
+        "(your pulumi) and the checkout's .venv and .state would become root's",
+        f"run it as {sudo_user}: GPULAB_STACK=k3s make lab (the k3s steps ask sudo -n themselves); if an "
+        f"earlier sudo run left root-owned files: sudo chown -R {sudo_user}: .venv .state stacks",
     )
 
 
@@ -156,6 +220,13 @@ def ready_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
+def marker_present(run: cmd.Probe = cmd.probe, euid: int | None = None, marker: Path | None = None) -> bool:
+    """Whether the lab's :data:`MARKER` exists (asked as root: ``/etc/rancher/k3s`` need not
+    be readable by the user)."""
+    rc, _, _ = run(as_root(["test", "-e", str(marker or MARKER)], euid))
+    return rc == 0
+
+
 def installed_version(run: cmd.Probe = cmd.probe) -> str | None:
     """The k3s release installed at :data:`K3S_BIN` (``v1.34.1+k3s1``); None when none is."""
     if not K3S_BIN.exists():
@@ -168,14 +239,17 @@ def host_findings(
     wanted: str,
     run: cmd.Probe = cmd.probe,
     euid: Callable[[], int] = os.geteuid,
-    marker: Path = MARKER,
+    env: Mapping[str, str] = os.environ,
 ) -> list[Finding]:
-    """Every host check the k3s lab needs (passing ones included), in order."""
-    return [
-        check_root(euid()),
-        check_init(Path("/run/systemd/system").is_dir(), Path("/sbin/openrc-run").exists()),
-        check_installed(installed_version(run), marker.exists(), wanted),
-    ]
+    """Every host check the k3s lab needs (passing ones included), in order: not run through
+    sudo, root steps possible without a prompt, an init system, no foreign k3s of another
+    version (the marker is asked only when sudo works)."""
+    uid = euid()
+    found = [check_not_under_sudo(uid, env.get("SUDO_USER")), check_sudo(uid, run)]
+    found.append(check_init(Path("/run/systemd/system").is_dir(), Path("/sbin/openrc-run").exists()))
+    ours = marker_present(run, uid) if found[1].ok else False
+    found.append(check_installed(installed_version(run), ours, wanted))
+    return found
 
 
 # --------------------------------------------------------------------------- commands
@@ -220,6 +294,13 @@ class UpSpec:
     timeout: int = 600
 
 
+def read_kubeconfig() -> str | None:
+    """``/etc/rancher/k3s/k3s.yaml`` (root's, mode 0600), read as root into memory; None
+    while k3s has not written it. It is never copied anywhere on disk."""
+    result = cmd.run(as_root(["cat", str(KUBECONFIG)]), timeout=30)
+    return result.stdout if result.ok and result.stdout.strip() else None
+
+
 def _wait_ready(timeout: float) -> tuple[str, str]:
     """Wait for k3s.yaml and a Ready node; return ``(kubeconfig, server gitVersion)``."""
     from kubernetes import client
@@ -229,8 +310,8 @@ def _wait_ready(timeout: float) -> tuple[str, str]:
     deadline = time.monotonic() + timeout
     last = "k3s.yaml not written yet"
     while time.monotonic() < deadline:
-        if KUBECONFIG.is_file():
-            text = KUBECONFIG.read_text(encoding="utf-8")
+        text = read_kubeconfig()
+        if text is not None:
             try:
                 api = load_clients(text)
                 nodes = [api.sanitize_for_serialization(n) for n in client.CoreV1Api(api).list_node().items]
@@ -251,7 +332,7 @@ def up(spec: UpSpec) -> dict[str, Any]:
     failed = [f for f in host_findings(spec.version) if not f.ok]
     if failed:
         raise PreflightError(failed)
-    action = plan(installed_version(), MARKER.exists(), spec.version)
+    action = plan(installed_version(), marker_present(), spec.version)
     if action == "reuse":
         _log(f"k3s {spec.version} is installed; not installing")
     else:
@@ -259,9 +340,13 @@ def up(spec: UpSpec) -> dict[str, Any]:
             script = Path(tmp) / "install.sh"
             _download(INSTALL_SCRIPT_URL, script)
             argv, env = install_command(str(script), spec.version)
-            _log(f"$ INSTALL_K3S_VERSION={spec.version} {' '.join(argv)}  ({action})")
-            _run(argv, env=env, timeout=spec.timeout)
-        MARKER.write_text(json.dumps({"version": spec.version, "installedBy": PROJECT}) + "\n")
+            env.update({k: os.environ[k] for k in PROXY_VARS if os.environ.get(k)})
+            root_argv = as_root(root_env_argv(argv, env))
+            _log(f"$ {' '.join(root_argv)}  ({action})")
+            _run(root_argv, timeout=spec.timeout)
+            marker = Path(tmp) / "gpulab-installed.json"
+            marker.write_text(json.dumps({"version": spec.version, "installedBy": PROJECT}) + "\n")
+            _run(as_root(["install", "-m", "0644", str(marker), str(MARKER)]), timeout=60)
     kubeconfig, server = _wait_ready(spec.timeout)
     return {
         "kubeconfig": kubeconfig,
@@ -276,10 +361,13 @@ def down() -> dict[str, Any]:
     if not UNINSTALL_SCRIPT.exists():
         _log("k3s is already gone")
         return {"uninstalled": False, "reason": "absent"}
-    if not MARKER.exists():
+    sudo = check_sudo(os.geteuid())
+    if not sudo.ok:
+        raise PreflightError([sudo])
+    if not marker_present():
         _log(f"k3s was not installed by gpu-lab ({MARKER} is absent); leaving it installed")
         return {"uninstalled": False, "reason": "not installed by gpu-lab"}
-    _run(uninstall_argv(), timeout=600)
+    _run(as_root(uninstall_argv()), timeout=600)
     return {"uninstalled": True}
 
 

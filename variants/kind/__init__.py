@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gpulab.names import DEVICE_LIST_ENVVAR
 from variants.base import Getter, Runner, Tool, Variant, run_quietly
 
 if TYPE_CHECKING:
@@ -19,6 +20,15 @@ if TYPE_CHECKING:
     from components.cluster import ClusterOutputs
     from gpulab.config import LabConfig, OperatorConfig
     from gpulab.findings import Finding
+
+#: Why the kind node's nvidia runtime takes no CDI as the lab sets it up.
+_NO_CDI = (
+    "the kind worker's containerd runs runtime class nvidia with the nvidia-container-runtime that "
+    "nvidia-ctk runtime configure registers without container_annotations (NVIDIA/nvidia-container-toolkit "
+    "v1.20.0 cmd/nvidia-ctk/runtime/configure), so the chart's cdi-annotations never reach that runtime, "
+    "and the runtime adds every GPU the image's NVIDIA_VISIBLE_DEVICES=all asks for on top of what "
+    "containerd injected for cdi-cri"
+)
 
 
 class Kind(Variant):
@@ -33,6 +43,10 @@ class Kind(Variant):
         Tool("nvidia-ctk", "install nvidia-container-toolkit (it injects the GPUs into the kind node)"),
     )
     steps: ClassVar = {"up": "kind-cluster"}
+    device_list_reason = (
+        _NO_CDI + "; with the envvar strategy the kubelet sets NVIDIA_VISIBLE_DEVICES to the allocated "
+        "UUIDs over the image's all, and that runtime injects exactly those"
+    )
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
         from gpulab.config import DEFAULT_KIND_NODE_IMAGE, IMAGE, NAMESPACE
@@ -48,6 +62,7 @@ class Kind(Variant):
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
     ) -> dict[str, Any]:
+        self.refuse_cdi(values, problems, _NO_CDI)
         if values.get("toolkit") is True:
             problems.append(
                 "gpu-lab:toolkit=true with cluster=kind: the host's NVIDIA container toolkit injects the "
@@ -59,6 +74,12 @@ class Kind(Variant):
     def operator_toolkit(self, requested: bool | None) -> bool:
         # The host's toolkit injects the GPUs into the node (nvkind); true is refused in resolve.
         return False
+
+    def operator_cdi(self, requested: bool | None, get: Getter) -> bool:
+        return False  # the node's nvidia runtime reads no CDI annotation (true is refused in resolve)
+
+    def device_list_strategy(self, op: OperatorConfig) -> str | None:
+        return DEVICE_LIST_ENVVAR
 
     def runtime_class(self, cfg: LabConfig) -> str | None:
         # kind_ctl gives the node's containerd an nvidia handler; runc stays the default.

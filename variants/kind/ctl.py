@@ -15,10 +15,13 @@ How the GPUs get into a kind node (NVIDIA/nvkind README, "Setup"; facts, not its
 2. The kind config (:func:`render_kind_config`) mounts ``/dev/null`` at
    ``/var/run/nvidia-container-devices/all`` in each worker: the host's runtime reads that
    mount as "all GPUs" and injects the devices and driver libraries into the node.
-3. Inside each GPU worker the NVIDIA container toolkit is installed and containerd gets an
-   ``nvidia`` runtime handler (``nvidia-ctk runtime configure --runtime=containerd``,
-   runc stays the default), so Pods with ``runtimeClassName: nvidia`` get the GPUs. The
-   GPU Operator then runs with ``toolkit.enabled=false`` (components/gpu_operator.py).
+3. Inside each GPU worker the NVIDIA container toolkit (:data:`NODE_TOOLKIT_VERSION`, the
+   chart's) is installed and containerd gets an ``nvidia`` runtime handler (``nvidia-ctk
+   runtime configure --runtime=containerd --config-source=file``, runc stays the default),
+   so Pods with ``runtimeClassName: nvidia`` get the GPUs. The GPU Operator then runs with
+   ``toolkit.enabled=false`` and ``cdi.enabled=false``, its device plugin with
+   ``DEVICE_LIST_STRATEGY=envvar``: that runtime reads ``NVIDIA_VISIBLE_DEVICES``, not CDI
+   annotations (variants/kind/__init__.py ``device_list_reason``).
 
 ``up`` checks, then acts: the host settings, then ``kind create cluster --name P --config F
 --image I`` only when ``kind get clusters`` does not list P, then the in-node set-up only on
@@ -61,12 +64,25 @@ _NODE_RE: Final = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,100}[a-z0-9])?$")
 
 
 # In-node set-up (run with `docker exec <node> bash -euc`). The node image is Debian-based;
-# NVIDIA's apt repository and key are those of the container toolkit's install guide.
+# NVIDIA's apt repository and key are those of the container toolkit's install guide (and of
+# NVIDIA/nvkind pkg/nvkind/node.go InstallContainerToolkit).
 NODE_HAS_NVIDIA_RUNTIME: Final = (
     "command -v nvidia-container-runtime >/dev/null && "
     "containerd config dump 2>/dev/null | grep -q nvidia-container-runtime"
 )
-NODE_INSTALL_TOOLKIT: Final = """
+#: The toolkit installed in the node: the chart's own toolkit version (values.yaml
+#: ``toolkit.version: v1.20.0``), as a Debian package version (NVIDIA/nvidia-container-toolkit
+#: v1.20.0 versions.mk ``PACKAGE_REVISION := 1``: ``1.20.0-1``), for all four packages the
+#: toolkit is made of, so the node runs the ``nvidia-ctk`` whose flags the lab was checked
+#: against and not whatever the repository's newest is.
+NODE_TOOLKIT_VERSION: Final = "1.20.0-1"
+NODE_TOOLKIT_PACKAGES: Final = (
+    "nvidia-container-toolkit",
+    "nvidia-container-toolkit-base",
+    "libnvidia-container-tools",
+    "libnvidia-container1",
+)
+NODE_INSTALL_TOOLKIT: Final = f"""
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q curl gpg ca-certificates
@@ -76,11 +92,14 @@ curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-contai
   | sed 's#deb https://#deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] https://#' \\
   > /etc/apt/sources.list.d/nvidia-container-toolkit.list
 apt-get update -q
-apt-get install -y -q nvidia-container-toolkit
+apt-get install -y -q {" ".join(f"{p}={NODE_TOOLKIT_VERSION}" for p in NODE_TOOLKIT_PACKAGES)}
 """
-# A runtime handler named nvidia; runc stays the default (Pods opt in by runtime class).
+# A runtime handler named nvidia; runc stays the default (Pods opt in by runtime class). The
+# config is read from the file (--config-source=file), as NVIDIA's nvkind does since commit
+# 9f70016: `containerd config dump` misreports the top-level config's version, and the drop-in
+# made from it is invalid against the kind node's version-2 /etc/containerd/config.toml.
 NODE_CONFIGURE_CONTAINERD: Final = """
-nvidia-ctk runtime configure --runtime=containerd --config-source=command
+nvidia-ctk runtime configure --runtime=containerd --config-source=file
 systemctl restart containerd
 """
 

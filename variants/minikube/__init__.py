@@ -9,18 +9,28 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from variants.base import Runner, Tool, Variant, run_quietly
+from gpulab.names import DEVICE_LIST_ENVVAR
+from variants.base import Getter, Runner, Tool, Variant, run_quietly
 
 if TYPE_CHECKING:
     import pulumi
 
     from components.cluster import ClusterOutputs
-    from gpulab.config import LabConfig
+    from gpulab.config import LabConfig, OperatorConfig
     from gpulab.findings import Finding
+
+#: Why minikube's node runtime takes no CDI and needs the ``envvar`` device list.
+_NO_CDI = (
+    "with the docker runtime the kubelet talks to cri-dockerd, which hands Docker no CDI device in "
+    "any release (Mirantis/cri-dockerd v0.4.3 core/container_create.go never reads CDIDevices; the "
+    "support of #522 is unreleased) and turns CRI annotations into Docker labels, so neither the "
+    "chart's cdi-cri nor its cdi-annotations reaches the node's default nvidia runtime, and every "
+    "container would see what its image's NVIDIA_VISIBLE_DEVICES=all says"
+)
 
 
 class Minikube(Variant):
@@ -33,9 +43,29 @@ class Minikube(Variant):
     # v1.32): minikube pkg/minikube/cruntime/docker.go, configureDocker. The operator's
     # toolkit would configure a second runtime in the node; off unless gpu-lab:toolkit=true.
     runtime_injects_gpus = True
-    tools = (Tool("minikube", "install minikube >= 1.32"), Tool("kubectl", "install kubectl"))
+    tools = (
+        Tool("minikube", "install minikube >= v1.37.0 (https://minikube.sigs.k8s.io/docs/start/)"),
+        Tool("kubectl", "install kubectl"),
+    )
     steps: ClassVar = {"up": "minikube-start", "addon": "minikube-addon"}
     exclusive_settings = (("devicePluginOwner", "minikube-addon"),)
+    device_list_reason = (
+        _NO_CDI + "; the node's nvidia runtime (Docker's default with --gpus=all) reads "
+        "NVIDIA_VISIBLE_DEVICES, which the envvar strategy sets per container to the UUIDs the "
+        "device plugin allocated, over the image's all"
+    )
+
+    def resolve(
+        self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
+    ) -> dict[str, Any]:
+        self.refuse_cdi(values, problems, _NO_CDI)
+        return {}
+
+    def operator_cdi(self, requested: bool | None, get: Getter) -> bool:
+        return False  # the node's runtime reads no CDI (true is refused in resolve)
+
+    def device_list_strategy(self, op: OperatorConfig) -> str | None:
+        return DEVICE_LIST_ENVVAR
 
     def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
         from variants.minikube.host import minikube_host_findings

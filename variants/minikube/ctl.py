@@ -13,7 +13,9 @@ with the GPU Operator owning the device plugin, two plugins would both register
 ``nvidia.com/gpu``.
 
 Facts from kubernetes/minikube (FIELD-NOTES.md): GPUs need the docker driver and docker
-runtime, minikube >= 1.32; ``--gpus`` accepts all, nvidia, nvidia.com, amd.
+runtime, minikube >= v1.37.0 (variants/minikube/releases.py: the first with cri-dockerd
+v0.4.0, which runs the operator's ``runtimeClassName: nvidia`` Pods); ``--gpus`` accepts all,
+nvidia, nvidia.com, amd.
 """
 
 from __future__ import annotations

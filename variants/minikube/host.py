@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from gpulab import preflight
 from gpulab import run as cmd
 from gpulab.findings import Finding
+from variants.minikube import releases
 
 if TYPE_CHECKING:
     from gpulab.config import LabConfig
@@ -27,6 +28,18 @@ def host_memory_mib(meminfo: str) -> int:
         if line.startswith("MemTotal:"):
             return int(line.split()[1]) // 1024
     return 0
+
+
+def _bundled(version_output: str) -> str:
+    """What the release in ``minikube version --short`` output bundles (its cri-dockerd), when
+    variants/minikube/releases.py lists it; ``""`` otherwise."""
+    first = next((line for line in version_output.splitlines() if line.strip()), "")
+    words = first.split()
+    try:
+        found = releases.release(words[-1]) if words else None
+    except ValueError:
+        return ""
+    return f"cri-dockerd {found.cri_dockerd}" if found else ""
 
 
 def minikube_host_findings(cfg: LabConfig, run: cmd.Probe = cmd.probe) -> list[Finding]:
@@ -43,7 +56,7 @@ def minikube_host_findings(cfg: LabConfig, run: cmd.Probe = cmd.probe) -> list[F
     )
     mrc, mout, merr = run(["minikube", "version", "--short"])
     if mrc is not None:
-        findings.append(preflight.check_minikube_version(mout or merr))
+        findings.append(preflight.check_minikube_version(mout or merr, _bundled(mout or merr)))
     if cfg.docker_selftest:
         src, sout, serr = run(["docker", "run", "--rm", "--gpus", "all", cfg.smoke_image, "nvidia-smi"])
         findings.append(preflight.check_docker_gpu_selftest(src, sout, serr, cfg.smoke_image))

@@ -80,6 +80,7 @@ class Sim(Variant):
                 mig_devices=cfg.gpu.sim_mig_devices,
                 mig_strategy=cfg.gpu.mig_strategy,
                 capture=None if cfg.effective_capture == default_capture else cfg.effective_capture,
+                smoke_gpus=_smoke_listing(cfg),
                 **self.named_cluster(cfg),
             ),
             opts,
@@ -133,6 +134,18 @@ class Sim(Variant):
             ["python", "-m", self.ctl, "down", "--name", profile, "--workdir", workdir],
             f"the sim cluster {profile!r} ({workdir})",
         )
+
+
+def _smoke_listing(cfg: LabConfig) -> int | None:
+    """How many GPUs the smoke Pod's simulated log lists: what the Pod is given
+    (gpulab.gpu_config.smoke_gpu_count: one under time-slicing or MIG, ``smokeGpus`` when set);
+    None (all) for ``smokeGpus: all`` of whole GPUs. A real runtime lists only what it
+    injected, and pods-see-every-gpu fails a Pod that lists more than it was allocated."""
+    if cfg.smoke_gpus >= 1:
+        return cfg.smoke_gpus
+    if cfg.operator.time_slicing_replicas > 1 or cfg.gpu.mig_strategy != "none":
+        return 1
+    return None
 
 
 VARIANT = Sim()

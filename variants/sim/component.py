@@ -25,7 +25,8 @@ class SimArgs:
     ``timeout_seconds``; ``replicas`` (time-slicing: the node advertises GPUs x replicas),
     ``mig_devices`` (``(("1g.18gb", 7),)``: the GPUs' MIG devices) under ``mig_strategy``,
     ``capture`` (the nvidia-smi capture served as the smoke Pod's log; None: by ``gpus``),
-    ``rename`` (time-slicing's rename: the node advertises ``nvidia.com/gpu.shared``)."""
+    ``rename`` (time-slicing's rename: the node advertises ``nvidia.com/gpu.shared``),
+    ``smoke_gpus`` (GPUs the smoke Pod is given, listed in its simulated log; None: all)."""
 
     name: str
     gpus: int
@@ -38,6 +39,7 @@ class SimArgs:
     rename: bool = False
     log_namespace: str = names.WORKLOAD_NAMESPACE
     log_pod: str = names.SMOKE_POD
+    smoke_gpus: int | None = None
 
 
 class SimCluster(CommandCluster):
@@ -67,6 +69,7 @@ class SimCluster(CommandCluster):
                 *(["--mig-strategy", args.mig_strategy] if args.mig_devices else []),
                 *(["--capture", args.capture] if args.capture else []),
                 *(["--rename"] if args.rename else []),
+                *(["--smoke-gpus", str(args.smoke_gpus)] if args.smoke_gpus is not None else []),
             ],
             # Another name, directory or node (GPUs, MIG) is another cluster (same name: delete first).
             triggers=[

@@ -78,11 +78,17 @@ def test_pack_main_only_assembles_the_pack(monkeypatch: pytest.MonkeyPatch, sdk_
     assert made["enforcement_level"] == EnforcementLevel.MANDATORY
 
 
-def test_policy_yaml_runs_on_the_projects_interpreter() -> None:
+def test_policy_yaml_runs_in_the_projects_virtualenv() -> None:
     import yaml
 
     doc = yaml.safe_load((ROOT / "policy" / "PulumiPolicy.yaml").read_text())
-    assert doc["runtime"] == "python"  # a plain name: no runtime options, no virtualenv of its own
+    # The official Python host resolves a relative virtualenv against the pack's directory and
+    # keeps the ambient python3 for a pack without one (pulumi/pulumi v3.259.0
+    # sdk/python/cmd/pulumi-language-python RunPlugin; tests/toolchain/test_langhost.py).
+    assert doc["runtime"] == {"name": "python", "options": {"virtualenv": "../.venv"}}
+    assert (ROOT / "policy" / doc["runtime"]["options"]["virtualenv"]).resolve() == (ROOT / ".venv").resolve()
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    assert project["runtime"]["options"]["virtualenv"] == ".venv"  # the program's: the same one
     assert doc["version"]
 
 

@@ -71,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     sp_up.add_argument(
         "--capture", default=None, help="nvidia-smi capture served as the log (gpulab/captures)"
     )
+    sp_up.add_argument(
+        "--smoke-gpus", type=int, default=None, help="GPUs the smoke Pod is given (its log lists them)"
+    )
     sp_up.add_argument("--node-name", default=DEFAULT_NODE_NAME, help="name of the (first) node")
     sp_up.add_argument(
         "--nodes",
@@ -131,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     mig_strategy=args.mig_strategy,
                     capture=args.capture,
                     rename=args.rename,
+                    smoke_gpus=args.smoke_gpus,
                 )
             except ValueError as e:
                 print(f"simcluster: {e}", file=sys.stderr)

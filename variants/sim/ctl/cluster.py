@@ -48,11 +48,14 @@ from variants.sim.ctl.process import (
     _teardown,
 )
 from variants.sim.ctl.render import (
+    COMPUTE_CONTAINER_LOGS,
     DEFAULT_LOG_NAMESPACES,
     DEFAULT_LOG_PODS,
     DEFAULT_NODE_NAME,
     CaptureInfo,
     capture_name,
+    compute_container_log_file,
+    compute_logs,
     load_capture,
     load_vectoradd,
     node_names,
@@ -88,6 +91,8 @@ class UpOptions:
     capture: str | None = None
     #: Time-slicing's rename: the node advertises ``nvidia.com/gpu.shared``.
     rename: bool = False
+    #: GPUs the smoke Pod is given (its simulated log lists that many); None: every one.
+    smoke_gpus: int | None = None
 
     @property
     def node_gpus(self) -> NodeGpus:
@@ -500,11 +505,18 @@ def up(opts: UpOptions) -> dict[str, Any]:
             paths.marker.write_text(json.dumps({"name": opts.name}) + "\n", encoding="utf-8")
             paths.log_file.parent.mkdir(parents=True, exist_ok=True)
             # Rewritten on every up: the capture follows --gpus, and kwok reads the file per request.
-            smoke = smoke_log(capture, opts.capture or capture_name(opts.gpus))
+            smoke = smoke_log(capture, opts.capture or capture_name(opts.gpus), opts.smoke_gpus)
             paths.log_file.write_text(render_cri_log(smoke, dt.datetime.now(dt.UTC)), encoding="utf-8")
             paths.compute_log_file.write_text(
                 render_cri_log(load_vectoradd(), dt.datetime.now(dt.UTC)), encoding="utf-8"
             )
+            # Each compute container lists the one GPU it was given (render.compute_logs).
+            own = compute_logs(opts.capture or capture_name(opts.gpus))
+            for i in range(COMPUTE_CONTAINER_LOGS):
+                text = own[i] if i < len(own) else load_vectoradd()
+                compute_container_log_file(paths.compute_log_file, i).write_text(
+                    render_cri_log(text, dt.datetime.now(dt.UTC)), encoding="utf-8"
+                )
             reuse = _reusable(opts, tools, paths, kube_version)
             if not reuse:
                 creating = True

@@ -32,6 +32,10 @@ DEFAULT_LOG_PODS: Final = (names.SMOKE_POD,)
 COMPUTE_LOG_PODS: Final = (names.COMPUTE_POD,)
 #: The vectorAdd sample's output as NVIDIA's docs print it (package data, ``gpulab/captures/``).
 VECTORADD_CAPTURE: Final = "cuda-vectoradd.txt"
+#: Compute containers (``vectoradd-0`` ...) that get a log of their own, listing one GPU of
+#: the capture: as many as a simulated node can have GPUs (``simGpus`` <= 8). A fixed number,
+#: so the kwokctl config does not change with the GPU count.
+COMPUTE_CONTAINER_LOGS: Final = 8
 #: First line of every simulated log, so no reader mistakes it for a container's output.
 LOG_BANNER: Final = "# gpu-lab simulated: kwok serves this capture; no container ran"
 #: nvidia-smi capture (package data under ``gpulab/captures/``) per simulated GPU count.
@@ -132,11 +136,8 @@ def load_capture(gpus: int, name: str | None = None) -> str:
     return ref.read_text(encoding="utf-8")
 
 
-def smoke_log(capture: str, name: str) -> str:
-    """The smoke Pod's simulated log: ``capture`` (the plain ``nvidia-smi`` table), then the
-    physical GPU lines of the capture's ``nvidia-smi-L.txt`` where it has one, as the Pod's
-    ``nvidia-smi && nvidia-smi -L`` prints them (components/smoke.py). MIG rows are left out:
-    a Pod given one MIG device does not list all of them. ``name``: the capture's directory.
+def _listing(name: str) -> list[str] | None:
+    """The lines of capture ``name``'s ``nvidia-smi-L.txt``; None when it has none.
 
     Raises:
         ValueError: ``name`` is not a capture's directory name.
@@ -144,16 +145,82 @@ def smoke_log(capture: str, name: str) -> str:
     if not _NAME_RE.match(name):
         raise ValueError(f"capture {name!r} is not a capture name")
     ref = resources.files("gpulab").joinpath("captures", name, "nvidia-smi-L.txt")
-    if not ref.is_file():
+    return ref.read_text(encoding="utf-8").splitlines() if ref.is_file() else None
+
+
+def smoke_log(capture: str, name: str, gpus: int | None = None) -> str:
+    """The smoke Pod's simulated log: ``capture`` (the plain ``nvidia-smi`` table), then the
+    physical GPU lines of the capture's ``nvidia-smi-L.txt`` where it has one, as the Pod's
+    ``nvidia-smi && nvidia-smi -L`` prints them (components/smoke.py): the first ``gpus`` of
+    them (what the smoke Pod is given: one replica, one MIG device or ``smokeGpus``; None: all),
+    so the listing matches the allocation as a real runtime's would. MIG rows are left out:
+    a Pod given one MIG device does not list all of them. ``name``: the capture's directory.
+
+    Raises:
+        ValueError: ``name`` is not a capture's directory name.
+    """
+    lines = _listing(name)
+    if lines is None:
         return capture
-    gpus = [line for line in ref.read_text(encoding="utf-8").splitlines() if line.startswith("GPU ")]
-    return capture.rstrip("\n") + "\n" + "".join(f"{line}\n" for line in gpus)
+    listed = [line for line in lines if line.startswith("GPU ")]
+    listed = listed if gpus is None else listed[: max(gpus, 0)]
+    return capture.rstrip("\n") + "\n" + "".join(f"{line}\n" for line in listed)
 
 
 def load_vectoradd() -> str:
     """Text of the packaged vectorAdd output (:data:`VECTORADD_CAPTURE`), served as the compute
     Pod's log."""
     return resources.files("gpulab").joinpath("captures", VECTORADD_CAPTURE).read_text(encoding="utf-8")
+
+
+def compute_logs(name: str) -> list[str]:
+    """The simulated logs of the compute Pod's containers, one per GPU the capture ``name``
+    lists (``nvidia-smi-L.txt``), as each container's ``nvidia-smi -L; vectorAdd`` prints them
+    (gpulab.kube_compute.COMPUTE_SCRIPT): container ``i`` lists GPU ``i`` only, then the
+    vectorAdd output. Under MIG (the capture lists MIG devices) container ``i`` lists MIG
+    device ``i`` under its parent GPU. ``[]`` for a capture without a listing.
+
+    Raises:
+        ValueError: ``name`` is not a capture's directory name.
+    """
+    lines = _listing(name) or []
+    units: list[list[str]] = []
+    parent = ""
+    has_mig = any(line.strip().startswith("MIG ") for line in lines)
+    for line in lines:
+        if line.startswith("GPU "):
+            parent = line
+            if not has_mig:
+                units.append([line])
+        elif has_mig and line.strip().startswith("MIG ") and parent:
+            units.append([parent, line])
+    vectoradd = load_vectoradd().rstrip("\n")
+    return ["\n".join([*unit, vectoradd]) + "\n" for unit in units]
+
+
+def compute_container_log_file(default: Path, index: int) -> Path:
+    """Where container ``vectoradd-<index>``'s simulated log lives, beside ``default`` (the log
+    of every other container: vectorAdd without a listing)."""
+    return default.with_name(f"{default.stem}-{index}{default.suffix}")
+
+
+def render_compute_logs(default: Path, namespaces: Sequence[str]) -> dict[str, Any]:
+    """The kwok ``ClusterLogs`` of the compute Pod: container ``vectoradd-<i>`` reads
+    :func:`compute_container_log_file` ``i`` (for ``i`` < :data:`COMPUTE_CONTAINER_LOGS`),
+    any other container ``default``. kwok picks the entry that names the container, else the
+    one that names none (sigs.k8s.io/kwok pkg/kwok/server/debugging_logs.go findLogInLogs)."""
+    doc = render_cluster_logs(default, namespaces, COMPUTE_LOG_PODS, "gpulab-vectoradd")
+    own = [
+        {
+            "containers": [f"{names.COMPUTE_CONTAINER_PREFIX}{i}"],
+            "logsFile": str(compute_container_log_file(default, i)),
+            "previousLogsFile": str(compute_container_log_file(default, i)),
+            "follow": False,
+        }
+        for i in range(COMPUTE_CONTAINER_LOGS)
+    ]
+    doc["spec"]["logs"] = [*own, *doc["spec"]["logs"]]
+    return doc
 
 
 def load_stages() -> list[dict[str, Any]]:
@@ -315,7 +382,8 @@ def render_kwokctl_config(
 ) -> str:
     """The ``kwokctl create cluster --config`` file: options, the full Stage list, ClusterLogs
     (``log_file`` for the smoke Pods; ``compute_log_file``, when given, for the compute Pod
-    :data:`COMPUTE_LOG_PODS` in the same namespaces).
+    :data:`COMPUTE_LOG_PODS` in the same namespaces, each of its first containers from a file
+    of its own beside it: :func:`render_compute_logs`).
 
     Every server binds ``127.0.0.1``; every binary is a local path in ``bin_dir`` (kwokctl
     then downloads nothing). Paths must be absolute: kwok runs in the cluster's work dir.
@@ -351,11 +419,7 @@ def render_kwokctl_config(
         config,
         *(load_stages() if stages is None else stages),
         render_cluster_logs(log_file, log_namespaces, log_pods),
-        *(
-            [render_cluster_logs(compute_log_file, log_namespaces, COMPUTE_LOG_PODS, "gpulab-vectoradd")]
-            if compute_log_file
-            else []
-        ),
+        *([render_compute_logs(compute_log_file, log_namespaces)] if compute_log_file else []),
     ]
     header = "# Generated by variants.sim.ctl; every listed Stage replaces kwok's defaults.\n"
     return header + yaml.dump_all(docs, Dumper=_BlockDumper, sort_keys=False, explicit_start=True)

@@ -282,3 +282,31 @@ def test_up_refuses_a_reused_cluster_whose_worker_lacks_the_gpu_mount(
     )
     assert "kind delete cluster --name lab && make lab" in str(exc.value)
     assert not any(c.startswith("docker exec") for c in fakes.read_text().splitlines())
+
+
+def test_containerd_is_configured_from_the_file_as_nvkind_settled_on() -> None:
+    """NVIDIA/nvkind commit 9f70016 (pkg/nvkind/node.go ConfigureContainerRuntime) moved from
+    ``--config-source=command`` to ``file``: ``containerd config dump`` misreports the top-level
+    config version and the drop-in made from it is invalid against a version-2 config."""
+    from variants.kind import ctl
+
+    assert (
+        "nvidia-ctk runtime configure --runtime=containerd --config-source=file"
+        in ctl.NODE_CONFIGURE_CONTAINERD
+    )
+    assert "--config-source=command" not in ctl.NODE_CONFIGURE_CONTAINERD
+    assert "systemctl restart containerd" in ctl.NODE_CONFIGURE_CONTAINERD
+    argv = ctl.node_setup_argvs("gpu-lab-worker")[1]
+    assert argv[:5] == ["docker", "exec", "gpu-lab-worker", "bash", "-euc"]
+
+
+def test_the_node_toolkit_is_the_chart_s_version_for_all_its_packages() -> None:
+    from variants.kind import ctl
+
+    for pkg in (
+        "nvidia-container-toolkit",
+        "nvidia-container-toolkit-base",
+        "libnvidia-container-tools",
+        "libnvidia-container1",
+    ):
+        assert f"{pkg}=1.20.0-1" in ctl.NODE_INSTALL_TOOLKIT

@@ -12,3 +12,14 @@ def test_sim_cluster_is_gone_when_its_directory_is(tmp_path: Path) -> None:
     assert sim.gone("lab", tmp_path)[0] is True
     (tmp_path / ".state" / "sim" / "lab").mkdir(parents=True)
     assert sim.gone("lab", tmp_path)[0] is False
+
+
+def test_the_smoke_pod_s_simulated_listing_follows_what_it_is_given() -> None:
+    from gpulab.config import parse_config
+    from variants.sim import _smoke_listing
+
+    assert _smoke_listing(parse_config({"gpu-lab:cluster": "sim", "gpu-lab:simGpus": "2"}, env={})) is None
+    ts = {"gpu-lab:cluster": "sim", "gpu-lab:simGpus": "2", "gpu-lab:timeSlicingReplicas": "4"}
+    assert _smoke_listing(parse_config(ts, env={})) == 1
+    one = {"gpu-lab:cluster": "sim", "gpu-lab:simGpus": "2", "gpu-lab:smokeGpus": "1"}
+    assert _smoke_listing(parse_config(one, env={})) == 1

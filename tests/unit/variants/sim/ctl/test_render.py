@@ -318,9 +318,17 @@ def test_the_compute_pod_gets_the_vectoradd_log_in_the_same_namespaces() -> None
     assert set(logs) == {"gpulab-nvidia-smi", "gpulab-vectoradd"}
     compute = logs["gpulab-vectoradd"]["spec"]
     assert compute["selector"] == {"matchNamespaces": ["default", "lab"], "matchNames": ["gpu-compute"]}
-    assert compute["logs"][0]["logsFile"] == "/work/sim/logs/vectoradd.log"
-    # No "containers": every vectorAdd container (vectoradd-0 ..., one per GPU) gets the log.
-    assert "containers" not in compute["logs"][0]
+    # vectoradd-<i> reads a log of its own (the one GPU it lists), any other container the
+    # default entry (no "containers"): kwok's findLogInLogs picks the entry naming it first.
+    own = compute["logs"][: render.COMPUTE_CONTAINER_LOGS]
+    assert [e["containers"] for e in own] == [
+        [f"vectoradd-{i}"] for i in range(render.COMPUTE_CONTAINER_LOGS)
+    ]
+    assert [e["logsFile"] for e in own] == [
+        f"/work/sim/logs/vectoradd-{i}.log" for i in range(render.COMPUTE_CONTAINER_LOGS)
+    ]
+    (default,) = compute["logs"][render.COMPUTE_CONTAINER_LOGS :]
+    assert default["logsFile"] == "/work/sim/logs/vectoradd.log" and "containers" not in default
     # The served log: the simulated banner first, then NVIDIA's documented vectorAdd output.
     served = sc.render_cri_log(render.load_vectoradd(), dt.datetime(2026, 12, 1, tzinfo=dt.UTC))
     lines = [line.split(" stdout F ", 1)[1] for line in served.splitlines()]
@@ -347,3 +355,35 @@ def test_the_2gpu_smoke_log_lists_the_captures_gpus_after_the_table() -> None:
     assert "MIG 1g.18gb" not in smoke_log(load_capture(1, "h200-1gpu-mig"), "h200-1gpu-mig")
     with pytest.raises(ValueError, match="not a capture name"):
         smoke_log(table, "../etc")
+
+
+def test_each_compute_container_s_simulated_log_lists_one_gpu_of_the_capture() -> None:
+    from gpulab import smoke_gpus
+    from variants.sim.ctl import render
+
+    two = render.compute_logs("h200-2gpu")
+    assert [smoke_gpus.gpu_uuids(t) for t in two] == [
+        ["GPU-00000000-0000-4000-8000-000000000000"],
+        ["GPU-00000001-0000-4000-8000-000000000001"],
+    ]
+    assert all("Test PASSED" in t.splitlines() for t in two)
+    # Under MIG: MIG device i under its parent GPU.
+    mig = render.compute_logs("h200-1gpu-mig")
+    assert len(mig) == 7
+    assert smoke_gpus.mig_uuids(mig[0]) == ["MIG-00000000-0000-4000-8000-000000000001"]
+    assert smoke_gpus.gpu_uuids(mig[0]) == ["GPU-00000000-0000-4000-8000-000000000000"]
+    assert render.compute_container_log_file(Path("/w/logs/vectoradd.log"), 3) == Path(
+        "/w/logs/vectoradd-3.log"
+    )
+
+
+def test_the_smoke_log_lists_only_the_gpus_the_smoke_pod_is_given() -> None:
+    from gpulab import smoke_gpus
+    from variants.sim.ctl import render
+
+    table = render.load_capture(2)
+    assert len(smoke_gpus.gpu_uuids(render.smoke_log(table, "h200-2gpu")) or []) == 2
+    # One time-slicing replica: a real runtime lists one GPU, so the simulated log does too.
+    assert smoke_gpus.gpu_uuids(render.smoke_log(table, "h200-2gpu", 1)) == [
+        "GPU-00000000-0000-4000-8000-000000000000"
+    ]
