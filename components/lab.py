@@ -23,14 +23,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.benchmark import BenchmarkArgs, TflopsBenchmark
-from components.command import GpuPodArgs
+from components.cluster import identity_command
+from components.command import GpuPodArgs, parse_json_stdout
 from components.compute import ComputeCheck
 from components.dcgm import DcgmArgs, DcgmMetrics
 from components.edge import mig_plan, simulated_fields
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
 from components.smoke import SmokeTest
-from gpulab import gpu_config, gpu_isolation, mig, operand_images, tflops_report
+from gpulab import gpu_config, gpu_isolation, identity, mig, operand_images, tflops_report
 from gpulab import outputs as out
 from gpulab.config import LabConfig
 from gpulab.probe import HostFacts
@@ -67,6 +68,16 @@ class Lab(pulumi.ComponentResource):
         self.probe = HostProbe("host", mode=cfg.effective_host_probe, facts=facts, opts=child)
         self.cluster = variant.cluster(cfg, child)
         expect = variant.gpu_expectation(cfg, facts)
+        # Which cluster: recorded once it answers, compared whenever the kubeconfig changes
+        # (gpulab.identity); every check below verifies it before it reads anything.
+        self.identity_command = identity_command(self.cluster, variant.owns_cluster, child)
+        self.identity = parse_json_stdout(self.identity_command.stdout, "gpulab.identity record")
+        # What the checks get: the kubeconfig carrying that identity, which each verifies first.
+        self.check_kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
+            pulumi.Output.all(self.cluster.kubeconfig, self.identity).apply(
+                lambda a: identity.embed(a[0], a[1])
+            )
+        )
         self.provider = k8s.Provider(
             "k8s",
             kubeconfig=self.cluster.kubeconfig,
@@ -74,7 +85,8 @@ class Lab(pulumi.ComponentResource):
             # destroy` (make destroy first confirms it is gone: gpulab.teardown). Never for a
             # cluster somebody else runs: unreachable there means "not now", not "gone".
             delete_unreachable=variant.owns_cluster,
-            opts=child,
+            # Nothing touches the cluster before its identity is known to be the stack's own.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.identity_command]),
         )
         # What the gate waits for and what the smoke Pod asks for (MIG: gpulab.mig).
         self.mig_plan = mig_plan(cfg, facts, expect.physical)
@@ -85,7 +97,7 @@ class Lab(pulumi.ComponentResource):
             "gpu-operator",
             GpuOperatorArgs(
                 operator=cfg.operator,
-                kubeconfig=self.cluster.kubeconfig,
+                kubeconfig=self.check_kubeconfig,
                 device_plugin_owner=cfg.device_plugin_owner,
                 simulate_operands=cfg.simulated,
                 expect=self.mig_plan.expected,
@@ -107,7 +119,7 @@ class Lab(pulumi.ComponentResource):
         )
         smoke_args = GpuPodArgs(
             image=cfg.smoke_image,
-            kubeconfig=self.cluster.kubeconfig,
+            kubeconfig=self.check_kubeconfig,
             gpus=pod_gpus,
             resource=self.mig_plan.smoke_resource,
             timeout_seconds=cfg.smoke_timeout_seconds,
@@ -150,7 +162,7 @@ class Lab(pulumi.ComponentResource):
             # engine runs both at once, so the exporter is read while the compute Pod runs.
             self.dcgm = DcgmMetrics(
                 "dcgm",
-                DcgmArgs(kubeconfig=self.cluster.kubeconfig, rerun_when=self.smoke.measured_at),
+                DcgmArgs(kubeconfig=self.check_kubeconfig, rerun_when=self.smoke.measured_at),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),
             )
         self.benchmark: TflopsBenchmark | None = None
@@ -159,7 +171,7 @@ class Lab(pulumi.ComponentResource):
                 "benchmark",
                 BenchmarkArgs(
                     image=cfg.benchmark_image,
-                    kubeconfig=self.cluster.kubeconfig,
+                    kubeconfig=self.check_kubeconfig,
                     resource=self.mig_plan.smoke_resource,
                 ),
                 provider=self.provider,
@@ -185,6 +197,7 @@ class Lab(pulumi.ComponentResource):
                 f for f in simulated_fields(cfg) if cfg.compute_check or f not in _COMPUTE_KEYS
             ],
             out.KUBECONFIG: self.cluster.kubeconfig,
+            out.CLUSTER_IDENTITY: self.identity,
             out.HOST_GPU_COUNT: config_gpus if config_gpus is not None else probe.gpu_count,
             out.HOST_GPU_MODELS: probe.gpu_models,
             out.HOST_GPUS: probe.gpus,

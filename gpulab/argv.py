@@ -37,6 +37,7 @@ STEPS: Final[dict[tuple[str, str], str]] = {
     ("gpulab.kube", "benchmark"): "benchmark-result",
     ("gpulab.kube", "dcgm"): "dcgm-scrape",
     ("gpulab.kube", "simulate-clusterpolicy"): "sim-clusterpolicy-status",
+    ("gpulab.identity", "record"): "cluster-identity",
     # A module without subcommands: "" matches any arguments.
     ("gpulab.crd_check", ""): "operator-crds",
 }

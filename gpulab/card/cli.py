@@ -15,6 +15,7 @@ from gpulab.card.html import render_html
 from gpulab.card.markdown import render_markdown
 from gpulab.card.model import build_card
 from gpulab.card.summary import summary_line
+from gpulab.errors import os_error_fix
 
 
 def _read_json(path: str, what: str) -> dict[str, Any]:
@@ -54,6 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tflops", help="python -m gpulab.tflops --json, saved")
     ap.add_argument("--out-dir", default=".", help="where to write the card (default: .)")
     ap.add_argument("--time-slicing-replicas", type=int, default=None)
+    ap.add_argument(
+        "--cluster-down",
+        default=None,
+        help="why the cluster did not answer: the card says its facts are the last run's (exit 1)",
+    )
     try:
         args = ap.parse_args(argv)
     except SystemExit as exc:  # argparse has printed the usage message
@@ -69,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tflops=tflops,
             tool_versions=_tool_versions(),
             time_slicing_replicas=args.time_slicing_replicas,
+            cluster_down=args.cluster_down,
         )
     except ValueError as exc:
         print(f"gpulab.card: {exc}", file=sys.stderr)
@@ -82,12 +89,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         (out_dir / "baseline-card.md").write_text(render_markdown(card), encoding="utf-8")
         (out_dir / "baseline-card.html").write_text(render_html(card), encoding="utf-8")
     except OSError as exc:
-        print(f"gpulab.card: cannot write to {out_dir}: {exc}", file=sys.stderr)
+        print(f"gpulab.card: cannot write to {out_dir}: {exc}\n  fix: {os_error_fix(exc)}", file=sys.stderr)
         return 2
     result = card["checklist"]
     written = ", ".join(str(out_dir / f"baseline-card.{ext}") for ext in ("md", "json", "html"))
     print(
-        f"wrote {written}; checklist: {result['result']}" + (" (simulated lab)" if card["simulated"] else ""),
+        f"wrote {written}; checklist: {result['result']}"
+        + (" (simulated lab)" if card["simulated"] else "")
+        + (" (the last run's facts: the cluster is down)" if card.get("down") else ""),
         flush=True,
     )
     for item in result["items"]:
