@@ -14,13 +14,14 @@ ifneq ($(and $(SUDO_USER),$(filter 0,$(shell id -u))),)
 $(error gpu-lab: run make as $(SUDO_USER), not through sudo (sudo drops your PATH and would make .venv/.state root's); the k3s lab asks `sudo -n` for its root steps. Root-owned files from an earlier sudo run: sudo chown -R $(SUDO_USER): .venv .state stacks)
 endif
 
-.PHONY: help lab verify debug-bundle destroy preview card toolchain toolchain-tests venv test test-unit test-engine test-e2e lint bench clean-state
+.PHONY: help lab verify debug-bundle destroy repair preview card toolchain toolchain-tests venv test test-unit test-engine test-e2e lint bench clean-state
 
 help:
 	@echo "make lab        build the lab (GPU lab on a GPU host, simulated lab elsewhere)"
 	@echo "make verify     re-run the gate, the smoke test and the compute check now; rewrite the card"
 	@echo "make debug-bundle  one tar.gz under .state/ with the lab's state and logs, secrets removed"
-	@echo "make destroy    tear the lab down (zero residue)"
+	@echo "make destroy    tear the lab down (zero residue); FORGET=1: drop what an unreachable cluster holds from the state"
+	@echo "make repair     repair what an interrupted run left (asks first; YES=1 does not ask)"
 	@echo "make preview    pulumi preview of the lab's stack, with the checklist policy pack"
 	@echo "make card       write baseline-card.md/json/html from the stack outputs"
 	@echo "make test       every test (unit, engine, end to end)"
@@ -63,13 +64,16 @@ preview: venv
 	  GPULAB_STACK=$$stack GPULAB_CHOICE_QUIET=1 scripts/lab preview
 
 destroy: venv
-	scripts/lab destroy
+	scripts/lab destroy $(if $(FORGET),--forget,)
 
+# What a killed or interrupted run left (a stale lock, pending operations, a Helm release
+# stuck pending, orphaned processes): listed, then repaired once you say so.
+repair: venv
+	@scripts/lab repair $(if $(YES),--yes,)
+
+# From the last run's outputs; says so, and that the cluster is down, when it does not answer.
 card: venv
-	@stack=$$(scripts/choose-variant) && export GPULAB_STACK=$$stack && . scripts/env.sh && \
-	  scripts/pulumi stack output --json --stack $$stack > .state/outputs-$$stack.json && \
-	  tf=(); [[ -s .state/tflops.json ]] && tf=(--tflops .state/tflops.json); \
-	  $(PY) -m gpulab.verdict.card --outputs .state/outputs-$$stack.json "$${tf[@]}" --out-dir .
+	@scripts/lab card
 
 lint: venv
 	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy && .venv/bin/lint-imports

@@ -19,6 +19,7 @@ from typing import Any
 import pulumi
 
 from components.command import PYTHON, lab_command, parse_json_stdout
+from gpulab.kube.client import KUBECONFIG_ENV
 
 
 class ClusterOutputs:
@@ -99,3 +100,28 @@ class CommandCluster(pulumi.ComponentResource, ClusterOutputs):
         self.register_outputs(
             {"kubeconfig": self.kubeconfig, "kubernetesVersion": self.kubernetes_version, **outputs}
         )
+
+
+def identity_command(cluster: ClusterOutputs, owned: bool, opts: pulumi.ResourceOptions | None = None) -> Any:
+    """The command that records the identity of the cluster the stack is built on
+    (``python -m gpulab.kube.identity record``, gpulab.kube.identity): it runs once the cluster answers,
+    and the Kubernetes provider depends on it. Its stdout is the JSON ``{"server",
+    "caSha256", "kubeSystemUid", "createdAt"}``.
+
+    It runs again as an in-place update whenever the kubeconfig changes, given the identity
+    it recorded before (pulumi-command's ``PULUMI_COMMAND_STDOUT``): a kubeconfig that now
+    reaches another cluster fails it, naming both, before the provider or any object
+    changes. A cluster the lab made anew (``owned``, and the cluster resource was replaced:
+    its id changed) is recorded afresh instead.
+    """
+    ready = cluster.ready
+    rebuilt = [getattr(ready, "id", None)] if owned and getattr(ready, "id", None) is not None else []
+    return lab_command(
+        "cluster-identity",
+        [PYTHON, "-m", "gpulab.kube.identity", "record", "--stack", pulumi.get_stack()],
+        environment=pulumi.Output.secret({KUBECONFIG_ENV: cluster.kubeconfig}),
+        triggers=rebuilt,
+        timeout=120,
+        previous_stdout=True,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[ready])),
+    )

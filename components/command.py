@@ -53,6 +53,7 @@ def lab_command(
     timeout: int,
     delete_before_replace: bool = False,
     secret_stdout: bool = False,
+    previous_stdout: bool = False,
     opts: pulumi.ResourceOptions | None = None,
 ) -> local.Command:
     """A ``command:local:Command`` running ``create`` (and ``delete`` on destroy) as argv.
@@ -66,6 +67,9 @@ def lab_command(
         timeout: seconds for each of create, update and delete (``customTimeouts``).
         delete_before_replace: the old one's delete runs before the new one's create.
         secret_stdout: stdout holds a secret (a kubeconfig).
+        previous_stdout: an in-place update gets the previous stdout in
+            ``$PULUMI_COMMAND_STDOUT`` (pulumi-command's ``addPreviousOutputInEnv``); only for
+            a small, non-secret stdout (the cluster identity).
         opts: parent and ordering; merged with the options above.
     """
     window = f"{timeout}s"
@@ -89,7 +93,7 @@ def lab_command(
         environment=environment,
         triggers=list(triggers) if triggers is not None else None,
         logging=local.Logging.STDERR,
-        add_previous_output_in_env=False,
+        add_previous_output_in_env=previous_stdout,
         opts=merged,
     )
 

@@ -23,7 +23,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.benchmark import BenchmarkArgs, TflopsBenchmark
-from components.command import GpuPodArgs
+from components.cluster import identity_command
+from components.command import GpuPodArgs, parse_json_stdout
 from components.compute import ComputeCheck
 from components.dcgm import DcgmArgs, DcgmMetrics
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -34,7 +35,7 @@ from gpulab.config import mig, operand_images
 from gpulab.config.lab import LabConfig
 from gpulab.core import outputs as out
 from gpulab.host.facts import HostFacts
-from gpulab.kube import gpu_isolation
+from gpulab.kube import gpu_isolation, identity
 from gpulab.tflops import report as tflops_report
 from program.edge import mig_plan, simulated_fields
 from variants.base import Variant
@@ -72,6 +73,16 @@ class Lab(pulumi.ComponentResource):
         self.probe = HostProbe("host", mode=cfg.effective_host_probe, facts=facts, opts=child)
         self.cluster = variant.cluster(cfg, child)
         expect = variant.gpu_expectation(cfg, facts)
+        # Which cluster: recorded once it answers, compared whenever the kubeconfig changes
+        # (gpulab.kube.identity); every check below verifies it before it reads anything.
+        self.identity_command = identity_command(self.cluster, variant.owns_cluster, child)
+        self.identity = parse_json_stdout(self.identity_command.stdout, "gpulab.kube.identity record")
+        # What the checks get: the kubeconfig carrying that identity, which each verifies first.
+        self.check_kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
+            pulumi.Output.all(self.cluster.kubeconfig, self.identity).apply(
+                lambda a: identity.embed(a[0], a[1])
+            )
+        )
         self.provider = k8s.Provider(
             "k8s",
             kubeconfig=self.cluster.kubeconfig,
@@ -79,7 +90,8 @@ class Lab(pulumi.ComponentResource):
             # destroy` (make destroy first confirms it is gone: gpulab.ops.teardown). Never for a
             # cluster somebody else runs: unreachable there means "not now", not "gone".
             delete_unreachable=variant.owns_cluster,
-            opts=child,
+            # Nothing touches the cluster before its identity is known to be the stack's own.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.identity_command]),
         )
         # What the gate waits for and what the smoke Pod asks for (MIG: gpulab.config.mig).
         self.mig_plan = mig_plan(cfg, facts, expect.physical)
@@ -91,7 +103,7 @@ class Lab(pulumi.ComponentResource):
             GpuOperatorArgs(
                 operator=cfg.operator,
                 variant=variant,
-                kubeconfig=self.cluster.kubeconfig,
+                kubeconfig=self.check_kubeconfig,
                 device_plugin_owner=cfg.device_plugin_owner,
                 simulate_operands=cfg.simulated,
                 expect=self.mig_plan.expected,
@@ -113,7 +125,7 @@ class Lab(pulumi.ComponentResource):
         )
         smoke_args = GpuPodArgs(
             image=cfg.smoke_image,
-            kubeconfig=self.cluster.kubeconfig,
+            kubeconfig=self.check_kubeconfig,
             gpus=pod_gpus,
             resource=self.mig_plan.smoke_resource,
             timeout_seconds=cfg.smoke_timeout_seconds,
@@ -157,7 +169,7 @@ class Lab(pulumi.ComponentResource):
             # engine runs both at once, so the exporter is read while the compute Pod runs.
             self.dcgm = DcgmMetrics(
                 "dcgm",
-                DcgmArgs(kubeconfig=self.cluster.kubeconfig, rerun_when=self.smoke.measured_at),
+                DcgmArgs(kubeconfig=self.check_kubeconfig, rerun_when=self.smoke.measured_at),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),
             )
         self.benchmark: TflopsBenchmark | None = None
@@ -166,7 +178,7 @@ class Lab(pulumi.ComponentResource):
                 "benchmark",
                 BenchmarkArgs(
                     image=cfg.benchmark_image,
-                    kubeconfig=self.cluster.kubeconfig,
+                    kubeconfig=self.check_kubeconfig,
                     resource=self.mig_plan.smoke_resource,
                 ),
                 provider=self.provider,
@@ -196,6 +208,7 @@ class Lab(pulumi.ComponentResource):
                 f for f in simulated_fields(cfg, variant) if cfg.compute_check or f not in _COMPUTE_KEYS
             ],
             out.KUBECONFIG: self.cluster.kubeconfig,
+            out.CLUSTER_IDENTITY: self.identity,
             out.HOST_GPU_COUNT: config_gpus if config_gpus is not None else probe.gpu_count,
             out.HOST_GPU_MODELS: probe.gpu_models,
             out.HOST_GPUS: probe.gpus,

@@ -43,8 +43,10 @@ export PATH="$_gpulab_path:$PATH"
 unset _gpulab_path
 
 # The backend: yours (PULUMI_BACKEND_URL, or `pulumi login`'s current one), else local files.
+# GPULAB_BACKEND_REASON says which of these it is (`make lab` prints it in its first lines).
+_gpulab_creds="${PULUMI_HOME:-$HOME/.pulumi}/credentials.json"
 if [[ -z "${PULUMI_BACKEND_URL:-}" ]]; then
-  GPULAB_BACKEND=$(python3 - "${PULUMI_HOME:-$HOME/.pulumi}/credentials.json" <<'PY' 2>/dev/null || true
+  GPULAB_BACKEND=$(python3 - "$_gpulab_creds" <<'PY' 2>/dev/null || true
 import json, sys
 try:
     print(json.load(open(sys.argv[1])).get("current") or "")
@@ -52,15 +54,23 @@ except (OSError, ValueError):
     pass
 PY
 )
-  if [[ -z "$GPULAB_BACKEND" && -z "${PULUMI_ACCESS_TOKEN:-}" ]]; then
+  if [[ -n "$GPULAB_BACKEND" ]]; then
+    GPULAB_BACKEND_REASON="your current \`pulumi login\` ($_gpulab_creds)"
+  elif [[ -n "${PULUMI_ACCESS_TOKEN:-}" ]]; then
+    GPULAB_BACKEND_REASON="PULUMI_ACCESS_TOKEN is set and no \`pulumi login\` chose another: the Pulumi Cloud"
+  else
     export PULUMI_BACKEND_URL="file://$root/.state/pulumi"
     GPULAB_BACKEND=$PULUMI_BACKEND_URL
+    GPULAB_BACKEND_REASON="no PULUMI_BACKEND_URL and no \`pulumi login\`: the lab's own local file backend"
     mkdir -p "$root/.state/pulumi"
   fi
 else
   GPULAB_BACKEND=$PULUMI_BACKEND_URL
+  GPULAB_BACKEND_REASON="PULUMI_BACKEND_URL is set"
 fi
+unset _gpulab_creds
 export GPULAB_BACKEND="${GPULAB_BACKEND:-https://api.pulumi.com}"
+export GPULAB_BACKEND_REASON
 
 # Passphrase secrets are used on self-managed (file, s3, gs, azblob) backends only.
 case $GPULAB_BACKEND in

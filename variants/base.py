@@ -15,6 +15,7 @@ whose values are simulated where no operator runs (:data:`OPERATOR_FIELDS`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sys
@@ -100,6 +101,28 @@ HOST_FIELDS: Final[tuple[str, ...]] = (
     out.HOST_MAX_CUDA,
     out.HOST_TOPOLOGY,
 )
+
+
+def started_record(root: Path, variant: str, profile: str) -> Path:
+    """``<root>/.state/<variant>/<profile>/started.json``: the helper's record that it started
+    cluster ``profile`` (written before it starts one, removed when it deletes it)."""
+    return root / ".state" / variant / profile / "started.json"
+
+
+def record_started(variant: str, profile: str, root: Path | None = None) -> None:
+    """Write :func:`started_record` (``root``: the project directory, the helpers' working
+    directory)."""
+    path = started_record(root or Path.cwd(), variant, profile)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"variant": variant, "profile": profile}) + "\n", encoding="utf-8")
+
+
+def clear_started(variant: str, profile: str, root: Path | None = None) -> None:
+    """Remove :func:`started_record` (and its directory when empty)."""
+    path = started_record(root or Path.cwd(), variant, profile)
+    path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        path.parent.rmdir()
 
 
 @dataclass(frozen=True)
@@ -287,3 +310,29 @@ class Variant(ABC):
     def start_or_delete_hint(self, profile: str) -> str:
         """The first fix for a cluster of this variant that exists but does not answer."""
         return "make the API server reachable"
+
+    def local_status(self, profile: str, root: Path) -> str | None:
+        """What this machine can tell about cluster ``profile`` when its API server does not
+        answer (its processes, why it went down), in one sentence; None when nothing."""
+        return None
+
+    def local_files(self, profile: str, root: Path) -> dict[str, Path]:
+        """Log files of cluster ``profile`` on this machine worth a debug bundle (bundle name ->
+        path); empty when the variant keeps none."""
+        return {}
+
+    def leftover(self, profile: str, root: Path) -> tuple[list[str], str] | None:
+        """What the lab started for cluster ``profile`` by its own record on disk (not the
+        stack's state): (the argv that removes it, what it is), or None when there is none.
+        ``make destroy`` runs it after ``pulumi destroy``, so a cluster whose create was
+        interrupted before it reached the state is removed too. By default: the record
+        :func:`record_started` wrote, removed with :meth:`down_argv`."""
+        argv = self.down_argv(profile)
+        if argv is None or not started_record(root, self.name, profile).exists():
+            return None
+        return argv, f"the {self.name} cluster {profile!r}"
+
+    def down_argv(self, profile: str) -> list[str] | None:
+        """The helper's argv that deletes cluster ``profile`` (success when already gone), for
+        :meth:`leftover`; None where the variant keeps no record."""
+        return None

@@ -246,6 +246,39 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
 }
 
 
+#: The allowed range of every numeric key, (lowest, highest), inclusive; Pulumi.yaml states
+#: each highest. The upper bounds keep a typo from reaching the lab: a huge replica count or
+#: timeout is accepted by the API server and then makes a start that never ends, silently.
+#: ``smokeGpus`` is ``all`` or a count in its range.
+BOUNDS: Final[dict[str, tuple[int, int]]] = {
+    "cpus": (MIN_CPUS, 256),  # minikube --cpus: a node is at most the host
+    "memoryMiB": (MIN_MEMORY_MIB, 2_097_152),  # minikube --memory: 2 TiB
+    "simGpus": (0, 8),  # the largest capture-backed node: one 8-GPU server
+    "smokeTimeoutSeconds": (1, 7200),  # a first pull of a large CUDA image included
+    "clusterTimeoutSeconds": (1, 7200),
+    "operatorTimeoutSeconds": (1, 7200),
+    "gpuGraceSeconds": (1, 3600),
+    "timeSlicingReplicas": (1, 64),  # GPUs x replicas Pods sharing one device plugin's GPUs
+    "expectedGpus": (0, 10_000),  # existing: every GPU node of a cluster, summed
+    "smokeGpus": (1, 64),  # one Pod's GPUs on one node
+}
+
+
+def bound_problems(values: Mapping[str, object]) -> list[str]:
+    """One line per numeric key in ``values`` above its highest allowed value (:data:`BOUNDS`;
+    the lowest values are checked with their reasons where each key is parsed)."""
+    problems = []
+    for key, (_, highest) in BOUNDS.items():
+        if key == "simGpus":
+            continue  # its own check says the whole range (0..8) and why
+        value = values.get(key)
+        if isinstance(value, str):
+            value = int(value) if value.strip().isdigit() else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > highest:
+            problems.append(f"{NAMESPACE}:{key}={value} is above its maximum {highest}")
+    return problems
+
+
 #: ``get(key)``: a config key's parsed value, or its default.
 Getter = Callable[[str], object]
 
@@ -312,6 +345,7 @@ def parse_config(
 
     for key in ("toolkit", "cdi"):
         _auto_choice(key, values, problems)
+    problems += bound_problems(values)
 
     def get(key: str) -> object:
         return values.get(key, SCHEMA[key][1])

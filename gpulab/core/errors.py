@@ -9,7 +9,9 @@ of a traceback.
 
 from __future__ import annotations
 
-__all__ = ["GpuLabError"]
+import errno
+
+__all__ = ["GpuLabError", "os_error_fix"]
 
 
 class GpuLabError(Exception):
@@ -18,3 +20,17 @@ class GpuLabError(Exception):
     Not raised itself: each concern has its subclass (``ConfigError``, ``PreflightError``,
     ``CommandError``, ``GateError``, ...).
     """
+
+
+def os_error_fix(exc: OSError) -> str:
+    """The first fix for an :class:`OSError` an entry point prints instead of a traceback:
+    ``No space left on device`` (ENOSPC, EDQUOT) asks for space, a read-only or forbidden
+    path for another, a missing one for the step that makes it."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"free disk space on the file system that is full{where} (`df -h`), then run the command again"
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return f"make the path writable by this user{where}, or run from a checkout you own"
+    if exc.errno == errno.ENOENT:
+        return f"the path does not exist{where}: run `make lab` (or the step that makes it) first"
+    return f"see the error above{where}"

@@ -29,6 +29,9 @@ SIMULATED: Final = "simulated"
 SIMULATED_FIELDS: Final = "simulatedFields"
 #: Flattened kubeconfig for the lab cluster (a Pulumi secret).
 KUBECONFIG: Final = "kubeconfig"
+#: Which cluster the stack was built on (gpulab.kube.identity), recorded once it answered:
+#: ``{"server": URL, "caSha256": hex|None, "kubeSystemUid": str|None, "createdAt": ISO 8601}``.
+CLUSTER_IDENTITY: Final = "clusterIdentity"
 
 # --- host (from the host probe) -----------------------------------------------------
 #: Number of physical GPUs nvidia-smi lists (MIG instances not counted).
@@ -174,6 +177,7 @@ ALL_KEYS: Final = (
     SIMULATED,
     SIMULATED_FIELDS,
     KUBECONFIG,
+    CLUSTER_IDENTITY,
     HOST_GPU_COUNT,
     HOST_GPU_MODELS,
     HOST_GPUS,

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
-from gpulab.core.errors import GpuLabError
+from gpulab.core.errors import GpuLabError, os_error_fix
 from gpulab.core.names import (
     DEFAULT_PROFILE,
     DEVICE_PLUGIN_DS,
@@ -39,8 +40,8 @@ from gpulab.core.names import (
     WORKLOAD_NAMESPACE,
 )
 from gpulab.diagnose.live import Context
-from gpulab.kube import benchmark, compute, dcgm, gate, simulated, smoke
-from gpulab.kube.client import load_clients, ping
+from gpulab.kube import benchmark, compute, dcgm, gate, identity, simulated, smoke
+from gpulab.kube.client import KUBECONFIG_ENV, load_clients, ping
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,7 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--namespace", default="default")
     b.add_argument("--pod", default="gpu-benchmark")
     b.add_argument("--timeout", type=float, default=1800)
-    sub.add_parser("ping", help="exit 0 when the API server answers /version within 5 s")
+    sub.add_parser(
+        "ping",
+        help="exit 0 when the API server answers and is ready, and is the recorded cluster, within 5 s each",
+    )
     cp = sub.add_parser("compute", help="wait for the compute Pod, check its log")
     compute.add_arguments(cp)
     for sp in (g, s, cp):
@@ -84,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         api = load_clients()
+        # Every check first proves the cluster is the one the stack recorded at create.
+        identity.check_identity(api, os.environ.get(KUBECONFIG_ENV, ""))
         if args.cmd == "ping":
             out = ping(api)
         elif args.cmd == "simulate-clusterpolicy":
@@ -110,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     except GpuLabError as exc:
         # Every error the checks raise on purpose (GateError, a bad argument's) names its cause.
         print(str(exc), file=sys.stderr)
+        return 1
+    except OSError as exc:  # a full disk (the client's key files), not a traceback
+        print(f"{exc}\n  fix: {os_error_fix(exc)}", file=sys.stderr)
         return 1
     print(json.dumps(out, sort_keys=True))
     return 0

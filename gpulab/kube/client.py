@@ -10,6 +10,7 @@ official ``kubernetes`` Python client.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +24,14 @@ from gpulab.diagnose.live import Context
 from gpulab.diagnose.live import diagnosis as _diagnose
 
 KUBECONFIG_ENV = "GPULAB_KUBECONFIG"
+#: Every API request's bound unless the call gives its own: (connect, read) seconds. The
+#: client's default is none at all, so one list call against a frozen etcd would wait for
+#: the API server's own 60 s request timeout (and a dead TCP peer for ever).
+REQUEST_TIMEOUT: tuple[float, float] = (5.0, 30.0)
+#: How long a wait keeps retrying an API server that does not answer at all, in seconds,
+#: before it fails naming what did not answer (k3s restarts within it when the operator's
+#: toolkit reconfigures its containerd).
+UNAVAILABLE_LIMIT: float = 120.0
 
 
 class GateError(GpuLabError, RuntimeError):
@@ -46,7 +55,91 @@ def load_clients(kubeconfig_text: str | None = None) -> Any:
         raise GateError(f"${KUBECONFIG_ENV} is not valid YAML: {exc}") from exc
     conf = client.Configuration()
     config.load_kube_config_from_dict(cfg, client_configuration=conf)
-    return client.ApiClient(conf)
+    # A refused connection is retried once, not urllib3's three times with back-off.
+    conf.retries = 1
+    api = client.ApiClient(conf)
+    bound_requests(api)
+    return api
+
+
+def bound_requests(api: Any, timeout: tuple[float, float] | None = None) -> Any:
+    """Give every request of ``api`` (a ``kubernetes`` ``ApiClient``) a bound: ``timeout``
+    (default :data:`REQUEST_TIMEOUT`, (connect, read) seconds) wherever the call passes no
+    ``_request_timeout`` of its own. Returns ``api``."""
+    rest = api.rest_client
+    request = rest.request
+    bound = timeout or REQUEST_TIMEOUT
+
+    def bounded(*args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
+        return request(*args, _request_timeout=_request_timeout or bound, **kwargs)
+
+    rest.request = bounded
+    return api
+
+
+def readiness(api: Any, timeout: float = 5) -> tuple[bool, list[str]]:
+    """The API server's ``/readyz?verbose``: (ready, the names of the checks that failed,
+    e.g. ``["etcd"]``: kube-apiserver lists each check as ``[+]name ok`` or ``[-]name failed``).
+    A server that does not answer at all raises the client's error."""
+    request = api.param_serialize(
+        "GET", "/readyz", query_params=[("verbose", "true")], auth_settings=["BearerToken"]
+    )
+    response = api.call_api(*request, _request_timeout=timeout)
+    body = response.read()
+    if 200 <= response.status < 300:
+        return True, []
+    text = body.decode(errors="replace") if isinstance(body, bytes) else str(body or "")
+    failed = [line[3:].split(" failed", 1)[0].strip() for line in text.splitlines() if line.startswith("[-]")]
+    return False, failed or [f"HTTP {response.status}"]
+
+
+def unanswered(api: Any, exc: BaseException | None = None, timeout: float = 5) -> str:
+    """Which component did not answer, in words: the API server itself (no connection, no
+    answer within ``timeout`` s), or what its readiness check names (``etcd``, ...)."""
+    host = api.configuration.host
+    try:
+        ready, failed = readiness(api, timeout)
+    except Exception as probe:  # no answer at all
+        why = exc or probe
+        return f"the API server at {host} did not answer within {timeout:.0f}s ({_short(why)})"
+    if ready:
+        return f"the API server at {host} answers and is ready, but the request failed ({_short(exc)})"
+    etcd = [c for c in failed if c.startswith("etcd")]
+    named = "etcd did not answer the API server" if etcd else "the API server is not ready"
+    return f"{named} (the API server at {host}: readyz failed: {', '.join(failed)})"
+
+
+def _short(exc: BaseException | None) -> str:
+    """An error in a few words: the OS error under urllib3's wrappers (``[Errno 111] Connection
+    refused``), ``read timed out``, else its class and first line."""
+    if exc is None:
+        return "no error"
+    text = str(exc).strip()
+    errno_text = re.search(r"\[Errno -?\d+\] [^'\")(]+", text)
+    if errno_text:
+        return errno_text.group(0).strip()
+    if "timed out" in text.lower():
+        return "timed out"
+    lines = text.splitlines()
+    return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}"
+
+
+def kube_system_uid(api: Any, timeout: float = 10) -> str:
+    """``metadata.uid`` of Namespace ``kube-system`` (the cluster's own identity,
+    :mod:`gpulab.kube.identity`), read within ``timeout`` seconds.
+
+    Raises:
+        GateError: no answer in time; the message names the component that did not answer.
+    """
+    from kubernetes import client
+
+    try:
+        ns = client.CoreV1Api(api).read_namespace("kube-system", _request_timeout=(min(5, timeout), timeout))
+    except Exception as exc:
+        if not is_transient(exc) and not isinstance(exc, TimeoutError):
+            raise GateError(f"reading Namespace kube-system failed: {_short(exc)}") from exc
+        raise GateError(unanswered(api, exc)) from exc
+    return str(ns.metadata.uid if ns.metadata else "")
 
 
 def sanitize(obj: Any, api: Any) -> Any:
@@ -82,6 +175,11 @@ class Waiter:
 
     #: Seconds between "still waiting" progress lines.
     progress_every: float = 10.0
+    #: Seconds the API server may not answer at all before the wait fails (naming what did
+    #: not answer: :func:`unanswered` with :attr:`api`), however long :attr:`timeout` is.
+    unavailable_limit: float = UNAVAILABLE_LIMIT
+    #: The ApiClient the wait talks to, to say which component did not answer (optional).
+    api: Any = None
 
     def until(self, what: str, check: Callable[[], Any], diagnose: Callable[[], str]) -> Any:
         """The first non-None ``check()``; progress lines on stderr (streamed into Pulumi's
@@ -89,22 +187,36 @@ class Waiter:
         seconds, and when it ends.
 
         Raises:
-            GateError: ``timeout`` seconds passed; the message is ``diagnose()``.
+            GateError: ``timeout`` seconds passed (the message is ``diagnose()``), or the API
+                server did not answer for :attr:`unavailable_limit` seconds in a row (the
+                message names what did not answer).
         """
         start = self.clock()
         deadline = start + self.timeout
         next_note = start + self.progress_every
         pause = min(self.first_interval, self.interval)
+        down_since: float | None = None
         print(f"[gpulab] waiting for {what} (up to {self.timeout:.0f}s)", file=sys.stderr, flush=True)
         while True:
             try:
                 value = check()
+                down_since = None
             except Exception as exc:
                 # The API server can drop connections for a while (e.g. k3s restarts when
-                # the operator's toolkit reconfigures its containerd): keep waiting.
+                # the operator's toolkit reconfigures its containerd): keep waiting, within
+                # unavailable_limit.
                 if not is_transient(exc):
                     raise
-                print(f"waiting for {what}: API server unavailable ({exc}); retrying", file=sys.stderr)
+                now = self.clock()
+                down_since = now if down_since is None else down_since
+                if now - down_since >= self.unavailable_limit:
+                    who = unanswered(self.api, exc) if self.api is not None else f"({_short(exc)})"
+                    raise GateError(
+                        f"gave up waiting for {what}: no answer for {now - down_since:.0f}s: {who}"
+                    ) from exc
+                print(
+                    f"waiting for {what}: API server unavailable ({_short(exc)}); retrying", file=sys.stderr
+                )
                 value = None
             now = self.clock()
             if value is not None:
@@ -136,7 +248,7 @@ def wait_finished(
         doc: dict[str, Any] = sanitize(core.read_namespaced_pod(pod, namespace), api)
         return doc if (doc.get("status") or {}).get("phase") in ("Succeeded", "Failed") else None
 
-    found: dict[str, Any] = Waiter(timeout, interval).until(
+    found: dict[str, Any] = Waiter(timeout, interval, api=api).until(
         f"Pod {namespace}/{pod} to reach phase Succeeded", done, lambda: _diagnose(api, ctx or Context())
     )
     return found
@@ -164,13 +276,23 @@ def wait_succeeded(
 
 
 def ping(api: Any, timeout: float = 5) -> dict[str, Any]:
-    """``{"kubernetesVersion": ...}`` when the API server answers; GateError naming it if not."""
+    """``{"kubernetesVersion": ..., "kubeSystemUid": ...}`` when the API server answers, is
+    ready (``/readyz``: etcd answers it) and serves this cluster's data (Namespace
+    ``kube-system`` read within ``timeout`` seconds); ``/version`` alone is answered without
+    etcd, so it proves nothing about the cluster.
+
+    Raises:
+        GateError: what did not answer (the API server, or etcd as its readiness check says).
+    """
     from kubernetes import client
 
     try:
         version = client.VersionApi(api).get_code(_request_timeout=timeout).git_version
+        ready, _ = readiness(api, timeout)
     except Exception as exc:
-        if not is_transient(exc):
+        if not is_transient(exc) and not isinstance(exc, TimeoutError):
             raise
-        raise GateError(f"the API server at {api.configuration.host} does not answer: {exc}") from exc
-    return {"kubernetesVersion": version}
+        raise GateError(unanswered(api, exc, timeout)) from exc
+    if not ready:
+        raise GateError(unanswered(api, None, timeout))
+    return {"kubernetesVersion": version, "kubeSystemUid": kube_system_uid(api, timeout)}

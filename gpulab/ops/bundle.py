@@ -13,6 +13,8 @@ its path, size and contents. Inside, under one folder:
 * ``logs/<namespace>/<pod>/<container>.log``: the last lines of every operand container
   (every pod of ``gpu-operator``, minikube's ``nvidia-*`` addon pods in ``kube-system``, the
   lab's own Pods in ``default``);
+* ``local/``: what this machine tells about the cluster whatever its API server does (the
+  sim lab's process states and why its supervisor took it down; its component logs' tails);
 * ``host/``: the host probe and the preflight findings, as the lab would see them now;
 * ``tools.json``: tool and package versions, the toolchain decision;
 * ``README.txt``: this list, and what could not be read and why.
@@ -24,8 +26,12 @@ marks secret, the kubeconfig's fields, the lab namespaces' Secret data, and secr
 value; a leak stops the bundle (exit 1) instead of writing it.
 
 When the cluster does not answer (or the stack has no outputs) the bundle holds what could
-be read and README.txt says what could not. Exit codes: 0 written, 1 a secret would have
-leaked, 2 usage or the archive cannot be written.
+be read and README.txt says what could not. The bound: the liveness check (three requests of
+5 s at most) says which component did not answer (the API server, or etcd as its readiness
+check reports); after it, each read has 5 s to connect and 15 s to answer, and the first that
+gets no answer ends the cluster reads (the rest are listed as skipped).
+
+Exit codes: 0 written, 1 a secret would have leaked, 2 usage or the archive cannot be written.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ import yaml
 from gpulab.core import outputs as o
 from gpulab.host.preflight import PreflightError
 from gpulab.host.probe import probe_capture, probe_nvidia_smi
-from gpulab.kube.client import load_clients, ping
+from gpulab.kube.client import is_transient, load_clients, ping
 from gpulab.ops.redact import Redactor
 from variants import registry
 from variants.registry import parse_config
@@ -91,6 +97,9 @@ class Bundle:
     files: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     simulated: bool = False
+    #: Set when the API server stopped answering (a timeout, a refused connection): the
+    #: cluster reads after it are skipped, so a frozen etcd costs one read's bound, not all.
+    unanswered: str | None = None
 
     def add_json(self, name: str, value: Any) -> None:
         self.files[name] = json.dumps(value, indent=2, sort_keys=True, default=str) + "\n"
@@ -101,6 +110,20 @@ class Bundle:
             return read()
         except Exception as exc:  # a debug bundle records every failure and goes on
             self.problems.append(f"{what}: {_why(exc)}")
+            return None
+
+    def cluster_read(self, what: str, read: Callable[[], Any]) -> Any:
+        """:meth:`attempt` for a read from the API server; after the first one that got no
+        answer, the others are skipped (and listed as skipped)."""
+        if self.unanswered is not None:
+            self.problems.append(f"{what}: skipped (the API server stopped answering at {self.unanswered})")
+            return None
+        try:
+            return read()
+        except Exception as exc:  # recorded, and the cluster given up on when it is silent
+            self.problems.append(f"{what}: {_why(exc)}")
+            if is_transient(exc) or isinstance(exc, TimeoutError):
+                self.unanswered = what
             return None
 
 
@@ -215,6 +238,7 @@ def read_cluster(kubeconfig: str, bundle: Bundle, redactor: Redactor, log_lines:
     from kubernetes import client
 
     api = load_clients(kubeconfig)
+    # Bounded (5 s a request) and naming what did not answer: the API server, or etcd.
     version = bundle.attempt("cluster", partial(ping, api, timeout=5))
     if version is None:
         return
@@ -222,21 +246,21 @@ def read_cluster(kubeconfig: str, bundle: Bundle, redactor: Redactor, log_lines:
     core, apps, custom = client.CoreV1Api(api), client.AppsV1Api(api), client.CustomObjectsApi(api)
 
     def listed(call: Callable[..., Any], *args: str) -> list[dict[str, Any]]:
-        return _plain(api, call(*args, _request_timeout=15).items)
+        return _plain(api, call(*args, _request_timeout=(5, 15)).items)
 
-    nodes = bundle.attempt("nodes", partial(listed, core.list_node))
+    nodes = bundle.cluster_read("nodes", partial(listed, core.list_node))
     if nodes is not None:
         bundle.add_json("cluster/nodes.json", nodes)
-    policies = bundle.attempt(
+    policies = bundle.cluster_read(
         "ClusterPolicies",
         partial(
-            custom.list_cluster_custom_object, "nvidia.com", "v1", "clusterpolicies", _request_timeout=15
+            custom.list_cluster_custom_object, "nvidia.com", "v1", "clusterpolicies", _request_timeout=(5, 15)
         ),
     )
     if policies is not None:
         bundle.add_json("cluster/clusterpolicies.json", policies.get("items", []))
     for ns in NAMESPACES:
-        secrets = bundle.attempt(f"{ns} Secrets", partial(listed, core.list_namespaced_secret, ns))
+        secrets = bundle.cluster_read(f"{ns} Secrets", partial(listed, core.list_namespaced_secret, ns))
         if secrets is not None:
             _add_secrets(ns, secrets, bundle, redactor)
         for kind, call in (
@@ -244,7 +268,7 @@ def read_cluster(kubeconfig: str, bundle: Bundle, redactor: Redactor, log_lines:
             ("events", core.list_namespaced_event),
             ("daemonsets", apps.list_namespaced_daemon_set),
         ):
-            found = bundle.attempt(f"{ns} {kind}", partial(listed, call, ns))
+            found = bundle.cluster_read(f"{ns} {kind}", partial(listed, call, ns))
             if found is None:
                 continue
             bundle.add_json(f"cluster/{ns}/{kind}.json", found)
@@ -292,9 +316,9 @@ def _read_logs(core: Any, ns: str, pods: list[dict[str, Any]], bundle: Bundle, l
                 ns,
                 container=name,
                 tail_lines=lines,
-                _request_timeout=15,
+                _request_timeout=(5, 15),
             )
-            text = bundle.attempt(f"log {where}", read)
+            text = bundle.cluster_read(f"log {where}", read)
             if text is not None:
                 bundle.files[f"logs/{where}.log"] = text if text.endswith("\n") or not text else text + "\n"
 
@@ -395,9 +419,33 @@ def collect(stack_name: str, log_lines: int = 200) -> tuple[Bundle, Redactor]:
         bundle.attempt("cluster", lambda: read_cluster(kubeconfig, bundle, redactor, log_lines))
     else:
         bundle.problems.append("cluster: the stack has no kubeconfig output (no lab built, or unreadable)")
+    read_local(stack, bundle)
     read_host(stack, bundle)
     read_tools(bundle)
     return bundle, redactor
+
+
+def read_local(stack: Stack, bundle: Bundle, lines: int = 200) -> None:
+    """What this machine says about the cluster whatever the API server does (``local/``):
+    the variant's status line (``Variant.local_status``: the sim lab's processes, why its
+    supervisor took it down) and the last lines of its own log files (``Variant.local_files``:
+    the sim control plane's component logs)."""
+    config = bundle.attempt("local: stack config", lambda: stack.json("config", "--json"))
+    raw = {k: str(v["value"]) for k, v in (config or {}).items() if isinstance(v, dict) and "value" in v}
+    cfg = bundle.attempt("local: config", lambda: parse_config(raw))
+    if cfg is None:
+        return
+    variant = registry.get(cfg.cluster)
+    status = bundle.attempt("local: status", lambda: variant.local_status(cfg.profile, ROOT))
+    if status:
+        bundle.files["local/status.txt"] = status + "\n"
+    files: dict[str, Path] = (
+        bundle.attempt("local: files", lambda: variant.local_files(cfg.profile, ROOT)) or {}
+    )
+    for name, path in files.items():
+        text = bundle.attempt(f"local: {name}", partial(path.read_text, encoding="utf-8", errors="replace"))
+        if text is not None:
+            bundle.files[f"local/{name}"] = "".join(text.splitlines(keepends=True)[-lines:])
 
 
 def write(bundle: Bundle, redactor: Redactor, stack: str, out_dir: Path) -> tuple[Path, dict[str, int]]:

@@ -1,8 +1,9 @@
 """Throwaway copies of the project with their own Pulumi backend (engine tests, benchmark).
 
 A :class:`Project` is a copy of the program's files in a temporary directory that shares
-the checkout's ``.venv``, with its own file backend, ``PULUMI_HOME`` and passphrase, so
-nothing it does touches the checkout's state or stack files.
+the checkout's ``.venv``, with its own file backend, ``PULUMI_HOME`` (its ``plugins`` the
+user's, read only by name) and passphrase, so nothing it does touches the checkout's state,
+stack files, or the user's login and backend (no ``credentials.json``, no access token).
 """
 
 from __future__ import annotations
@@ -29,10 +30,13 @@ COPY = (
     "stacks",
     "policy",
     "requirements.txt",
-    # What `scripts/lab` (make lab / verify / debug-bundle / destroy) runs in the copy.
+    # What `scripts/lab` (make lab / verify / debug-bundle / destroy) runs in the copy, and the
+    # Makefile, so a printed `make ...` fix runs there as printed.
     "scripts",
-    "toolchain/decide.py",
-    "toolchain/versions.env",
+    "Makefile",
+    "requirements-dev.txt",
+    # `make lab` in the copy runs toolchain/setup.sh (finding the cached build, it builds nothing).
+    "toolchain",
 )
 
 
@@ -209,11 +213,20 @@ def make_project(base: Path, env: dict[str, str] | None = None) -> Project:
     for f in (dest / "stacks").glob("Pulumi.*.yaml"):
         f.unlink()
     (base / "backend").mkdir()
+    # The user's login (credentials.json in PULUMI_HOME, an access token) is never used: the
+    # copy's PULUMI_HOME holds only a link to the plugins the engine needs.
+    home = base / "pulumi-home"
+    home.mkdir()
+    plugins = Path(env.get("PULUMI_HOME") or Path.home() / ".pulumi") / "plugins"
+    if plugins.is_dir():
+        (home / "plugins").symlink_to(plugins)
+    for key in ("PULUMI_ACCESS_TOKEN", "PULUMI_CONFIG_PASSPHRASE_FILE"):
+        env.pop(key, None)
     env.update(
         PULUMI_BACKEND_URL=f"file://{base / 'backend'}",
         PULUMI_CONFIG_PASSPHRASE="test",
+        PULUMI_HOME=str(home),
     )
-    env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
     return Project(dest, env)
 
 

@@ -79,12 +79,23 @@ class Run:
         return self.by_name(name).urn
 
 
+#: What ``python -m gpulab.kube.identity record`` prints (gpulab.identity.Identity.to_json).
+IDENTITY = {
+    "server": "https://127.0.0.1:6443",
+    "caSha256": "ab" * 32,
+    "kubeSystemUid": "0b6f8d6e-2b1c-4d6e-9a53-2f4e3c1b7a90",
+    "createdAt": "2026-12-01T00:00:00+00:00",
+}
+
+
 def fake_stdout(purpose: str, gpus: int = 1) -> str:
     """What each helper command prints on success (shapes as in gpulab.kube etc.)."""
     if purpose in ("minikube-start", "sim-cluster"):
         return json.dumps(
             {"kubeconfig": KUBECONFIG, "kubernetesVersion": "v1.36.3", "node": "gpu-sim-node", "gpus": gpus}
         )
+    if purpose == "cluster-identity":
+        return json.dumps(IDENTITY)
     if purpose == "operator-gate":
         return json.dumps(
             {

@@ -111,6 +111,13 @@ class Kind(Variant):
         present = profile in {ln.strip() for ln in p.stdout.splitlines()}
         return not present, f"kind cluster {profile} is {'listed' if present else 'absent'}"
 
+    def leftover(self, profile: str, root: Path) -> tuple[list[str], str] | None:
+        # kind's work dir (its config and kubeconfig) is made before `kind create cluster`.
+        if not (root / self.workdir(profile)).exists():
+            return None
+        argv = ["python", "-m", self.ctl, "down", "--name", profile, "--workdir", self.workdir(profile)]
+        return argv, f"the kind cluster {profile!r}"
+
     def start_or_delete_hint(self, profile: str) -> str:
         return (
             f"start its node containers (`docker start {profile}-control-plane {profile}-worker`) "

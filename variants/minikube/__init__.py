@@ -103,6 +103,9 @@ class Minikube(Variant):
         present = profile in names
         return not present, f"minikube profile {profile} is {'listed' if present else 'absent'}"
 
+    def down_argv(self, profile: str) -> list[str] | None:
+        return ["python", "-m", self.ctl, "down", "--profile", profile]
+
     def start_or_delete_hint(self, profile: str) -> str:
         return f"start it (`minikube start -p {profile}`) or delete it (`minikube delete -p {profile}`)"
 

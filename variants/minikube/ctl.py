@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from gpulab import diagnose
 from gpulab.core import run as cmd
 from gpulab.core.errors import GpuLabError
-from variants.base import Action, ctl_main
+from variants.base import Action, clear_started, ctl_main, record_started
 from variants.minikube import reuse
 from variants.minikube.diagnose import diagnose_minikube_start
 
@@ -160,6 +160,10 @@ def up(spec: StartSpec) -> dict[str, str]:
         print(f"minikube profile {spec.profile} already running; not starting", file=sys.stderr)
     else:
         print("$ " + " ".join(start_argv(spec)), file=sys.stderr)
+        if not profile_exists(spec.profile):
+            # The lab's record of what it started: make destroy removes it even when this
+            # create never reaches the stack's state (an interrupted run).
+            record_started("minikube", spec.profile)
         _start(spec)
     kubeconfig = cmd.check(kubeconfig_argv(spec.profile)).stdout
     ver = cmd.check(["kubectl", "--context", spec.profile, "version", "-o", "json"]).stdout
@@ -185,9 +189,21 @@ def down(profile: str) -> dict[str, object]:
         names = {profile}  # cannot tell: let minikube decide
     if profile not in names:
         print(f"minikube profile {profile} is already gone", file=sys.stderr)
+        clear_started("minikube", profile)
         return {"profile": profile, "deleted": False}
     cmd.check(delete_argv(profile))
+    clear_started("minikube", profile)
     return {"profile": profile, "deleted": True}
+
+
+def profile_exists(profile: str) -> bool:
+    """True when ``minikube profile list`` names ``profile`` (valid or not)."""
+    listing = cmd.run(["minikube", "profile", "list", "-o", "json"])
+    try:
+        doc = json.loads(listing.stdout)
+    except ValueError:
+        return False
+    return profile in {p.get("Name") for p in (doc.get("valid") or []) + (doc.get("invalid") or [])}
 
 
 def main(argv: list[str] | None = None) -> int:

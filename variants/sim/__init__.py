@@ -93,8 +93,46 @@ class Sim(Variant):
 
     def start_or_delete_hint(self, profile: str) -> str:
         return (
-            f"start it (`make lab`) or remove it (`python -m variants.sim.ctl down --name {profile} "
-            f"--workdir {self.workdir(profile)}`)"
+            f"remove it with `GPULAB_STACK=sim make destroy` (or `python -m variants.sim.ctl down "
+            f"--name {profile} --workdir {self.workdir(profile)}`)"
+        )
+
+    def local_status(self, profile: str, root: Path) -> str | None:
+        from variants.sim.ctl.cluster import recorded_identity
+        from variants.sim.ctl.process import Paths
+        from variants.sim.ctl.supervise import describe_down, down_record, states
+
+        paths = Paths(profile, root / self.workdir(profile))
+        if not paths.workdir.exists():
+            return f"the sim cluster's directory {self.workdir(profile)} is gone"
+        down = down_record(paths.workdir)
+        if down is not None:
+            return f"the sim cluster {profile!r} is down: {describe_down(down)}"
+        comps = states(paths.cluster_dir / "pids")
+        odd = {c: s for c, s in comps.items() if s != "running"}
+        if odd:
+            return f"the sim cluster {profile!r}: " + ", ".join(f"{c} {s}" for c, s in odd.items())
+        if recorded_identity(paths) is None:
+            return f"the sim cluster {profile!r} has no recorded identity (an interrupted create)"
+        return None
+
+    def local_files(self, profile: str, root: Path) -> dict[str, Path]:
+        from variants.sim.ctl.process import Paths
+
+        paths = Paths(profile, root / self.workdir(profile))
+        found = {f"sim/{f.name}": f for f in sorted((paths.cluster_dir / "logs").glob("*.log"))}
+        for extra in ("logs/supervisor.log", "down.json", "identity.json", "ports.json"):
+            if (paths.workdir / extra).is_file():
+                found[f"sim/{extra.rsplit('/', 1)[-1]}"] = paths.workdir / extra
+        return found
+
+    def leftover(self, profile: str, root: Path) -> tuple[list[str], str] | None:
+        workdir = self.workdir(profile)
+        if not (root / workdir).exists():
+            return None
+        return (
+            ["python", "-m", self.ctl, "down", "--name", profile, "--workdir", workdir],
+            f"the sim cluster {profile!r} ({workdir})",
         )
 
 

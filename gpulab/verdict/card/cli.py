@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from gpulab.core.errors import os_error_fix
 from gpulab.verdict.card.html import render_html
 from gpulab.verdict.card.markdown import render_markdown
 from gpulab.verdict.card.model import build_card
@@ -55,6 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tflops", help="python -m gpulab.tflops --json, saved")
     ap.add_argument("--out-dir", default=".", help="where to write the card (default: .)")
     ap.add_argument("--time-slicing-replicas", type=int, default=None)
+    ap.add_argument(
+        "--cluster-down",
+        default=None,
+        help="why the cluster did not answer: the card says its facts are the last run's (exit 1)",
+    )
     try:
         args = ap.parse_args(argv)
     except SystemExit as exc:  # argparse has printed the usage message
@@ -70,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tflops=tflops,
             tool_versions=_tool_versions(),
             time_slicing_replicas=args.time_slicing_replicas,
+            cluster_down=args.cluster_down,
         )
     except ValueError as exc:
         print(f"gpulab.verdict.card: {exc}", file=sys.stderr)
@@ -83,12 +90,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         (out_dir / "baseline-card.md").write_text(render_markdown(card), encoding="utf-8")
         (out_dir / "baseline-card.html").write_text(render_html(card), encoding="utf-8")
     except OSError as exc:
-        print(f"gpulab.verdict.card: cannot write to {out_dir}: {exc}", file=sys.stderr)
+        print(
+            f"gpulab.verdict.card: cannot write to {out_dir}: {exc}\n  fix: {os_error_fix(exc)}",
+            file=sys.stderr,
+        )
         return 2
     result = card["checklist"]
     written = ", ".join(str(out_dir / f"baseline-card.{ext}") for ext in ("md", "json", "html"))
     print(
-        f"wrote {written}; checklist: {result['result']}" + (" (simulated lab)" if card["simulated"] else ""),
+        f"wrote {written}; checklist: {result['result']}"
+        + (" (simulated lab)" if card["simulated"] else "")
+        + (" (the last run's facts: the cluster is down)" if card.get("down") else ""),
         flush=True,
     )
     for item in result["items"]:

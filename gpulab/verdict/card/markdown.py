@@ -178,6 +178,14 @@ def render_markdown(card: Mapping[str, Any]) -> str:
             "the image pulls and the GPU are not.",
             "",
         ]
+    down = card.get("down")
+    if down:
+        out += [
+            f"> **THE CLUSTER IS DOWN.** It did not answer when this card was made ({down['why']}). "
+            f"Every fact below is from the last run ({down.get('factsFrom') or 'time not recorded'}); "
+            "nothing was measured now, and the checklist's verdict is that run's.",
+            "",
+        ]
     checklist_part = card["checklist"]
     out += [
         f"Schema `{card['schema']}`, generated {card['generatedAt']}. "

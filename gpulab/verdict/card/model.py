@@ -190,6 +190,7 @@ def build_card(
     tool_versions: Mapping[str, str] | None = None,
     now: datetime | None = None,
     time_slicing_replicas: int | None = None,
+    cluster_down: str | None = None,
 ) -> dict[str, Any]:
     """Build the card (schema in :mod:`gpulab.verdict.card`'s docstring) from stack outputs.
 
@@ -202,6 +203,10 @@ def build_card(
         now: generation time (timezone-aware; default: the current UTC time).
         time_slicing_replicas: replicas per GPU for the allocatable check (default: the
             ``timeSlicingReplicas`` entry of ``outputs[OPERATOR_COMPONENTS]``, else 1).
+        cluster_down: why the lab's cluster did not answer when the card was made (None: it
+            answered, or was not asked). Then ``card["down"]`` is ``{"why", "factsFrom"
+            (the last run's ``runAt``)}``, every rendering says the facts are the last run's
+            and the cluster is down, and the exit code is 1 whatever the checklist says.
 
     Raises:
         ValueError: ``tflops`` is not a tflops document (no ``results`` object), or ``now``
@@ -304,7 +309,12 @@ def build_card(
         "toolVersions": sanitize(dict(tool_versions or {}), "toolVersions", redacted),
         "capabilityBoundary": _boundary(clean),
         "redacted": redacted,
+        # Why the cluster did not answer when the card was made: {"why", "factsFrom"}; None.
+        "down": None,
     }
+    if cluster_down:
+        card["down"] = {"why": cluster_down, "factsFrom": clean.get(o.RUN_AT)}
+        card["checklist"]["exitCode"] = max(1, int(card["checklist"]["exitCode"]))
     if card["compute"]["result"]["value"] == timing.NOT_TESTED:
         card["compute"]["result"]["note"] = "computeCheck off: no compute Pod ran"
     section = card["mig"]

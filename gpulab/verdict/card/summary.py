@@ -107,4 +107,9 @@ def summary_line(card: Mapping[str, Any]) -> str:
         _compute(card.get("compute") or {}, card.get("measuredTflops") or {}),
         f"checklist {card['checklist']['result']}" + (" (simulated lab)" if card.get("simulated") else ""),
     ]
+    down = card.get("down")
+    if down:
+        # Never a bare "pass" for a lab that is not there: the verdict is the last run's.
+        parts[-1] += f" in the last run ({down.get('factsFrom') or 'time not recorded'})"
+        parts.append("the cluster is down now: every fact is from the last run")
     return "gpu-lab: " + "; ".join(parts)

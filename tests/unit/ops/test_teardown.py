@@ -46,14 +46,42 @@ def test_prune_removes_kubernetes_objects_and_every_reference_to_them() -> None:
     assert new["pending_operations"] == []
 
 
+def answers(verdict: str, detail: str = "") -> object:
+    return lambda: (verdict, detail)
+
+
 def test_plan_does_nothing_when_the_api_server_answers() -> None:
-    new, removed, why = teardown.plan("sim", "gpu-lab", deployment(), lambda: True, lambda: (True, "x"))
+    new, removed, why = teardown.plan(
+        "sim", "gpu-lab", deployment(), answers(teardown.ANSWERS), lambda: (True, "x")
+    )
     assert new is None and removed == [] and "answers" in why
 
 
-def test_plan_never_prunes_an_existing_cluster() -> None:
-    new, _, why = teardown.plan("existing", "c", deployment(), lambda: False, lambda: (True, "x"))
-    assert new is None and "never pruned" in why and "existing" in why
+def test_plan_refuses_an_existing_cluster_that_does_not_answer_and_names_the_forget_flag() -> None:
+    with pytest.raises(teardown.TeardownError) as e:
+        teardown.plan(
+            "existing",
+            "c",
+            deployment(),
+            answers(teardown.SILENT, "connection refused"),
+            lambda: (True, "x"),
+            stack="existing",
+        )
+    msg = str(e.value)
+    assert "does not own it" in msg and "connection refused" in msg
+    assert "`GPULAB_STACK=existing make destroy FORGET=1`" in msg
+
+
+def test_forget_drops_an_existing_clusters_objects_from_the_state_only() -> None:
+    new, removed, why = teardown.plan(
+        "existing",
+        "c",
+        deployment(),
+        answers(teardown.SILENT, "timed out"),
+        lambda: (False, "x"),
+        forget=True,
+    )
+    assert new is not None and removed == [NS, REL] and "forgetting" in why
 
 
 def test_plan_prunes_a_cluster_confirmed_gone() -> None:
@@ -61,28 +89,50 @@ def test_plan_prunes_a_cluster_confirmed_gone() -> None:
         "minikube",
         "gpu-lab",
         deployment(),
-        lambda: False,
+        answers(teardown.SILENT, "the API server at https://192.168.49.2:8443 did not answer"),
         lambda: (True, "minikube profile gpu-lab is absent"),
     )
     assert new is not None and removed == [NS, REL]
-    assert "gone (minikube profile gpu-lab is absent)" in why
+    assert "is gone" in why and "minikube profile gpu-lab is absent" in why
 
 
-def test_plan_keeps_the_state_of_a_stopped_cluster_and_says_how_to_start_it() -> None:
+def test_plan_prunes_an_owned_cluster_that_exists_but_does_not_answer() -> None:
+    # Its own delete command (run by the destroy that follows) removes it whole: a stopped
+    # minikube profile or a sim lab whose etcd froze must not keep make destroy from finishing.
+    new, removed, why = teardown.plan(
+        "minikube",
+        "lab1",
+        deployment(),
+        answers(teardown.SILENT, "etcd did not answer the API server"),
+        lambda: (False, "minikube profile lab1 is listed"),
+    )
+    assert new is not None and removed == [NS, REL]
+    assert "does not answer (minikube profile lab1 is listed; etcd did not answer the API server)" in why
+
+
+def test_plan_never_deletes_in_another_cluster_and_names_both() -> None:
+    detail = (
+        "recorded https://127.0.0.1:32766 (..., kube-system uid A), now https://127.0.0.1:32766 (..., uid B)"
+    )
     with pytest.raises(teardown.TeardownError) as e:
         teardown.plan(
-            "minikube",
-            "lab1",
+            "sim",
+            "gpu-lab",
             deployment(),
-            lambda: False,
-            lambda: (False, "minikube profile lab1 is listed"),
+            answers(teardown.ANOTHER, detail),
+            lambda: (False, ""),
+            stack="sim",
         )
     msg = str(e.value)
-    assert (
-        "nothing was removed" in msg and "minikube start -p lab1" in msg and "minikube delete -p lab1" in msg
+    assert "another cluster" in msg and "uid A" in msg and "uid B" in msg
+    assert "`GPULAB_STACK=sim make destroy FORGET=1`" in msg
+    new, removed, _ = teardown.plan(
+        "sim", "gpu-lab", deployment(), answers(teardown.ANOTHER, detail), lambda: (False, ""), forget=True
     )
+    assert new is not None and removed == [NS, REL]
 
 
-def test_plan_keeps_the_state_when_it_cannot_tell() -> None:
-    with pytest.raises(teardown.TeardownError, match="cannot be told"):
-        teardown.plan("kind", "k", deployment(), lambda: False, lambda: (None, "kind is not on PATH"))
+def test_plan_with_nothing_of_kubernetes_in_the_state_does_nothing() -> None:
+    empty = {"resources": [deployment()["resources"][0]]}
+    new, removed, why = teardown.plan("sim", "p", empty, answers(teardown.SILENT), lambda: (True, ""))
+    assert new is None and removed == [] and "no Kubernetes resources" in why

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pulumi.runtime.rpc import _special_secret_sig as SECRET_VALUE
 from pulumi.runtime.rpc import _special_sig_key as SECRET_SIG
 
@@ -18,9 +19,11 @@ import variants.minikube.host
 from gpulab.config.lab import ConfigError
 from gpulab.core import outputs as out
 from gpulab.host.preflight import Finding, PreflightError
+from gpulab.kube import identity
 from tests.unit.program_harness import (
     COMMAND,
     GATE_AT,
+    IDENTITY,
     KUBECONFIG,
     MINIKUBE,
     SMOKE_AT,
@@ -226,8 +229,16 @@ def test_kubeconfig_travels_in_environment_never_in_argv(chart: str) -> None:
     gate = run.by_name("gpu-operator-gate")
     env = gate.inputs["environment"]
     assert env.get(SECRET_SIG) == SECRET_VALUE, "environment must be registered as a secret"
-    assert env["value"]["GPULAB_KUBECONFIG"] == KUBECONFIG
+    # The lab's kubeconfig, carrying the identity recorded at create, which the gate checks first.
+    given = yaml.safe_load(env["value"]["GPULAB_KUBECONFIG"])
+    assert given.pop("extensions") == [{"name": identity.EXTENSION, "extension": IDENTITY}]
+    assert given == yaml.safe_load(KUBECONFIG)
     assert "environment" in gate.secret_outputs
+    # The provider, which Pulumi would replace on a changed kubeconfig, gets it unchanged.
+    assert run.by_name("k8s").inputs["kubeconfig"] in (
+        KUBECONFIG,
+        {SECRET_SIG: SECRET_VALUE, "value": KUBECONFIG},
+    )
 
 
 def test_outputs_of_the_simulated_lab(chart: str) -> None:

@@ -256,6 +256,8 @@ def test_existing_cluster_has_no_lifecycle_only_operator_smoke_and_checks(
     commands = {r.name: r.step for r in run.registrations if r.typ == COMMAND}
     assert commands == {
         "existing-census": "existing-census",
+        # Which cluster: recorded, and compared when the kubeconfig changes (gpulab.kube.identity).
+        "cluster-identity": "cluster-identity",
         # The chart's CRDs compared with what the cluster has, before the release (no --apply:
         # the lab does not own this cluster).
         "gpu-operator-crds": "operator-crds",

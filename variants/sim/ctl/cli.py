@@ -7,14 +7,16 @@ Every diagnostic goes to stderr; stdout carries only the JSON result.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from gpulab.config.mig import STRATEGIES, parse_devices
-from gpulab.core.errors import GpuLabError
-from variants.sim.ctl.cluster import UpOptions, down, status, up
+from gpulab.core.errors import GpuLabError, os_error_fix
+from variants.sim.ctl import supervise
+from variants.sim.ctl.cluster import Interrupted, UpOptions, down, status, up
 from variants.sim.ctl.render import (
     CAPTURES,
     DEFAULT_LOG_NAMESPACES,
@@ -99,7 +101,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     common(sub.add_parser("down", help="stop the cluster and remove the work dir"))
     common(sub.add_parser("status", help="print whether the cluster is running"))
+    sv = sub.add_parser("supervise", help="(started by up) take the lab down when a component dies")
+    common(sv)
+    sv.add_argument("--watch", type=Path, required=True, help="the cluster's kwokctl directory")
     return p
+
+
+def _say(text: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(text, file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -132,13 +142,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = up(opts)
         elif args.command == "down":
             result = down(args.name, args.workdir, args.bin_dir)
+        elif args.command == "supervise":
+            return supervise.run(args.workdir.expanduser().absolute(), args.watch.expanduser().absolute())
         else:
             result = status(args.name, args.workdir, args.bin_dir)
     except ValueError as e:
         print(f"simcluster: {e}", file=sys.stderr)
         return 2
+    except Interrupted as e:
+        _say(f"simcluster: {e}")
+        return 130
     except GpuLabError as e:  # SimClusterError, or a command that could not run
-        print(f"simcluster: error: {e}", file=sys.stderr)
+        _say(f"simcluster: error: {e}")
+        return 1
+    except OSError as e:  # a full disk, a read-only directory: the cause, not a traceback
+        _say(f"simcluster: error: {e}\n  fix: {os_error_fix(e)}")
         return 1
     print(json.dumps(result))
     return 0

@@ -15,9 +15,9 @@ import json
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -25,9 +25,13 @@ from typing import Any, Final
 
 import yaml
 
+from gpulab.kube import identity
+from variants.sim.ctl import ports as lab_ports
+from variants.sim.ctl import supervise
 from variants.sim.ctl.gpus import NodeGpus
 from variants.sim.ctl.process import (
     BUILD_FIX,
+    MARKER,
     Paths,
     PortInUseError,
     SimClusterError,
@@ -169,7 +173,22 @@ def _server_version(tools: Tools, paths: Paths) -> str:
     return str(json.loads(proc.stdout)["gitVersion"])
 
 
-def _config_for(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str) -> str:
+def _held_ports(paths: Paths) -> dict[str, int] | None:
+    """The ports this lab holds (its ``ports.json``), or None before the first create."""
+    try:
+        doc = json.loads((paths.workdir / lab_ports.PORTS_FILE).read_text(encoding="utf-8"))
+        return {o: int(doc[o]) for o in lab_ports.OPTIONS}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _lab_exists(workdir: str) -> bool:
+    return (Path(workdir) / MARKER).exists()
+
+
+def _config_for(
+    opts: UpOptions, tools: Tools, paths: Paths, kube_version: str, ports: dict[str, int] | None = None
+) -> str:
     return render_kwokctl_config(
         kube_version=kube_version,
         bin_dir=tools.bin_dir,
@@ -178,6 +197,7 @@ def _config_for(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str) 
         log_pods=opts.log_pods,
         apiserver_advertise_address=opts.apiserver_advertise_address,
         compute_log_file=paths.compute_log_file,
+        ports=ports if ports is not None else _held_ports(paths),
     )
 
 
@@ -193,7 +213,7 @@ def _create_lock() -> Iterator[None]:
     choose the same ports and one loses. Holding this lock until the components listen
     makes the next create see those ports taken and pick others.
     """
-    path = Path(tempfile.gettempdir()) / f"gpulab-simcluster-{os.getuid()}.lock"
+    path = lab_ports.machine_dir() / f"gpulab-simcluster-{os.getuid()}.lock"
     with path.open("a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
@@ -203,16 +223,22 @@ def _create_lock() -> Iterator[None]:
 
 
 def _create_cluster(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str) -> None:
-    paths.config_file.write_text(_config_for(opts, tools, paths, kube_version), encoding="utf-8")
+    fresh = False
     for attempt in range(1, CREATE_ATTEMPTS + 1):
         try:
             with _create_lock():
+                # The lab's own ports, none another live lab holds (variants.sim.ctl.ports).
+                held = lab_ports.reserve(paths.workdir, _lab_exists, fresh=fresh)
+                paths.config_file.write_text(
+                    _config_for(opts, tools, paths, kube_version, held), encoding="utf-8"
+                )
                 _create_once(opts, tools, paths, kube_version)
             return
         except PortInUseError as e:
             if attempt == CREATE_ATTEMPTS:
                 raise
-            _log(f"{e.cause.splitlines()[0]}; retrying ({attempt}/{CREATE_ATTEMPTS - 1})")
+            _log(f"{e.cause.splitlines()[0]}; retrying on other ports ({attempt}/{CREATE_ATTEMPTS - 1})")
+            fresh = True
             time.sleep(random.uniform(0.5, 2.0))
 
 
@@ -365,16 +391,99 @@ def _wait_usable(opts: UpOptions, tools: Tools, paths: Paths, names: Sequence[st
         time.sleep(0.5)
 
 
+#: The identity recorded when the cluster was created (gpulab.kube.identity), in the work dir.
+IDENTITY_FILE: Final = "identity.json"
+
+
+class Interrupted(SimClusterError):
+    """``up`` was stopped by a signal (Ctrl-C, SIGTERM, a closed terminal); what it started
+    has been removed."""
+
+
+def _live_identity(tools: Tools, paths: Paths) -> identity.Identity:
+    """The identity of the cluster the work dir's kubeconfig reaches now.
+
+    Raises:
+        SimClusterError: Namespace kube-system cannot be read.
+    """
+    server, ca = identity.from_kubeconfig(paths.kubeconfig.read_text(encoding="utf-8"))
+    proc = _kubectl(tools, paths, ["get", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}"])
+    uid = proc.stdout.strip()
+    if proc.returncode != 0 or not uid:
+        raise SimClusterError(
+            f"reading Namespace kube-system failed: {(proc.stderr or proc.stdout).strip()[-300:]}",
+            "check the API server and etcd logs in the cluster directory",
+        )
+    return identity.Identity(server, ca, uid)
+
+
+def recorded_identity(paths: Paths) -> identity.Identity | None:
+    """The identity written when the cluster was created, or None."""
+    try:
+        return identity.Identity.from_json(
+            json.loads((paths.workdir / IDENTITY_FILE).read_text(encoding="utf-8"))
+        )
+    except (OSError, ValueError, identity.IdentityError):
+        return None
+
+
+def _record_identity(tools: Tools, paths: Paths) -> identity.Identity:
+    live = _live_identity(tools, paths)
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    rec = identity.Identity(live.server, live.ca_sha256, live.kube_system_uid, now)
+    (paths.workdir / IDENTITY_FILE).write_text(json.dumps(rec.to_json(), indent=1) + "\n", encoding="utf-8")
+    return rec
+
+
+def own_cluster(tools: Tools, paths: Paths) -> tuple[bool, str]:
+    """(True, "") when the cluster answering is the one created here (its kube-system UID is the
+    recorded one); else (False, why)."""
+    rec = recorded_identity(paths)
+    if rec is None:
+        return False, "no identity was recorded when it was created"
+    try:
+        live = _live_identity(tools, paths)
+    except (SimClusterError, identity.IdentityError) as exc:
+        return False, str(exc).splitlines()[0]
+    if rec.same_cluster(live):
+        return True, ""
+    return False, f"it reaches another cluster: recorded {rec.describe()}, now {live.describe()}"
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise :class:`KeyboardInterrupt` like SIGINT does, so ``up`` can
+    remove what it started before it exits."""
+
+    def raise_interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    old = {sig: signal.signal(sig, raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
 def up(opts: UpOptions) -> dict[str, Any]:
-    """Bring the cluster up (or reuse a healthy one) and return the JSON result.
+    """Bring the cluster up (or reuse a healthy one of its own) and return the JSON result.
+
+    A healthy cluster is reused only when it is this work dir's own (its kube-system UID is
+    the one recorded at create, :data:`IDENTITY_FILE`), its supervisor has not taken it down
+    and its configuration (ports included) is the same. A new cluster gets ports no other
+    live lab holds (:mod:`variants.sim.ctl.ports`), its identity recorded, and a supervisor
+    (:mod:`variants.sim.ctl.supervise`). Interrupted (SIGINT, SIGTERM, SIGHUP) while it
+    creates, it removes the cluster and the work dir it made, then raises.
 
     Returns:
         ``{"kubeconfig": str (flattened), "kubernetesVersion": "v1.36.3",
         "apiServer": "https://127.0.0.1:PORT", "node": str (the first), "nodes": [str],
-        "gpus": int (per node), "totalGpus": int, "workdir": str}``
+        "gpus": int (per node), "totalGpus": int, "workdir": str, "identity": {"server",
+        "caSha256", "kubeSystemUid", "createdAt"}, "ports": {option: port}}``
 
     Raises:
-        SimClusterError: with the cause and the first fix.
+        SimClusterError: with the cause and the first fix (:class:`Interrupted` on a signal).
     """
     tools = Tools.locate(opts.bin_dir)
     paths = Paths(opts.name, opts.workdir.expanduser().absolute())
@@ -387,45 +496,81 @@ def up(opts: UpOptions) -> dict[str, Any]:
             f"work dir {paths.workdir} is not empty and was not made by variants.sim.ctl",
             "pass an empty or new --workdir (down removes the whole directory)",
         )
-    paths.workdir.mkdir(parents=True, exist_ok=True)
-    paths.marker.write_text(json.dumps({"name": opts.name}) + "\n", encoding="utf-8")
-    paths.log_file.parent.mkdir(parents=True, exist_ok=True)
-    # Rewritten on every up: the capture follows --gpus, and kwok reads the file per request.
-    smoke = smoke_log(capture, opts.capture or capture_name(opts.gpus), opts.smoke_gpus)
-    paths.log_file.write_text(render_cri_log(smoke, dt.datetime.now(dt.UTC)), encoding="utf-8")
-    paths.compute_log_file.write_text(
-        render_cri_log(load_vectoradd(), dt.datetime.now(dt.UTC)), encoding="utf-8"
-    )
-    # Each compute container lists the one GPU it was given (render.compute_logs).
-    own = compute_logs(opts.capture or capture_name(opts.gpus))
-    for i in range(COMPUTE_CONTAINER_LOGS):
-        text = own[i] if i < len(own) else load_vectoradd()
-        compute_container_log_file(paths.compute_log_file, i).write_text(
-            render_cri_log(text, dt.datetime.now(dt.UTC)), encoding="utf-8"
-        )
+    creating = False
+    try:
+        with _interruptible():
+            paths.workdir.mkdir(parents=True, exist_ok=True)
+            # The lab's record of what it started, by name, on disk: destroy removes a cluster
+            # whose create never reached the stack's state (an interrupted run) through it.
+            paths.marker.write_text(json.dumps({"name": opts.name}) + "\n", encoding="utf-8")
+            paths.log_file.parent.mkdir(parents=True, exist_ok=True)
+            # Rewritten on every up: the capture follows --gpus, and kwok reads the file per request.
+            smoke = smoke_log(capture, opts.capture or capture_name(opts.gpus), opts.smoke_gpus)
+            paths.log_file.write_text(render_cri_log(smoke, dt.datetime.now(dt.UTC)), encoding="utf-8")
+            paths.compute_log_file.write_text(
+                render_cri_log(load_vectoradd(), dt.datetime.now(dt.UTC)), encoding="utf-8"
+            )
+            # Each compute container lists the one GPU it was given (render.compute_logs).
+            own = compute_logs(opts.capture or capture_name(opts.gpus))
+            for i in range(COMPUTE_CONTAINER_LOGS):
+                text = own[i] if i < len(own) else load_vectoradd()
+                compute_container_log_file(paths.compute_log_file, i).write_text(
+                    render_cri_log(text, dt.datetime.now(dt.UTC)), encoding="utf-8"
+                )
+            reuse = _reusable(opts, tools, paths, kube_version)
+            if not reuse:
+                creating = True
+                _create_cluster(opts, tools, paths, kube_version)
+                _record_identity(tools, paths)
+            result = _finish(opts, tools, paths, info)
+            if supervise.supervisor_pid(paths.workdir) is None:
+                supervise.spawn(opts.name, paths.workdir, paths.cluster_dir)
+            return result
+    except KeyboardInterrupt as exc:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not stop the clean-up
+        how = str(exc) or "SIGINT"
+        if creating:
+            _log(f"interrupted ({how}) while creating the cluster; removing what this up started")
+            with contextlib.suppress(SimClusterError, OSError):
+                _teardown(paths, tools, remove_workdir=True)
+        raise Interrupted(
+            f"interrupted ({how})"
+            + ("; the half-made cluster and its directory were removed" if creating else ""),
+            "run `make lab` again",
+        ) from None
 
-    reuse = False
-    if paths.cluster_dir.exists():
-        # The GPU count is not part of the kwokctl config (node and log file are updated in
-        # place); anything else that differs (binaries, version, log selectors, Stages)
-        # needs a new cluster.
-        old = paths.config_file.read_text(encoding="utf-8") if paths.config_file.exists() else ""
-        same_config = old == _config_for(opts, tools, paths, kube_version)
-        try:
-            _write_kubeconfig(tools, paths)
-            healthy = _api_ready(tools, paths) and bool(_cluster_pids(paths))
-        except SimClusterError:
-            healthy = False
-        reuse = healthy and same_config
-        if reuse:
-            _log(f"cluster {opts.name!r} is already running; reusing it")
-        else:
-            why = "its configuration changed" if healthy else "it is not healthy"
-            _log(f"cluster {opts.name!r} exists but {why}; recreating it")
-            _teardown(paths, tools, remove_workdir=False)
-    if not reuse:
-        _create_cluster(opts, tools, paths, kube_version)
 
+def _reusable(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str) -> bool:
+    """True when the work dir's cluster runs, is its own and is configured as asked; otherwise
+    what there is of it is stopped (the directory stays) and False is returned."""
+    if not paths.cluster_dir.exists():
+        return False
+    # The GPU count is not part of the kwokctl config (node and log file are updated in
+    # place); anything else that differs (binaries, version, ports, log selectors, Stages)
+    # needs a new cluster.
+    old = paths.config_file.read_text(encoding="utf-8") if paths.config_file.exists() else ""
+    same_config = old == _config_for(opts, tools, paths, kube_version)
+    down = supervise.down_record(paths.workdir)
+    why = ""
+    try:
+        _write_kubeconfig(tools, paths)
+        healthy = down is None and _api_ready(tools, paths) and bool(_cluster_pids(paths))
+        if healthy:
+            healthy, why = own_cluster(tools, paths)
+    except SimClusterError:
+        healthy = False
+    if healthy and same_config:
+        _log(f"cluster {opts.name!r} is already running; reusing it")
+        return True
+    if down is not None:
+        why = supervise.describe_down(down)
+    why = "its configuration changed" if healthy else (why or "it is not healthy")
+    _log(f"cluster {opts.name!r} exists but {why}; recreating it")
+    _teardown(paths, tools, remove_workdir=False)
+    return False
+
+
+def _finish(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo) -> dict[str, Any]:
     names = node_names(opts.node_name, opts.nodes)
     for node in names:
         _ensure_node(opts, tools, paths, info, node)
@@ -438,6 +583,7 @@ def up(opts: UpOptions) -> dict[str, Any]:
         err = _diagnose_start_failure(paths, dead)
         _teardown(paths, tools, remove_workdir=False)
         raise err
+    rec = recorded_identity(paths) or _record_identity(tools, paths)
     kubeconfig = paths.kubeconfig.read_text(encoding="utf-8")
     return {
         "kubeconfig": kubeconfig,
@@ -448,6 +594,8 @@ def up(opts: UpOptions) -> dict[str, Any]:
         "gpus": opts.gpus,
         "totalGpus": opts.gpus * len(names),
         "workdir": str(paths.workdir),
+        "identity": rec.to_json(),
+        "ports": _held_ports(paths) or {},
     }
 
 
@@ -471,21 +619,43 @@ def down(name: str, workdir: Path, bin_dir: Path | None = None) -> dict[str, Any
 
 
 def status(name: str, workdir: Path, bin_dir: Path | None = None) -> dict[str, Any]:
-    """``{"name", "workdir", "running": bool, "pids": [...]}`` plus ``apiServer`` and
-    ``node``/``gpus`` (allocatable) when running."""
+    """``{"name", "workdir", "running": bool, "pids": [...], "components": {name: state},
+    "supervisor": pid|None, "down": record|None, "identity": recorded|None}`` plus
+    ``apiServer`` and ``own`` when the API server is ready. ``running`` is true only when
+    the API server is ready and the cluster is this work dir's own (its kube-system UID is the
+    recorded one); ``why`` says what is wrong otherwise."""
     validate_name("cluster name", name)
     paths = Paths(name, workdir.expanduser().absolute())
     pids = sorted(_cluster_pids(paths))
+    down = supervise.down_record(paths.workdir)
+    rec = recorded_identity(paths)
     result: dict[str, Any] = {
         "name": name,
         "workdir": str(paths.workdir),
         "running": False,
         "pids": pids,
+        "components": supervise.states(paths.cluster_dir / "pids"),
+        "supervisor": supervise.supervisor_pid(paths.workdir),
+        "down": down,
+        "identity": rec.to_json() if rec else None,
     }
+    if down is not None:
+        result["why"] = supervise.describe_down(down)
     if not pids or not paths.kubeconfig.exists():
+        result.setdefault("why", "no process of the cluster runs" if paths.workdir.exists() else "no cluster")
         return result
     tools = Tools.locate(bin_dir, required=("kubectl",))
     if _api_ready(tools, paths):
-        result["running"] = True
+        own, why = own_cluster(tools, paths)
         result["apiServer"] = _api_server_of(paths.kubeconfig.read_text(encoding="utf-8"))
+        result["own"] = own
+        result["running"] = own and down is None
+        if not own:
+            result["why"] = why
+    else:
+        stopped = [c for c, st in result["components"].items() if st.startswith("stopped")]
+        result.setdefault(
+            "why",
+            "the API server is not ready" + (f"; stopped: {', '.join(stopped)}" if stopped else ""),
+        )
     return result

@@ -61,7 +61,10 @@ def default_cache_bin_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 def _log(msg: str) -> None:
-    print(f"[simcluster] {msg}", file=sys.stderr, flush=True)
+    # Never fail on the way out: stderr may be a closed pipe (the engine was killed) or a
+    # full disk, and clean-up must go on.
+    with contextlib.suppress(OSError, ValueError):
+        print(f"[simcluster] {msg}", file=sys.stderr, flush=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +153,12 @@ def _env(paths: Paths, tools: Tools | None) -> dict[str, str]:
     # kubectl must never read or write the user's ~/.kube (config, discovery cache).
     env["KUBECONFIG"] = str(paths.kubeconfig)
     env["KUBECACHEDIR"] = str(paths.workdir / "kube-cache")
+    # The components outlive this run, whose private TMPDIR goes when it ends (scripts/pulumi):
+    # theirs is the cluster's own, removed with it.
+    tmp = paths.workdir / "tmp"
+    with contextlib.suppress(OSError):
+        tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
+    env["TMPDIR"] = str(tmp)
     return env
 
 
@@ -248,8 +257,8 @@ def _diagnose_start_failure(paths: Paths, dead: Sequence[str] = ()) -> SimCluste
             port = f" port {m.group(2)}" if m else " a port"
             return PortInUseError(
                 f"{component} could not listen:{port} is already in use (log {log}):\n{_tail(log)}",
-                "stop the process holding that port (`ss -ltnp`), or run `up` again: kwokctl "
-                "picks new random ports for a new cluster",
+                "stop the process holding that port (`ss -ltnp`), or run `up` again: it "
+                "chooses other free ports for a new cluster",
             )
     apiserver_log = logs / "kube-apiserver.log"
     text = apiserver_log.read_text(encoding="utf-8", errors="replace") if apiserver_log.exists() else ""
@@ -356,6 +365,8 @@ def _stop_pids(pids: set[int], grace: float = 10.0) -> None:
             if _pid_alive(pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
+                    if sig == signal.SIGTERM:
+                        os.kill(pid, signal.SIGCONT)  # a stopped process acts on it once continued
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and any(_pid_alive(p) for p in pids):
             time.sleep(0.2)
@@ -366,11 +377,23 @@ def _stop_pids(pids: set[int], grace: float = 10.0) -> None:
 def _teardown(paths: Paths, tools: Tools | None, *, remove_workdir: bool) -> None:
     """Stop every process of the cluster, verify it, and remove its files.
 
+    The supervisor goes first (:func:`variants.sim.ctl.supervise.stop`), so it does not take
+    the stopping components for a failure; with ``remove_workdir`` the lab's ports are
+    released (:func:`variants.sim.ctl.ports.release`).
+
     Raises:
         SimClusterError: a process or a listening port of the cluster survived.
     """
+    from variants.sim.ctl import ports, supervise
+
+    supervise.stop(paths.workdir)
     pids = _cluster_pids(paths)
-    ports = _ports_of(pids)
+    for pid in pids:
+        if supervise.proc_state(pid) == "T":
+            # A frozen (SIGSTOPped) component acts on no signal but SIGKILL until continued.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    ports_ = _ports_of(pids)
     if paths.cluster_dir.exists() and tools is not None:
         proc = _run(
             [tools.path("kwokctl"), "--name", paths.name, "delete", "cluster"],
@@ -392,7 +415,7 @@ def _teardown(paths: Paths, tools: Tools | None, *, remove_workdir: bool) -> Non
         )
     deadline = time.monotonic() + 10
     while True:
-        busy = sorted(ports & set(_listening().values()))
+        busy = sorted(ports_ & set(_listening().values()))
         if not busy or time.monotonic() > deadline:
             break
         time.sleep(0.2)
@@ -410,5 +433,6 @@ def _teardown(paths: Paths, tools: Tools | None, *, remove_workdir: bool) -> Non
                 shutil.rmtree(p, ignore_errors=True)
             for f in (paths.config_file, paths.kubeconfig):
                 f.unlink(missing_ok=True)
+        ports.release(paths.workdir)
     elif paths.kwok_workdir.exists():
         shutil.rmtree(paths.kwok_workdir)

@@ -378,6 +378,7 @@ def render_kwokctl_config(
     apiserver_advertise_address: str | None = None,
     stages: Sequence[Mapping[str, Any]] | None = None,
     compute_log_file: Path | None = None,
+    ports: Mapping[str, int] | None = None,
 ) -> str:
     """The ``kwokctl create cluster --config`` file: options, the full Stage list, ClusterLogs
     (``log_file`` for the smoke Pods; ``compute_log_file``, when given, for the compute Pod
@@ -386,6 +387,8 @@ def render_kwokctl_config(
 
     Every server binds ``127.0.0.1``; every binary is a local path in ``bin_dir`` (kwokctl
     then downloads nothing). Paths must be absolute: kwok runs in the cluster's work dir.
+    ``ports``: the components' ports (kwokctl option -> port, :mod:`variants.sim.ctl.ports`),
+    so kwokctl picks none itself.
     """
     for p in (bin_dir, log_file, *([compute_log_file] if compute_log_file else [])):
         if not p.is_absolute():
@@ -398,6 +401,7 @@ def render_kwokctl_config(
         "kubectlBinary": str(bin_dir / "kubectl"),
         "etcdBinary": str(bin_dir / "etcd"),
         "kwokControllerBinary": str(bin_dir / "kwok"),
+        **dict(sorted((ports or {}).items())),
     }
     config: dict[str, Any] = {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",

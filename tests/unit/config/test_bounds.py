@@ -1,0 +1,70 @@
+"""Every numeric config key has a documented upper bound, enforced before anything is created."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpulab.config import lab as config
+from variants import registry
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _descriptions() -> dict[str, str]:
+    doc = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    return {k: str(v.get("description", "")) for k, v in doc["config"].items()}
+
+
+def test_every_numeric_key_has_a_bound() -> None:
+    numeric = {k for k, (kind, _) in config.SCHEMA.items() if kind == "int"} | {"smokeGpus"}
+    assert numeric == set(config.BOUNDS), "a numeric key without a bound, or a bound without a key"
+
+
+@pytest.mark.parametrize("key", sorted(config.BOUNDS))
+def test_pulumi_yaml_states_each_maximum(key: str) -> None:
+    highest = config.BOUNDS[key][1]
+    text = _descriptions()[key].replace(",", "")
+    assert re.search(rf"(at most |-|\.\.| to ){highest}\b", text, re.IGNORECASE), (
+        f"{key}: Pulumi.yaml does not state {highest}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("timeSlicingReplicas", "10000"),  # the issue's value: the start hung, silently
+        ("cpus", "100000"),
+        ("memoryMiB", "99999999"),
+        ("smokeTimeoutSeconds", "7201"),
+        ("clusterTimeoutSeconds", "864000"),
+        ("operatorTimeoutSeconds", "7201"),
+        ("gpuGraceSeconds", "3601"),
+        ("expectedGpus", "10001"),
+        ("smokeGpus", "65"),
+    ],
+)
+def test_a_value_above_the_maximum_is_refused_naming_key_value_and_maximum(key: str, value: str) -> None:
+    with pytest.raises(config.ConfigError) as e:
+        registry.parse_config({"gpu-lab:cluster": "sim", f"gpu-lab:{key}": value}, env={})
+    highest = config.BOUNDS[key][1]
+    assert f"gpu-lab:{key}={value} is above its maximum {highest}" in str(e.value)
+    assert "nothing was created" in str(e.value)
+
+
+def test_the_maximum_itself_is_accepted() -> None:
+    cfg = registry.parse_config(
+        {"gpu-lab:cluster": "minikube", "gpu-lab:cpus": "256", "gpu-lab:clusterTimeoutSeconds": "7200"},
+        env={},
+    )
+    assert cfg.cpus == 256 and cfg.cluster_timeout_seconds == 7200
+
+
+def test_sim_gpus_keeps_its_own_range_message_once() -> None:
+    with pytest.raises(config.ConfigError) as e:
+        registry.parse_config({"gpu-lab:cluster": "sim", "gpu-lab:simGpus": "9"}, env={})
+    assert e.value.problems.count("gpu-lab:simGpus=9 must be 0..8 (one simulated node)") == 1
+    assert not any("above its maximum" in p for p in e.value.problems)

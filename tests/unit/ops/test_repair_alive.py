@@ -1,0 +1,108 @@
+"""gpulab.ops.repair.alive: make lab's liveness check proves the cluster answers and is the
+stack's own, and its message runs as printed."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpulab.kube import identity
+from gpulab.ops import repair
+
+SECRET = "4dabf18193072939515e22adb298388d"
+
+
+def kubeconfig(url: str) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "c", "cluster": {"server": url}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "c",
+            "users": [{"name": "u", "user": {"token": "t"}}],
+        }
+    )
+
+
+class FakeStack(repair.Stack):
+    def __init__(self, root: Path, kc: str | None, recorded: dict[str, Any] | None, kind: str) -> None:
+        super().__init__("sim", root, cli="pulumi", backend="file:///x")
+        self.kc, self.recorded, self.kind = kc, recorded, kind
+
+    def export(self, secrets: bool = False) -> dict[str, Any]:
+        resources: list[dict[str, Any]] = []
+        if self.kc:
+            resources.append(
+                {
+                    "urn": "urn:pulumi:sim::gpu-lab::pulumi:providers:kubernetes::k8s",
+                    "type": "pulumi:providers:kubernetes",
+                    "inputs": {"kubeconfig": {SECRET: "x", "plaintext": json.dumps(self.kc)}},
+                }
+            )
+        if self.recorded:
+            resources.append(
+                {
+                    "urn": "urn:pulumi:sim::gpu-lab::command:local:Command::cluster-identity",
+                    "type": "command:local:Command",
+                    "outputs": {"stdout": json.dumps(self.recorded)},
+                }
+            )
+        return {"deployment": {"resources": resources}}
+
+    def config(self) -> dict[str, Any]:
+        return {"gpu-lab:cluster": {"value": self.kind}, "gpu-lab:profile": {"value": "p"}}
+
+
+@pytest.fixture
+def silent() -> Iterator[str]:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(4)
+    port = s.getsockname()[1]
+    s.close()  # nothing listens: connection refused
+    yield f"http://127.0.0.1:{port}"
+
+
+def test_no_state_yet_is_fine(tmp_path: Path) -> None:
+    assert repair.alive(FakeStack(tmp_path, None, None, "sim"), "lab") is None
+
+
+def test_a_cluster_that_does_not_answer_is_named_with_the_rebuild_as_it_runs(
+    tmp_path: Path, silent: str
+) -> None:
+    (tmp_path / ".state" / "sim" / "p").mkdir(parents=True)  # the sim cluster's directory: it exists
+    msg = repair.alive(FakeStack(tmp_path, kubeconfig(silent), None, "sim"), "lab")
+    assert msg is not None
+    assert f"the sim lab's cluster does not answer: the API server at {silent} did not answer" in msg
+    assert "Connection refused" in msg
+    assert "fix: rebuild it: `GPULAB_STACK=sim make destroy && GPULAB_STACK=sim make lab`" in msg
+
+
+def test_an_existing_cluster_that_does_not_answer_is_never_rebuilt(tmp_path: Path, silent: str) -> None:
+    msg = repair.alive(FakeStack(tmp_path, kubeconfig(silent), None, "existing"), "lab")
+    assert msg is not None and "make destroy FORGET=1" in msg and "rebuild" not in msg
+
+
+def test_another_cluster_behind_the_same_kubeconfig_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpulab.kube import client as kube
+
+    recorded = {"server": "https://127.0.0.1:32766", "caSha256": "a", "kubeSystemUid": "mine", "stack": "sim"}
+    monkeypatch.setattr(kube, "ping", lambda api, timeout=5: {"kubernetesVersion": "v1.36.3"})
+    monkeypatch.setattr(
+        identity,
+        "read",
+        lambda kc, api=None, timeout=10: identity.Identity("https://127.0.0.1:32766", "a", "theirs"),
+    )
+    msg = repair.alive(FakeStack(tmp_path, kubeconfig("https://127.0.0.1:32766"), recorded, "sim"), "lab")
+    assert msg is not None and "reaches another cluster" in msg
+    assert "kube-system uid mine" in msg and "kube-system uid theirs" in msg
+    assert "`GPULAB_STACK=sim make destroy FORGET=1`" in msg
