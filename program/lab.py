@@ -190,12 +190,21 @@ class Lab(pulumi.ComponentResource):
                 ),
             )
         self.outputs = self._outputs(
-            cfg, variant, expect.physical if expect.from_config else None, expect.source
+            cfg,
+            variant,
+            expect.physical if expect.from_config else None,
+            expect.source,
+            not expect.from_config,
         )
         self.register_outputs(self.outputs)
 
     def _outputs(
-        self, cfg: LabConfig, variant: Variant, config_gpus: int | None, source: str | None
+        self,
+        cfg: LabConfig,
+        variant: Variant,
+        config_gpus: int | None,
+        source: str | None,
+        host_is_cluster: bool,
     ) -> dict[str, object]:
         """Every stack output, written through the typed model (gpulab.core.outputs.LabOutputs:
         one value per field, by attribute name; it raises on a field not set)."""
@@ -213,6 +222,8 @@ class Lab(pulumi.ComponentResource):
             ],
             "kubeconfig": self.cluster.kubeconfig,
             "cluster_identity": self.identity,
+            "owns_cluster_flag": variant.owns_cluster,
+            "host_is_cluster_flag": host_is_cluster,
             "host_gpu_count": config_gpus if config_gpus is not None else probe.gpu_count,
             "host_gpu_models": probe.gpu_models,
             "host_gpus": probe.gpus,

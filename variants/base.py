@@ -162,11 +162,16 @@ class Variant(ABC):
             would configure: ``docker``, ``containerd``, ``k3s`` or ``none`` (no containers
             run), or ``unknown`` (policy ``toolkit-fits-runtime``).
         tools: binaries it runs on this machine (preflight names each missing one's fix).
+        bundle_tools: the tools whose versions a debug bundle records for this variant
+            (``{"kind": ("kind", "version")}``: tool -> the argv printing its version;
+            gpulab.ops.bundle adds them to the tools every lab may use).
         runtime_injects_gpus: the node's container runtime is set up to inject GPUs before the
             operator runs (minikube ``--gpus=all``, kind the nvkind way), so the operator's
             toolkit is redundant there: off by default (policy ``operator-toolkit-redundant``).
         steps: its helper module's subcommands and their stable step names
             (``{"up": "kind-cluster"}``; gpulab.core.argv.step_of).
+        direct_steps: ``(tool, verb)`` a program might run directly, not through the helper,
+            and their step names (``{("minikube", "start"): "minikube-start"}``).
         exclusive_settings: ``(key, value)`` config settings that mean something for this
             variant only and are refused for every other one.
         exclusive_keys: config keys that apply to this variant only; any non-empty value is
@@ -180,7 +185,9 @@ class Variant(ABC):
     node_runtime: ClassVar[str] = "unknown"
     runtime_injects_gpus: ClassVar[bool] = False
     tools: ClassVar[tuple[Tool, ...]] = ()
+    bundle_tools: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     steps: ClassVar[Mapping[str, str]] = {}
+    direct_steps: ClassVar[Mapping[tuple[str, str], str]] = {}
     exclusive_settings: ClassVar[tuple[tuple[str, object], ...]] = ()
     #: Config keys that apply to this variant only: set (non-empty) for another, refused.
     exclusive_keys: ClassVar[tuple[str, ...]] = ()
@@ -251,6 +258,12 @@ class Variant(ABC):
                 f"gpu-lab:cdi=true with cluster={self.name}: {why}; leave cdi unset (the {self.name} lab "
                 "turns it off) or set it to false"
             )
+
+    def containerd_paths(self) -> tuple[str, str] | None:
+        """``(config dir, socket)`` of the node's containerd where it is the distribution's own,
+        not at stock containerd's paths (k3s); None elsewhere. Policy ``toolkit-fits-runtime``
+        expects the operator's toolkit pointed there."""
+        return None
 
     def simulated(self, get: Getter) -> bool:
         """True when the operator's work is simulated in this variant's lab."""

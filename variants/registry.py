@@ -37,10 +37,15 @@ def get(name: str) -> Variant:
 
 
 def step_of_module(module: str, subcommand: str) -> str | None:
-    """The step name of ``python -m <module> <subcommand>`` when it is a variant's helper."""
+    """The step name of ``python -m <module> <subcommand>`` when it is a variant's helper, or
+    of ``<tool> <subcommand>`` run directly when a variant names it (``Variant.direct_steps``)."""
     for v in REGISTRY.values():
         if module == v.ctl:
             return v.steps.get(subcommand)
+    for v in REGISTRY.values():
+        step = v.direct_steps.get((module, subcommand))
+        if step:
+            return step
     return None
 
 

@@ -112,9 +112,6 @@ class OperatorConfig:
     time_slicing_rename: bool = False
     time_slicing_fail_requests_greater_than_one: bool = False
     timeout_seconds: int = 600
-    #: The cluster variant the chart goes into; decides the runtime-specific values
-    #: (components/gpu_operator.py ``helm_values``).
-    cluster: str = "minikube"
     #: ``cdi.nriPluginEnabled`` (k3s only, chart >= v26.3.0): inject GPUs through the NRI
     #: plugin instead of a containerd runtime handler.
     nri_plugin: bool = False
@@ -480,7 +477,6 @@ def parse_config(
             chart_version=chart_version,
             chart_repo=chart_repo,
             chart_path=os.path.abspath(chart_path) if chart_path else None,
-            cluster=cluster,
             nri_plugin=bool(get("k3sNriPlugin")),
             toolkit=_operator_toolkit(chosen, values),
             device_plugin=device_plugin,

@@ -11,7 +11,7 @@ refuses such names long before, too).
 virtualenv, whose path stays out of the state and the diffs.
 
 Every command the lab runs is a step named by its module and subcommand (:data:`STEPS`,
-and each variant's ``steps``); :func:`step_of` says which, given the variants' own steps
+and each variant's ``steps`` and ``direct_steps``); :func:`step_of` says which, given the variants' own steps
 (``variants.registry.step_of`` passes them in), for the policy pack and the tests.
 """
 
@@ -44,13 +44,6 @@ STEPS: Final[dict[tuple[str, str], str]] = {
 }
 
 
-#: Tools a program might also run directly (not through the lab's helpers): (tool, verb).
-DIRECT_STEPS: Final[dict[tuple[str, str], str]] = {
-    ("minikube", "start"): "minikube-start",
-    ("minikube", "addons"): "minikube-addon",
-}
-
-
 class ArgvError(GpuLabError, ValueError):
     """The command string is not a JSON list of strings."""
 
@@ -75,13 +68,16 @@ def decode(text: str) -> list[str]:
     return argv
 
 
-#: ``(module, subcommand) -> step name or None``: the steps of the variants' helpers.
+#: ``(module or tool, subcommand) -> step name or None``: the variants' steps, of their helper
+#: modules (``variants.kind.ctl``, ``up``) and of tools a program might run directly
+#: (``minikube``, ``start``: ``Variant.direct_steps``).
 VariantSteps = Callable[[str, str], "str | None"]
 
 
 def step_of(command: str | None, variant_steps: VariantSteps = lambda module, sub: None) -> str | None:
-    """The step name of an encoded command (``"minikube-start"``), or None: :data:`STEPS`,
-    :data:`DIRECT_STEPS`, or ``variant_steps`` for a ``variants.*`` helper module."""
+    """The step name of an encoded command (``"minikube-start"``), or None: :data:`STEPS` for the
+    lab's shared helpers, else ``variant_steps`` for a ``variants.*`` helper module or a tool
+    run directly (its base name and first argument)."""
     if not command:
         return None
     try:
@@ -93,7 +89,7 @@ def step_of(command: str | None, variant_steps: VariantSteps = lambda module, su
             return variant_steps(argv[2], argv[3])
         return STEPS.get((argv[2], argv[3])) or STEPS.get((argv[2], ""))
     if len(argv) >= 2:
-        return DIRECT_STEPS.get((os.path.basename(argv[0]), argv[1]))
+        return variant_steps(os.path.basename(argv[0]), argv[1])
     return None
 
 

@@ -48,6 +48,15 @@ KUBECONFIG: Final = "kubeconfig"
 #: ``{"server": URL, "caSha256": hex|None, "kubeSystemUid": str|None, "createdAt": ISO 8601}``.
 CLUSTER_IDENTITY: Final = "clusterIdentity"
 
+#: ``True`` when the lab created the cluster and deletes it whole (``Variant.owns_cluster``);
+#: ``False`` on a cluster somebody else runs (destroy removes only what the lab put there and
+#: lists the rest in ``leftovers``).
+OWNS_CLUSTER: Final = "ownsCluster"
+#: ``True`` when this host is the cluster's GPU node, so the cluster's GPUs are the host's
+#: (``hostGpus``, and one Pod can hold them all); ``False`` where the GPU count comes from config
+#: (``expectedGpus``: an existing cluster's nodes are elsewhere).
+HOST_IS_CLUSTER: Final = "hostIsCluster"
+
 # --- host (from the host probe) -----------------------------------------------------
 #: Number of physical GPUs nvidia-smi lists (MIG instances not counted).
 HOST_GPU_COUNT: Final = "hostGpuCount"
@@ -193,6 +202,8 @@ ALL_KEYS: Final = (
     SIMULATED_FIELDS,
     KUBECONFIG,
     CLUSTER_IDENTITY,
+    OWNS_CLUSTER,
+    HOST_IS_CLUSTER,
     HOST_GPU_COUNT,
     HOST_GPU_MODELS,
     HOST_GPUS,
@@ -417,6 +428,8 @@ class LabOutputs:
     simulated_fields: list[str] | None = _field(SIMULATED_FIELDS, _STRS)
     kubeconfig: str | None = _field(KUBECONFIG, _str)
     cluster_identity: dict[str, Any] | None = _field(CLUSTER_IDENTITY, _object)
+    owns_cluster_flag: bool | None = _field(OWNS_CLUSTER, _bool)
+    host_is_cluster_flag: bool | None = _field(HOST_IS_CLUSTER, _bool)
     host_gpu_count: int | None = _field(HOST_GPU_COUNT, _int)
     host_gpu_models: list[str] | None = _field(HOST_GPU_MODELS, _STRS)
     host_gpus: list[HostGpu] | None = _field(HOST_GPUS, _OBJECTS)
@@ -608,6 +621,22 @@ class LabOutputs:
             if self.simulated_fields is not None
             else self.simulated_lab
         )
+
+    @property
+    def owns_cluster(self) -> bool:
+        """``ownsCluster``; outputs of a lab from before that key: True unless they list
+        ``leftovers`` (only a lab on a cluster it does not own lists them)."""
+        if self.owns_cluster_flag is not None:
+            return self.owns_cluster_flag
+        return not self.has(LEFTOVERS)
+
+    @property
+    def host_is_cluster(self) -> bool:
+        """``hostIsCluster``; outputs of a lab from before that key: as :attr:`owns_cluster` (the
+        one lab whose host was not the cluster was the one on a cluster it did not own)."""
+        if self.host_is_cluster_flag is not None:
+            return self.host_is_cluster_flag
+        return self.owns_cluster
 
     @property
     def time_slicing_replicas(self) -> int:

@@ -41,7 +41,6 @@ import io
 import json
 import os
 import platform
-import subprocess
 import sys
 import tarfile
 import time
@@ -56,6 +55,7 @@ from typing import Any, Final
 import yaml
 
 from gpulab.core import outputs as o
+from gpulab.core import run as cmd
 from gpulab.host.preflight import PreflightError
 from gpulab.host.probe import probe_capture, probe_nvidia_smi
 from gpulab.kube.client import is_transient, load_clients, ping
@@ -65,19 +65,27 @@ from variants.registry import parse_config
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 NAMESPACES: Final = ("gpu-operator", "default", "kube-system")
-#: Tool -> argv printing its version (the first lines are kept).
+#: Tool -> argv printing its version (the first lines are kept): the tools every lab may use;
+#: each variant adds its own (``Variant.bundle_tools``: :func:`tool_versions`).
 TOOLS: Final[dict[str, list[str]]] = {
     "kubectl": ["kubectl", "version", "--client"],
     "helm": ["helm", "version", "--short"],
-    "kwokctl": ["kwokctl", "--version"],
-    "etcd": ["etcd", "--version"],
-    "minikube": ["minikube", "version", "--short"],
-    "kind": ["kind", "version"],
-    "k3s": ["k3s", "--version"],
     "docker": ["docker", "version", "--format", "{{.Client.Version}} / server {{.Server.Version}}"],
     "nvidia-smi": ["nvidia-smi", "--version"],
     "go": ["go", "version"],
 }
+
+
+def tool_versions() -> dict[str, list[str]]:
+    """Tool -> the argv printing its version: :data:`TOOLS`, then every variant's
+    ``bundle_tools`` in registry order (a bundle may be asked about any lab's tools)."""
+    found = {name: list(argv) for name, argv in TOOLS.items()}
+    for variant in registry.REGISTRY.values():
+        for name, argv in variant.bundle_tools.items():
+            found.setdefault(name, list(argv))
+    return found
+
+
 PACKAGES: Final = (
     "pulumi",
     "pulumi-kubernetes",
@@ -143,10 +151,10 @@ def _why(exc: BaseException) -> str:
 def _run(argv: Sequence[str], env: dict[str, str] | None = None, timeout: float = 120) -> str:
     """stdout of argv; raises RuntimeError with the last stderr line when it fails."""
     try:
-        p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
-    except FileNotFoundError as exc:
+        p = cmd.run(argv, env=env, timeout=timeout, cwd=ROOT)
+    except cmd.ProgramNotFoundError as exc:
         raise RuntimeError(f"{argv[0]} not found") from exc
-    except subprocess.TimeoutExpired as exc:
+    except cmd.CommandTimeoutError as exc:
         raise RuntimeError(f"{argv[0]} timed out after {timeout:.0f}s") from exc
     if p.returncode != 0:
         last = (p.stderr or p.stdout).strip().splitlines()
@@ -372,7 +380,7 @@ def read_tools(bundle: Bundle) -> None:
     """``tools.json``: tool versions (absent tools say so), packages, the toolchain decision."""
     tools: dict[str, str] = {"python": platform.python_version()}
     cli = os.environ.get("GPULAB_PULUMI") or "pulumi"
-    for name, argv in {"pulumi": [cli, "version"], **TOOLS}.items():
+    for name, argv in {"pulumi": [cli, "version"], **tool_versions()}.items():
         try:
             tools[name] = " | ".join(_run(argv, timeout=15).strip().splitlines()[:2])
         except RuntimeError as exc:

@@ -44,7 +44,6 @@ import argparse
 import contextlib
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -52,6 +51,7 @@ from typing import Any, Final
 
 import yaml
 
+from gpulab.core import run as cmd
 from gpulab.core.errors import GpuLabError, os_error_fix
 from gpulab.kube import identity
 from gpulab.kube.client import load_clients, ping
@@ -231,7 +231,10 @@ def after(stack: repair.Stack, root: Path) -> int:
         argv, what = left
         argv = [sys.executable if argv[0] == "python" else argv[0], *argv[1:]]
         _say(f"{what} was started by the lab but is not in the {stack.name} stack's state; removing it")
-        proc = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=300, check=False)
+        try:
+            proc = cmd.run(argv, cwd=root, timeout=300)
+        except (cmd.ProgramNotFoundError, cmd.CommandTimeoutError) as exc:
+            proc = cmd.Result(1, "", str(exc))
         if proc.returncode != 0:
             _say(f"removing {what} failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}")
             code = 1

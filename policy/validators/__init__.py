@@ -76,8 +76,7 @@ from policy.validators.pack import (
 )
 from policy.validators.props import has_unknown, plain
 from policy.validators.release.toolkit_fits_runtime import (
-    K3S_CONTAINERD_CONFIG_DIR,
-    K3S_CONTAINERD_SOCKET,
+    EMBEDDED_CONTAINERD,
     check_toolkit_runtime,
 )
 from policy.validators.smoke.cuda_fits_host import derive_max_cuda
@@ -94,9 +93,8 @@ from policy.validators.tokens import (
 )
 
 __all__ = [
+    "EMBEDDED_CONTAINERD",
     "FAIL",
-    "K3S_CONTAINERD_CONFIG_DIR",
-    "K3S_CONTAINERD_SOCKET",
     "LEDGER",
     "NOT_EVALUATED",
     "NOT_OBSERVABLE",

@@ -7,6 +7,7 @@ contracts (pyproject.toml ``[tool.importlinter]``) with ``lint-imports``.
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -99,3 +100,86 @@ def test_the_test_sandboxes_copy_every_package_of_the_program() -> None:
     from tests.support import sandbox
 
     assert set(PACKAGES) <= set(sandbox.COPY)
+
+
+#: Where a variant's name may be compared: its own folder and the registry (the names' one home).
+_NAMES_ALLOWED = ("variants/",)
+_CORE = ("gpulab", "components", "program", "policy", "__main__.py")
+
+
+def _compared_names(tree: ast.AST, names: frozenset[str]) -> list[tuple[int, str]]:
+    """``(line, name)`` of each variant name a program decides on: an operand of ``==``, ``!=``,
+    ``in`` (also inside a tuple, list or set), a ``match`` case, or a dict literal's key (a
+    table by variant, like a tool table). ``"kind"`` as a dict key is Kubernetes' and NVLink's
+    field name, not the variant."""
+    found: list[tuple[int, str]] = []
+
+    def check(node: ast.AST, *, key: bool = False) -> None:
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        for item in items:
+            if isinstance(item, ast.Constant) and item.value in names and not (key and item.value == "kind"):
+                found.append((item.lineno, item.value))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for operand in (node.left, *node.comparators):
+                check(operand)
+        elif isinstance(node, ast.MatchValue):
+            check(node.value)
+        elif isinstance(node, ast.Dict):
+            for k in node.keys:
+                if k is not None:
+                    check(k, key=True)
+    return found
+
+
+def test_no_variant_name_is_compared_outside_variants() -> None:
+    from variants.registry import NAMES
+
+    names = frozenset(NAMES)
+    leaks = []
+    for top in _CORE:
+        paths = [ROOT / top] if top.endswith(".py") else sorted((ROOT / top).rglob("*.py"))
+        for path in paths:
+            for line, name in _compared_names(ast.parse(path.read_text()), names):
+                leaks.append(f"{path.relative_to(ROOT)}:{line}: {name!r}")
+    assert leaks == [], "ask the variant (a capability) or the outputs, never its name"
+    # The finder finds one: the comparisons gpulab/ops/bundle.py, the checklist items and
+    # gpulab/core/argv.py made before the variants answered for themselves.
+    assert _compared_names(ast.parse('if kind == "existing" or x in ("k3s", "y"): pass'), names) == [
+        (1, "existing"),
+        (1, "k3s"),
+    ]
+    assert _compared_names(ast.parse('T = {"minikube": [1], "kind": 2}'), names) == [(1, "minikube")]
+
+
+def test_one_subprocess_runner() -> None:
+    """Only gpulab/core/run.py starts processes (subprocess, os.system, os.popen, os.exec*,
+    os.spawn*) in the lab's code, but for the command interpreter (gpulab/core/argv.py execs
+    the argv) and the TFLOPS benchmark (gpulab/tflops/: stdlib only, shipped into the
+    benchmark Pod, so it cannot import gpulab.core). Not checked: the variants' helpers (the
+    sim's supervisor keeps long-running processes, which run.py's finished-process API does
+    not model) and the offline toolchain, which runs apart."""
+    starters = {"subprocess", "system", "popen", "execvp", "execv", "execve", "spawnv", "Popen"}
+    allowed = {"gpulab/core/run.py", "gpulab/core/argv.py"}
+    found = []
+    for top in _CORE:
+        paths = [ROOT / top] if top.endswith(".py") else sorted((ROOT / top).rglob("*.py"))
+        for path in paths:
+            rel = str(path.relative_to(ROOT))
+            if rel in allowed or rel.startswith("gpulab/tflops/"):
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    mods = [a.name for a in node.names] + (
+                        [node.module] if isinstance(node, ast.ImportFrom) else []
+                    )
+                    if "subprocess" in mods:
+                        found.append(f"{rel}:{node.lineno}: imports subprocess")
+                elif (
+                    isinstance(node, ast.Attribute)
+                    and node.attr in starters
+                    and isinstance(node.value, ast.Name)
+                ) and node.value.id == "os":
+                    found.append(f"{rel}:{node.lineno}: os.{node.attr}")
+    assert found == [], "run processes through gpulab.core.run"

@@ -44,6 +44,7 @@ class K3s(Variant):
     installer brings every tool."""
 
     name = "k3s"
+    bundle_tools: ClassVar = {"k3s": ("k3s", "--version")}
     node_runtime = "k3s"
     steps: ClassVar = {"up": "k3s-install"}
     exclusive_settings = (("k3sNriPlugin", True),)
@@ -53,6 +54,12 @@ class K3s(Variant):
         "what it injects. With k3sNriPlugin the operator's NRI plugin injects the CDI devices and the "
         "chart's choice stands"
     )
+
+    def containerd_paths(self) -> tuple[str, str] | None:
+        """k3s's own containerd (variants/k3s/ctl.py), where :meth:`helm_values` points the toolkit."""
+        from variants.k3s import ctl
+
+        return ctl.CONTAINERD_DIR, ctl.CONTAINERD_SOCKET
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
 

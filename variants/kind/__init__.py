@@ -36,6 +36,7 @@ class Kind(Variant):
     """kind with one GPU worker holding every GPU (see module docstring)."""
 
     name = "kind"
+    bundle_tools: ClassVar = {"kind": ("kind", "version")}
     node_runtime = "containerd"
     runtime_injects_gpus = True  # the host's toolkit, in nvkind's way (variants/kind/ctl.py)
     tools = (

@@ -37,6 +37,7 @@ class Minikube(Variant):
     """minikube with the docker driver and runtime on this GPU host (see module docstring)."""
 
     name = "minikube"
+    bundle_tools: ClassVar = {"minikube": ("minikube", "version", "--short")}
     node_runtime = "docker"  # the lab always starts minikube with --container-runtime=docker
     # `--gpus=all`: minikube writes the node's /etc/docker/daemon.json with default-runtime
     # nvidia (/usr/bin/nvidia-container-runtime, preinstalled in its kicbase image since
@@ -48,6 +49,10 @@ class Minikube(Variant):
         Tool("kubectl", "install kubectl"),
     )
     steps: ClassVar = {"up": "minikube-start", "addon": "minikube-addon"}
+    direct_steps: ClassVar = {
+        ("minikube", "start"): "minikube-start",
+        ("minikube", "addons"): "minikube-addon",
+    }
     exclusive_settings = (("devicePluginOwner", "minikube-addon"),)
     device_list_reason = (
         _NO_CDI + "; the node's nvidia runtime (Docker's default with --gpus=all) reads "

@@ -27,6 +27,7 @@ class Sim(Variant):
     """The simulated lab (see module docstring)."""
 
     name = "sim"
+    bundle_tools: ClassVar = {"kwokctl": ("kwokctl", "--version"), "etcd": ("etcd", "--version")}
     node_runtime = "none"  # kwok nodes run no containers
     tools = (
         Tool("kwokctl", _BUILD),

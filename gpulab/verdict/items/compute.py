@@ -11,7 +11,8 @@ host is the cluster: gpulab.config.gpus.smoke_gpu_count) the count is compared w
   container's vectorAdd log had a ``Test PASSED`` line: the CUDA kernel's sum checked on
   the CPU), and the containers covered every GPU of the host; or one Pod cannot hold every
   GPU (time-slicing, also as ``nvidia.com/gpu.shared``: a replica need not be its own GPU;
-  MIG: a container gets a MIG device; an ``existing`` cluster: one Pod runs on one node) or
+  MIG: a container gets a MIG device; ``hostIsCluster`` false, an existing cluster: one Pod runs
+  on one node) or
   the host's GPU count is not known, and then the observation says what was not compared
   and how many GPUs were not covered: it passes on what ran, never on the rest;
 * ``not-tested``: where one Pod can hold every GPU, the containers covered fewer than the
@@ -96,7 +97,7 @@ def _not_required(view: View, time_slicing_replicas: int) -> str | None:
         )
     if resource not in (None, GPU_RESOURCE):
         return f"resource {resource} (shared, not whole GPUs): a container's share need not be its own GPU"
-    if view.cluster_kind == "existing":
+    if not view.host_is_cluster:
         return "an existing cluster: one Pod runs on one node"
     return None
 
@@ -117,8 +118,9 @@ def _ran(view: View, time_slicing_replicas: int) -> tuple[int, str]:
 
 
 def _host_uuids(view: View) -> list[str]:
-    """The host's GPU UUIDs (``hostGpus``); empty for an existing cluster or when unknown."""
-    if view.cluster_kind == "existing":
+    """The host's GPU UUIDs (``hostGpus``); empty where the host is not the cluster
+    (``hostIsCluster`` false: an existing cluster) or when unknown."""
+    if not view.host_is_cluster:
         return []
     gpus = view.host_gpus
     return [str(g.get("uuid")) for g in gpus or [] if isinstance(g, Mapping) and g.get("uuid")]
@@ -138,8 +140,7 @@ def _isolation(view: View, time_slicing_replicas: int) -> list[gpu_isolation.Pro
 def _coverage(view: View, covered: int, why: str | None) -> tuple[bool, str]:
     """``(every GPU the item can require was covered, what follows the sentence)``."""
     host = _int(view.host_gpu_count)
-    existing = view.cluster_kind == "existing"
-    whose = "the cluster's (expectedGpus)" if existing else "the host's"
+    whose = "the host's" if view.host_is_cluster else "the cluster's (expectedGpus)"
     if host is None or host < 1:
         return True, f"; not compared with {whose} GPUs (their count is not known)"
     if covered >= host:

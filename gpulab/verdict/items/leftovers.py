@@ -96,10 +96,11 @@ def evaluate(outputs: LabOutputs, census: Mapping[str, Any] | None) -> Finding:
 
 
 def items(outputs: LabOutputs, census: Mapping[str, Any] | None) -> list[Finding]:
-    """What the checklist adds: ``[evaluate(...)]`` for an existing cluster with a census,
+    """What the checklist adds: ``[evaluate(...)]`` for a cluster the lab does not own
+    (``ownsCluster`` false: an existing cluster) with a census,
     else ``[]`` (a lab that owns its cluster deletes it whole; before destroy there is
     nothing to count yet, and an item that can only be not-evaluated would fail every
     checklist run)."""
-    if outputs.cluster_kind != "existing" or census is None:
+    if outputs.owns_cluster or census is None:
         return []
     return [evaluate(outputs, census)]

@@ -11,7 +11,7 @@ from gpulab.core.argv import ArgvError, decode
 from policy.validators.props import require_known
 from policy.validators.tokens import T_COMMAND
 from variants.minikube import ctl as minikube_ctl
-from variants.registry import step_of
+from variants.registry import step_of, step_of_module
 
 
 def cli_flags(argv: Sequence[str]) -> dict[str, str]:
@@ -73,7 +73,7 @@ def minikube_start_argv(create: Sequence[str] | str) -> list[str] | None:
             return None
         return minikube_ctl.start_argv(spec)
     for i, tok in enumerate(args[:-1]):
-        if os.path.basename(tok) == "minikube" and args[i + 1] == "start":
+        if step_of_module(os.path.basename(tok), args[i + 1]) == "minikube-start":
             return args[i:]
     return None
 

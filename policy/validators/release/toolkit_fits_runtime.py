@@ -11,13 +11,19 @@ from policy.validators.props import dig, lab_setting, require_known, show
 from policy.validators.release.operator_release import _release_props
 from policy.validators.spec import MANDATORY, Settings, Spec
 from variants import registry
-from variants.k3s import ctl as k3s_ctl
 
-RUNTIMES: Final = ("docker", "containerd", "cri-o", "k3s", "rke2", "none")
-# k3s's own containerd (the lab's k3s variant points the operator's toolkit at them).
-K3S_CONTAINERD_CONFIG_DIR: Final = k3s_ctl.CONTAINERD_DIR
-K3S_CONTAINERD_SOCKET: Final = k3s_ctl.CONTAINERD_SOCKET
 RKE2_CONTAINERD_CONFIG_DIR: Final = "/var/lib/rancher/rke2/agent/etc/containerd/"
+#: RKE2 shares k3s's agent: its containerd listens where k3s's does.
+RKE2_CONTAINERD_SOCKET: Final = "/run/k3s/containerd/containerd.sock"
+#: Runtimes whose containerd is the distribution's own: runtime -> (config dir, socket). The
+#: lab's variants say theirs (``Variant.containerd_paths``: k3s, whose variant points the
+#: operator's toolkit there) and win; RKE2 is not a lab variant but a cluster an existing lab
+#: may use.
+EMBEDDED_CONTAINERD: Final[dict[str, tuple[str, str]]] = {
+    "rke2": (RKE2_CONTAINERD_CONFIG_DIR, RKE2_CONTAINERD_SOCKET),
+    **{v.node_runtime: paths for v in registry.REGISTRY.values() if (paths := v.containerd_paths())},
+}
+RUNTIMES: Final = ("docker", "containerd", "cri-o", *sorted(EMBEDDED_CONTAINERD), "none")
 CONTAINERD_VARS: Final = ("CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "CONTAINERD_RUNTIME_CLASS")
 #: The first fix (表 2: gpu-smoke stays ContainerCreating).
 FIX_TOOLKIT: Final = fixes.cite(fixes.toolkit(then="retry"), fixes.SMOKE_CREATING)
@@ -53,15 +59,11 @@ def check_toolkit_runtime(
     env_list = require_known(dig(release, "values", "toolkit", "env"), "values.toolkit.env") or []
     env = {str(e.get("name")): str(e.get("value")) for e in env_list if isinstance(e, dict)}
     runtime, origin = cluster_runtime(cfg, ctx)
-    k3s_expected = (
-        f"CONTAINERD_CONFIG under {K3S_CONTAINERD_CONFIG_DIR} and CONTAINERD_SOCKET={K3S_CONTAINERD_SOCKET}"
-    )
     expected_by_runtime = {
-        "k3s": k3s_expected,
-        "rke2": (
-            f"CONTAINERD_CONFIG under {RKE2_CONTAINERD_CONFIG_DIR} and "
-            f"CONTAINERD_SOCKET={K3S_CONTAINERD_SOCKET}"
-        ),
+        **{
+            rt: f"CONTAINERD_CONFIG under {config_dir} and CONTAINERD_SOCKET={socket}"
+            for rt, (config_dir, socket) in EMBEDDED_CONTAINERD.items()
+        },
         "docker": "no containerd/CRI-O settings (the node's runtime is Docker)",
         "containerd": "containerd settings at the distribution's paths (not k3s/rke2 ones)",
         "cri-o": "no containerd settings (the node's runtime is CRI-O)",
@@ -79,12 +81,12 @@ def check_toolkit_runtime(
     if enabled is False or runtime == "none":
         return [_finding(item, True, observed, expected, FIX_TOOLKIT)]
     config_path, socket = env.get("CONTAINERD_CONFIG", ""), env.get("CONTAINERD_SOCKET", "")
-    if runtime in ("k3s", "rke2"):
-        config_dir = K3S_CONTAINERD_CONFIG_DIR if runtime == "k3s" else RKE2_CONTAINERD_CONFIG_DIR
-        ok = config_path.startswith(config_dir) and socket == K3S_CONTAINERD_SOCKET
+    if runtime in EMBEDDED_CONTAINERD:
+        config_dir, want_socket = EMBEDDED_CONTAINERD[runtime]
+        ok = config_path.startswith(config_dir) and socket == want_socket
         fix = (
             f"set toolkit.env CONTAINERD_CONFIG={config_dir}config.toml and CONTAINERD_SOCKET="
-            f"{K3S_CONTAINERD_SOCKET} (the chart's defaults are stock containerd's paths); {FIX_TOOLKIT}"
+            f"{want_socket} (the chart's defaults are stock containerd's paths); {FIX_TOOLKIT}"
         )
         return [_finding(item, ok, observed, expected, fix)]
     if runtime in ("docker", "cri-o"):

@@ -35,7 +35,7 @@ def _kubeconfig(tmp_path: Path) -> Path:
 def test_kind_defaults_pin_the_node_image_and_turn_the_operator_toolkit_off() -> None:
     cfg = parse_config({"gpu-lab:cluster": "kind"}, env={})
     assert cfg.kind_node_image == DEFAULT_KIND_NODE_IMAGE and "@sha256:" in DEFAULT_KIND_NODE_IMAGE
-    assert cfg.operator.toolkit is False and cfg.operator.cluster == "kind"
+    assert cfg.operator.toolkit is False and cfg.cluster == "kind"
     assert cfg.smoke_runtime_class == "nvidia"
     assert cfg.effective_host_probe == "nvidia-smi"
     assert not cfg.simulated

@@ -177,7 +177,7 @@ def test_the_sim_node_advertises_the_renamed_resource_with_gfds_labels() -> None
 
 
 def test_the_operator_components_record_the_sharing_options() -> None:
-    op = OperatorConfig(cluster="sim", time_slicing_replicas=4, time_slicing_rename=True)
+    op = OperatorConfig(time_slicing_replicas=4, time_slicing_rename=True)
     assert op.time_slicing == TimeSlicing(4, True, False) and op.gpu_resource == SHARED
 
 

@@ -43,9 +43,9 @@ def test_k3s_with_the_nri_plugin_keeps_cdi_and_the_chart_s_device_list() -> None
 
 @pytest.mark.parametrize("cluster", ["sim", "existing"])
 def test_variants_that_do_not_know_the_node_runtime_leave_the_chart_s_choice(cluster: str) -> None:
-    values = helm_values(OperatorConfig(cluster=cluster, cdi=True), registry.get(cluster))
+    values = helm_values(OperatorConfig(cdi=True), registry.get(cluster))
     assert values["cdi"]["enabled"] is True and "env" not in values["devicePlugin"]
-    assert registry.get(cluster).device_list_strategy(OperatorConfig(cluster=cluster)) is None
+    assert registry.get(cluster).device_list_strategy(OperatorConfig()) is None
 
 
 @pytest.mark.parametrize(

@@ -134,8 +134,9 @@ def test_ready_nodes() -> None:
 def test_operator_values_use_the_same_paths_as_the_policy() -> None:
     from policy import validators
 
-    assert k3s_ctl.CONTAINERD_CONFIG.startswith(validators.K3S_CONTAINERD_CONFIG_DIR)
-    assert k3s_ctl.CONTAINERD_SOCKET == validators.K3S_CONTAINERD_SOCKET
+    config_dir, socket = validators.EMBEDDED_CONTAINERD["k3s"]
+    assert k3s_ctl.CONTAINERD_CONFIG.startswith(config_dir)
+    assert socket == k3s_ctl.CONTAINERD_SOCKET
 
 
 # --------------------------------------------------------------------------- up/down with fakes

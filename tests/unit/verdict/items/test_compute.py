@@ -155,7 +155,8 @@ def test_time_slicing_and_mig_pass_on_what_ran_without_the_comparison() -> None:
 
 
 def test_an_existing_cluster_says_what_one_pod_could_not_cover() -> None:
-    item = compute_item(two_gpu_host(1, smoke=1, **{o.CLUSTER_KIND: "existing"}))
+    # The item asks hostIsCluster, never the variant's name: the existing lab writes it false.
+    item = compute_item(two_gpu_host(1, smoke=1, **{o.CLUSTER_KIND: "existing", o.HOST_IS_CLUSTER: False}))
     assert item.status == "pass", item
     assert "not covered: 1 of the cluster's (expectedGpus) 2 GPUs" in item.observed
     assert "one Pod runs on one node" in item.observed and UUIDS[0] not in item.observed

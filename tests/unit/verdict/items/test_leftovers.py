@@ -51,4 +51,9 @@ def test_before_destroy_the_item_is_not_evaluated_and_the_checklist_gets_nothing
     assert cl.evaluate(LabOutputs.from_json(OUTPUTS), None).status == Status.NOT_EVALUATED
     assert cl.items(LabOutputs.from_json(OUTPUTS), None) == []
     assert cl.items(LabOutputs.from_json({o.CLUSTER_KIND: "sim"}), {"leftovers": []}) == []
+    # ownsCluster decides, never the variant's name; outputs from before that key: their leftovers.
+    owned = LabOutputs.from_json({**OUTPUTS, o.OWNS_CLUSTER: True})
+    assert cl.items(owned, {"leftovers": [CRD]}) == []
+    not_owned = LabOutputs.from_json({o.OWNS_CLUSTER: False})
+    assert [i.id for i in cl.items(not_owned, {"leftovers": []})] == ["no-leftovers"]
     assert [i.id for i in cl.items(LabOutputs.from_json(OUTPUTS), {"leftovers": [CRD]})] == ["no-leftovers"]
