@@ -11,19 +11,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from gpulab.config import mig
+from gpulab.config import mig, schema
 from gpulab.core.names import GPU_RESOURCE
 
-#: key -> (kind, default), as :data:`gpulab.config.lab.SCHEMA`.
-SCHEMA: Final[dict[str, tuple[str, object]]] = {
-    "gpuGraceSeconds": ("int", 60),
-    "migStrategy": ("str", "none"),
-    "expectedMigDevices": ("str", ""),
-    "smokeResource": ("str", ""),
-    "simMigDevices": ("str", ""),
-    # "all" (the host's physical GPUs, :func:`smoke_gpu_count`) or a count >= 1.
-    "smokeGpus": ("str", "all"),
-}
+#: key -> (kind, default) of this module's keys, as Pulumi.yaml declares them
+#: (gpulab.config.schema); part of :data:`gpulab.config.lab.SCHEMA`.
+SCHEMA: Final[dict[str, tuple[str, object]]] = schema.section(
+    "gpuGraceSeconds",
+    "migStrategy",
+    "expectedMigDevices",
+    "smokeResource",
+    "simMigDevices",
+    "smokeGpus",
+)
 
 #: ``smokeGpus`` value meaning every physical GPU of the host.
 ALL_GPUS: Final = "all"

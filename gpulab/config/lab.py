@@ -21,13 +21,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
 from gpulab.config import gpus as gpu_config
-from gpulab.config import operand_images
+from gpulab.config import operand_images, schema
 from gpulab.config import time_slicing as slicing
 from gpulab.core.errors import GpuLabError
 from gpulab.core.names import (
     DEFAULT_COMPUTE_IMAGE,
     DEFAULT_PROBE_IMAGE,
-    DEFAULT_PROFILE,
     MIN_CPUS,
     MIN_MEMORY_MIB,
     PROJECT,
@@ -96,25 +95,25 @@ class OperatorConfig:
     mapped to the chart's ``<operand>.repository/image/version``.
     """
 
-    chart_version: str = "v26.7.0"
-    chart_repo: str = DEFAULT_CHART_REPO
+    chart_version: str = schema.default("chartVersion")
+    chart_repo: str = schema.default("chartRepo")
     chart_path: str | None = None
     #: Off for the default cluster, minikube: its node's runtime already injects the GPUs.
     toolkit: bool = False
-    device_plugin: bool = True
-    dcgm_exporter: bool = True
-    nfd: bool = True
+    device_plugin: bool = schema.default("devicePlugin")
+    dcgm_exporter: bool = schema.default("dcgmExporter")
+    nfd: bool = schema.default("nfd")
     #: Off for the default cluster, minikube: its node runtime reads no CDI (the variant
     #: decides from ``gpu-lab:cdi``, default ``auto``: ``Variant.operator_cdi``; the chart's default is on).
     cdi: bool = False
-    time_slicing_replicas: int = 1
+    time_slicing_replicas: int = schema.default("timeSlicingReplicas")
     #: ``timeSlicingRename``, ``timeSlicingFailRequestsGreaterThanOne`` (gpulab.config.time_slicing).
     time_slicing_rename: bool = False
     time_slicing_fail_requests_greater_than_one: bool = False
-    timeout_seconds: int = 600
+    timeout_seconds: int = schema.default("operatorTimeoutSeconds")
     #: ``cdi.nriPluginEnabled`` (k3s only, chart >= v26.3.0): inject GPUs through the NRI
     #: plugin instead of a containerd runtime handler.
-    nri_plugin: bool = False
+    nri_plugin: bool = schema.default("k3sNriPlugin")
     operand_images: tuple[operand_images.OperandImage, ...] = ()
     #: ``mig.strategy``: ``none``, ``single`` or ``mixed`` (gpulab.config.mig).
     mig_strategy: str = "none"
@@ -142,37 +141,37 @@ class LabConfig:
     Units: ``memory_mib`` in MiB, every ``*_seconds`` in seconds.
     """
 
-    cluster: str = "minikube"
-    profile: str = DEFAULT_PROFILE
+    cluster: str = schema.default("cluster")
+    profile: str = schema.default("profile")
     #: The default ask is the lab's minimum (gpulab.core.names).
-    cpus: int = MIN_CPUS
-    memory_mib: int = MIN_MEMORY_MIB
-    kubernetes_version: str = "v1.34.0"
-    device_plugin_owner: str = "operator"
-    host_probe: str = "auto"
+    cpus: int = schema.default("cpus")
+    memory_mib: int = schema.default("memoryMiB")
+    kubernetes_version: str = schema.default("kubernetesVersion")
+    device_plugin_owner: str = schema.default("devicePluginOwner")
+    host_probe: str = schema.default("hostProbe")
     capture: str = "h200-1gpu"
-    sim_gpus: int = 1
-    smoke_image: str = DEFAULT_PROBE_IMAGE
+    sim_gpus: int = schema.default("simGpus")
+    smoke_image: str = schema.default("smokeImage")
     smoke_gpus: int = 0  # smokeGpus: 0 is "all" (gpulab.config.gpus.smoke_gpu_count)
-    smoke_timeout_seconds: int = 300
+    smoke_timeout_seconds: int = schema.default("smokeTimeoutSeconds")
     #: Run the compute check (a CUDA vectorAdd Pod after the smoke Pod) in ``compute_image``.
-    compute_check: bool = True
-    compute_image: str = DEFAULT_COMPUTE_IMAGE
-    cluster_timeout_seconds: int = 600
-    docker_selftest: bool = False
+    compute_check: bool = schema.default("computeCheck")
+    compute_image: str = schema.default("computeImage")
+    cluster_timeout_seconds: int = schema.default("clusterTimeoutSeconds")
+    docker_selftest: bool = schema.default("dockerSelfTest")
     #: Run the TFLOPS benchmark Pod (GPU labs only) in ``benchmark_image``.
-    benchmark_pod: bool = False
-    benchmark_image: str = "nvcr.io/nvidia/pytorch:25.01-py3"
-    kind_node_image: str = DEFAULT_KIND_NODE_IMAGE
-    k3s_version: str = "v1.34.1+k3s1"
+    benchmark_pod: bool = schema.default("benchmarkPod")
+    benchmark_image: str = schema.default("benchmarkImage")
+    kind_node_image: str = schema.default("kindNodeImage")
+    k3s_version: str = schema.default("k3sVersion")
     #: existing: the kubeconfig file (absolute) and the context in it (resolved: never empty
     #: once parsed for cluster=existing).
     kubeconfig_path: str = ""
     kube_context: str = ""
     #: existing: physical GPUs the cluster's GPU nodes should advertise in total.
-    expected_gpus: int = 0
-    remove_crds: bool = False
-    simulated_operands: bool = False
+    expected_gpus: int = schema.default("expectedGpus")
+    remove_crds: bool = schema.default("removeCrds")
+    simulated_operands: bool = schema.default("simulatedOperands")
     #: True when the operator's work is simulated (the sim variant, or an existing cluster
     #: with ``simulatedOperands``): decided by the variant (``Variant.simulated``).
     simulated: bool = False
@@ -193,54 +192,11 @@ class LabConfig:
         return self.capture
 
 
-#: key -> (kind, default). Kinds: str, int, bool. Every key in Pulumi.yaml's config block.
-SCHEMA: Final[dict[str, tuple[str, object]]] = {
-    "cluster": ("str", LabConfig.cluster),
-    "profile": ("str", LabConfig.profile),
-    "cpus": ("int", LabConfig.cpus),
-    "memoryMiB": ("int", LabConfig.memory_mib),
-    "kubernetesVersion": ("str", LabConfig.kubernetes_version),
-    "devicePluginOwner": ("str", LabConfig.device_plugin_owner),
-    "hostProbe": ("str", LabConfig.host_probe),
-    "capture": ("str", ""),
-    "simGpus": ("int", LabConfig.sim_gpus),
-    "smokeImage": ("str", LabConfig.smoke_image),
-    "smokeTimeoutSeconds": ("int", LabConfig.smoke_timeout_seconds),
-    "computeCheck": ("bool", LabConfig.compute_check),
-    "computeImage": ("str", LabConfig.compute_image),
-    "clusterTimeoutSeconds": ("int", LabConfig.cluster_timeout_seconds),
-    "dockerSelfTest": ("bool", LabConfig.docker_selftest),
-    "benchmarkPod": ("bool", LabConfig.benchmark_pod),
-    "benchmarkImage": ("str", LabConfig.benchmark_image),
-    "chartVersion": ("str", OperatorConfig.chart_version),
-    "chartRepo": ("str", OperatorConfig.chart_repo),
-    "chartPath": ("str", ""),
-    # "auto" (the variant decides), "true" or "false": a string, so that unset differs from true.
-    "toolkit": ("str", "auto"),
-    "devicePlugin": ("bool", OperatorConfig.device_plugin),
-    "dcgmExporter": ("bool", OperatorConfig.dcgm_exporter),
-    "nfd": ("bool", OperatorConfig.nfd),
-    # "auto" (the variant decides: the chart's default, on, unless its node runtime reads no
-    # CDI: Variant.operator_cdi), "true" or "false": a string, so that unset differs from true.
-    "cdi": ("str", "auto"),
-    # Operand images (gpulab.config.operand_images.OPERANDS); empty: the chart's default.
-    "devicePluginImage": ("str", ""),
-    "toolkitImage": ("str", ""),
-    "dcgmExporterImage": ("str", ""),
-    "validatorImage": ("str", ""),
-    "timeSlicingReplicas": ("int", OperatorConfig.time_slicing_replicas),
-    "operatorTimeoutSeconds": ("int", OperatorConfig.timeout_seconds),
-    "kindNodeImage": ("str", LabConfig.kind_node_image),
-    "k3sVersion": ("str", LabConfig.k3s_version),
-    "k3sNriPlugin": ("bool", OperatorConfig.nri_plugin),
-    "kubeconfigPath": ("str", ""),
-    "kubeContext": ("str", ""),
-    "expectedGpus": ("int", LabConfig.expected_gpus),
-    "removeCrds": ("bool", LabConfig.remove_crds),
-    "simulatedOperands": ("bool", LabConfig.simulated_operands),
-    **gpu_config.SCHEMA,  # gpuGraceSeconds, migStrategy, ..., smokeGpus
-    **slicing.SCHEMA,  # timeSlicingRename, timeSlicingFailRequestsGreaterThanOne
-}
+#: key -> (kind, default) of every key, as Pulumi.yaml's config block declares it
+#: (gpulab.config.schema: the one source of types and defaults). Kinds: str, int, bool.
+#: ``toolkit`` and ``cdi`` are strings, ``auto``, ``true`` or ``false``, so that unset differs
+#: from true (:func:`_auto_choice`); an operand image left empty is the chart's default.
+SCHEMA: Final[dict[str, tuple[str, object]]] = {k: (key.kind, key.default) for k, key in schema.KEYS.items()}
 
 
 #: The allowed range of every numeric key, (lowest, highest), inclusive; Pulumi.yaml states
@@ -304,10 +260,183 @@ def _strip_ns(key: str) -> str:
     return key.split(":", 1)[1] if ":" in key else key
 
 
+class _Reader:
+    """The raw config read against the schema: ``values`` (each key set, coerced to its
+    kind), ``problems`` (one line per bad value, shared by every section) and :meth:`get`
+    (a value, else its Pulumi.yaml default)."""
+
+    def __init__(self, raw: Mapping[str, str]) -> None:
+        self.values: dict[str, object] = {}
+        self.problems: list[str] = []
+        for full_key, text in raw.items():
+            if ":" in full_key and not full_key.startswith(NAMESPACE + ":"):
+                continue
+            key = _strip_ns(full_key)
+            if key not in SCHEMA:
+                self.problems.append(
+                    f"{NAMESPACE}:{key} is not a known key (known: {', '.join(sorted(SCHEMA))})"
+                )
+                continue
+            kind, _ = SCHEMA[key]
+            try:
+                self.values[key] = _coerce(kind, text)
+            except ValueError:
+                self.problems.append(f"{NAMESPACE}:{key}={text!r} is not a valid {kind}")
+        for key in ("toolkit", "cdi"):
+            _auto_choice(key, self.values, self.problems)
+        self.problems += bound_problems(self.values)
+
+    def get(self, key: str) -> object:
+        """The value of ``key`` as set, else its default (Pulumi.yaml)."""
+        return self.values.get(key, SCHEMA[key][1])
+
+    def text(self, key: str) -> str:
+        """:meth:`get` as a string."""
+        return str(self.get(key))
+
+    def number(self, key: str) -> int:
+        """:meth:`get` of an integer key."""
+        return int(self.get(key))  # type: ignore[call-overload]
+
+    def flag(self, key: str) -> bool:
+        """:meth:`get` of a boolean key."""
+        return bool(self.get(key))
+
+    def pos_int(self, key: str) -> int:
+        """:meth:`number`, with a problem when it is not > 0."""
+        v = self.number(key)
+        if v <= 0:
+            self.problems.append(f"{NAMESPACE}:{key}={v} must be > 0")
+        return v
+
+
+def _cluster(r: _Reader, known: Mapping[str, VariantRules]) -> tuple[str, VariantRules | None]:
+    """Section ``cluster``: the variant's name and the variant (None when unknown)."""
+    cluster = r.text("cluster")
+    if cluster not in known:
+        r.problems.append(f"{NAMESPACE}:cluster={cluster!r} is unknown; allowed: {', '.join(known)}")
+    return cluster, known.get(cluster)
+
+
+def _node(r: _Reader) -> dict[str, Any]:
+    """Section node: ``profile`` (safe in a command line), ``cpus`` and ``memoryMiB`` (the
+    chapter's minimums), ``kubernetesVersion``; LabConfig fields."""
+    profile = r.text("profile")
+    if not SAFE_NAME.match(profile):
+        r.problems.append(
+            f"{NAMESPACE}:profile={profile!r} is not safe in a command line; allowed: "
+            f"lowercase letters, digits and '-', 1-40 chars, pattern {SAFE_NAME.pattern}"
+        )
+    cpus = r.number("cpus")
+    if cpus < MIN_CPUS:
+        r.problems.append(f"{NAMESPACE}:cpus={cpus} is below {MIN_CPUS} (the operator's pods sit Pending)")
+    memory = r.number("memoryMiB")
+    if memory < MIN_MEMORY_MIB:
+        r.problems.append(
+            f"{NAMESPACE}:memoryMiB={memory} is below {MIN_MEMORY_MIB} (8 GiB, the chapter's minimum)"
+        )
+    kver = r.text("kubernetesVersion")
+    if not K8S_VERSION.match(kver):
+        r.problems.append(f"{NAMESPACE}:kubernetesVersion={kver!r} must look like v1.MINOR.PATCH")
+    return {"profile": profile, "cpus": cpus, "memory_mib": memory, "kubernetes_version": kver}
+
+
+def _device_plugin(r: _Reader) -> tuple[str, bool]:
+    """Section device plugin: ``devicePluginOwner`` and ``devicePlugin``, which must agree
+    (exactly one registers nvidia.com/gpu)."""
+    owner = r.text("devicePluginOwner")
+    if owner not in DEVICE_PLUGIN_OWNERS:
+        r.problems.append(
+            f"{NAMESPACE}:devicePluginOwner={owner!r} is unknown; allowed: {', '.join(DEVICE_PLUGIN_OWNERS)}"
+        )
+    device_plugin = r.flag("devicePlugin")
+    if owner == "operator" and not device_plugin:
+        r.problems.append(
+            f"{NAMESPACE}:devicePlugin=false with devicePluginOwner=operator: nothing would register "
+            "nvidia.com/gpu; set devicePlugin=true or devicePluginOwner=minikube-addon"
+        )
+    if owner == "minikube-addon" and device_plugin:
+        r.problems.append(
+            f"{NAMESPACE}:devicePlugin=true with devicePluginOwner=minikube-addon: two device plugins "
+            "would register nvidia.com/gpu; set devicePlugin=false"
+        )
+    return owner, device_plugin
+
+
+def _host(r: _Reader) -> dict[str, Any]:
+    """Section host probe: ``hostProbe``, ``simGpus`` and ``capture`` (empty: the one matching
+    simGpus); LabConfig fields."""
+    probe = r.text("hostProbe")
+    if probe not in HOST_PROBES:
+        r.problems.append(f"{NAMESPACE}:hostProbe={probe!r} is unknown; allowed: {', '.join(HOST_PROBES)}")
+    sim_gpus = r.number("simGpus")
+    if not 0 <= sim_gpus <= 8:
+        # 0: a node without nvidia.com/gpu (the device plugin never registered), for the gate.
+        r.problems.append(f"{NAMESPACE}:simGpus={sim_gpus} must be 0..8 (one simulated node)")
+    capture = r.text("capture") or ("h200-2gpu" if sim_gpus >= 2 else "h200-1gpu")
+    if capture not in CAPTURES:
+        r.problems.append(f"{NAMESPACE}:capture={capture!r} is unknown; allowed: {', '.join(CAPTURES)}")
+    return {"host_probe": probe, "sim_gpus": sim_gpus, "capture": capture}
+
+
+def _images(r: _Reader) -> dict[str, Any]:
+    """Section images: ``smokeImage``, ``computeImage`` and ``benchmarkImage``, each pinned by a
+    tag (not latest) or a digest; LabConfig fields."""
+    image = r.text("smokeImage")
+    _check_pinned("smokeImage", image, DEFAULT_PROBE_IMAGE, r.problems)
+    compute_image = r.text("computeImage")
+    _check_pinned("computeImage", compute_image, DEFAULT_COMPUTE_IMAGE, r.problems)
+    bench_image = r.text("benchmarkImage")
+    bm = IMAGE.match(bench_image)
+    if not bm or not (bm.group("tag") or bm.group("digest")) or bm.group("tag") == "latest":
+        r.problems.append(
+            f"{NAMESPACE}:benchmarkImage={bench_image!r} is not pinned; use repo:tag (not latest) or "
+            "repo@sha256:<digest>, e.g. nvcr.io/nvidia/pytorch:25.01-py3"
+        )
+    return {"smoke_image": image, "compute_image": compute_image, "benchmark_image": bench_image}
+
+
+def _chart(r: _Reader, env: Mapping[str, str]) -> dict[str, Any]:
+    """Section chart: ``chartVersion``, ``chartRepo``, ``chartPath`` (or ``$GPULAB_CHART_PATH``:
+    a directory with a Chart.yaml); OperatorConfig fields."""
+    chart_version = r.text("chartVersion")
+    if not CHART_VERSION.match(chart_version):
+        r.problems.append(
+            f"{NAMESPACE}:chartVersion={chart_version!r} must be vMAJOR.MINOR.PATCH, e.g. v26.7.0"
+        )
+    chart_repo = r.text("chartRepo")
+    if not re.match(r"^(https://|oci://)[A-Za-z0-9./_-]+$", chart_repo):
+        r.problems.append(f"{NAMESPACE}:chartRepo={chart_repo!r} must be an https:// or oci:// URL")
+    chart_path = r.text("chartPath") or env.get(CHART_PATH_ENV, "") or None
+    if chart_path is not None and not os.path.isfile(os.path.join(chart_path, "Chart.yaml")):
+        r.problems.append(
+            f"chart path {chart_path!r} (from {NAMESPACE}:chartPath or ${CHART_PATH_ENV}) has no "
+            "Chart.yaml; point it at an unpacked gpu-operator chart or unset it to use the repository"
+        )
+    return {
+        "chart_version": chart_version,
+        "chart_repo": chart_repo,
+        "chart_path": os.path.abspath(chart_path) if chart_path else None,
+    }
+
+
+def _sharing(r: _Reader, owner: str) -> tuple[int, slicing.TimeSlicing]:
+    """Section sharing: ``smokeGpus`` and the time-slicing keys, checked together
+    (gpulab.config.time_slicing.check); returns ``(smokeGpus parsed, the time-slicing)``."""
+    replicas = r.pos_int("timeSlicingReplicas")
+    smoke_gpus = gpu_config.parse_smoke_gpus(r.get("smokeGpus"), r.problems, NAMESPACE)
+    sharing = slicing.TimeSlicing(
+        replicas, r.flag("timeSlicingRename"), r.flag("timeSlicingFailRequestsGreaterThanOne")
+    )
+    slicing.check(sharing, smoke_gpus, r.problems, NAMESPACE, owner)
+    return smoke_gpus, sharing
+
+
 def parse_config(
     raw: Mapping[str, str], variants: Iterable[VariantRules], env: Mapping[str, str] | None = None
 ) -> LabConfig:
-    """Validate raw stack config into a :class:`LabConfig`.
+    """Validate raw stack config into a :class:`LabConfig`, section by section against the
+    schema (Pulumi.yaml's config block: :data:`SCHEMA`).
 
     Args:
         raw: config values as strings, keys with or without the ``gpu-lab:`` namespace
@@ -316,174 +445,68 @@ def parse_config(
         env: environment for the ``GPULAB_CHART_PATH`` override (default ``os.environ``).
 
     Raises:
-        ConfigError: every problem at once: unknown keys, bad types, unsafe names, cpus < 4,
-            memory < 8192 MiB, a chart version not ``vMAJOR.MINOR.PATCH``, an image without
-            a pinned tag or digest, timeouts <= 0, an unknown cluster kind; a kind node image
-            without a digest, a k3s version not ``v1.x.y+k3sN``; for ``existing`` a kubeconfig
-            or context that cannot be used and ``expectedGpus < 1``; a variant-only key set
-            for another variant (see :func:`_variant_settings`).
+        ConfigError: every problem at once: unknown keys, bad types, values above
+            :data:`BOUNDS`, unsafe names, cpus < 4, memory < 8192 MiB, a chart version not
+            ``vMAJOR.MINOR.PATCH``, an image without a pinned tag or digest, timeouts <= 0, an
+            unknown cluster kind; what the variants refuse of their own keys (a kind node
+            image without a digest, a k3s version not ``v1.x.y+k3sN``, for ``existing`` a
+            kubeconfig or context that cannot be used); a variant-only key set for another
+            variant (see :func:`_variant_settings`).
     """
     env = os.environ if env is None else env
     known = {v.name: v for v in variants}
-    problems: list[str] = []
-    values: dict[str, object] = {}
-    for full_key, text in raw.items():
-        if ":" in full_key and not full_key.startswith(NAMESPACE + ":"):
-            continue
-        key = _strip_ns(full_key)
-        if key not in SCHEMA:
-            problems.append(f"{NAMESPACE}:{key} is not a known key (known: {', '.join(sorted(SCHEMA))})")
-            continue
-        kind, _ = SCHEMA[key]
-        try:
-            values[key] = _coerce(kind, text)
-        except ValueError:
-            problems.append(f"{NAMESPACE}:{key}={text!r} is not a valid {kind}")
-
-    for key in ("toolkit", "cdi"):
-        _auto_choice(key, values, problems)
-    problems += bound_problems(values)
-
-    def get(key: str) -> object:
-        return values.get(key, SCHEMA[key][1])
-
-    def pos_int(key: str) -> int:
-        v = int(get(key))  # type: ignore[call-overload]
-        if v <= 0:
-            problems.append(f"{NAMESPACE}:{key}={v} must be > 0")
-        return v
-
-    cluster = str(get("cluster"))
-    if cluster not in known:
-        problems.append(f"{NAMESPACE}:cluster={cluster!r} is unknown; allowed: {', '.join(known)}")
-    chosen = known.get(cluster)
-    profile = str(get("profile"))
-    if not SAFE_NAME.match(profile):
-        problems.append(
-            f"{NAMESPACE}:profile={profile!r} is not safe in a command line; allowed: "
-            f"lowercase letters, digits and '-', 1-40 chars, pattern {SAFE_NAME.pattern}"
-        )
-    cpus = int(get("cpus"))  # type: ignore[call-overload]
-    if cpus < MIN_CPUS:
-        problems.append(f"{NAMESPACE}:cpus={cpus} is below {MIN_CPUS} (the operator's pods sit Pending)")
-    memory = int(get("memoryMiB"))  # type: ignore[call-overload]
-    if memory < MIN_MEMORY_MIB:
-        problems.append(
-            f"{NAMESPACE}:memoryMiB={memory} is below {MIN_MEMORY_MIB} (8 GiB, the chapter's minimum)"
-        )
-    kver = str(get("kubernetesVersion"))
-    if not K8S_VERSION.match(kver):
-        problems.append(f"{NAMESPACE}:kubernetesVersion={kver!r} must look like v1.MINOR.PATCH")
-    owner = str(get("devicePluginOwner"))
-    if owner not in DEVICE_PLUGIN_OWNERS:
-        problems.append(
-            f"{NAMESPACE}:devicePluginOwner={owner!r} is unknown; allowed: {', '.join(DEVICE_PLUGIN_OWNERS)}"
-        )
-    probe = str(get("hostProbe"))
-    if probe not in HOST_PROBES:
-        problems.append(f"{NAMESPACE}:hostProbe={probe!r} is unknown; allowed: {', '.join(HOST_PROBES)}")
-    sim_gpus = int(get("simGpus"))  # type: ignore[call-overload]
-    if not 0 <= sim_gpus <= 8:
-        # 0: a node without nvidia.com/gpu (the device plugin never registered), for the gate.
-        problems.append(f"{NAMESPACE}:simGpus={sim_gpus} must be 0..8 (one simulated node)")
-    capture = str(get("capture")) or ("h200-2gpu" if sim_gpus >= 2 else "h200-1gpu")
-    if capture not in CAPTURES:
-        problems.append(f"{NAMESPACE}:capture={capture!r} is unknown; allowed: {', '.join(CAPTURES)}")
-    image = str(get("smokeImage"))
-    _check_pinned("smokeImage", image, DEFAULT_PROBE_IMAGE, problems)
-    chart_version = str(get("chartVersion"))
-    if not CHART_VERSION.match(chart_version):
-        problems.append(
-            f"{NAMESPACE}:chartVersion={chart_version!r} must be vMAJOR.MINOR.PATCH, e.g. v26.7.0"
-        )
-    chart_repo = str(get("chartRepo"))
-    if not re.match(r"^(https://|oci://)[A-Za-z0-9./_-]+$", chart_repo):
-        problems.append(f"{NAMESPACE}:chartRepo={chart_repo!r} must be an https:// or oci:// URL")
-    chart_path = str(get("chartPath")) or env.get(CHART_PATH_ENV, "") or None
-    if chart_path is not None and not os.path.isfile(os.path.join(chart_path, "Chart.yaml")):
-        problems.append(
-            f"chart path {chart_path!r} (from {NAMESPACE}:chartPath or ${CHART_PATH_ENV}) has no "
-            "Chart.yaml; point it at an unpacked gpu-operator chart or unset it to use the repository"
-        )
-    device_plugin = bool(get("devicePlugin"))
-    if owner == "operator" and not device_plugin:
-        problems.append(
-            f"{NAMESPACE}:devicePlugin=false with devicePluginOwner=operator: nothing would register "
-            "nvidia.com/gpu; set devicePlugin=true or devicePluginOwner=minikube-addon"
-        )
-    if owner == "minikube-addon" and device_plugin:
-        problems.append(
-            f"{NAMESPACE}:devicePlugin=true with devicePluginOwner=minikube-addon: two device plugins "
-            "would register nvidia.com/gpu; set devicePlugin=false"
-        )
-    replicas = pos_int("timeSlicingReplicas")
-    smoke_gpus = gpu_config.parse_smoke_gpus(get("smokeGpus"), problems, NAMESPACE)
-    sharing = slicing.TimeSlicing(
-        replicas, bool(get("timeSlicingRename")), bool(get("timeSlicingFailRequestsGreaterThanOne"))
-    )
-    slicing.check(sharing, smoke_gpus, problems, NAMESPACE, owner)
-    resolved = _variant_settings(known.values(), chosen, values, get, problems, env)
+    r = _Reader(raw)
+    cluster, chosen = _cluster(r, known)
+    node = _node(r)
+    owner, device_plugin = _device_plugin(r)
+    host = _host(r)
+    images = _images(r)
+    chart = _chart(r, env)
+    smoke_gpus, sharing = _sharing(r, owner)
+    resolved = _variant_settings(known.values(), chosen, r.values, r.get, r.problems, env)
     timeouts = {
-        k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")
+        k: r.pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")
     }
-    compute_image = str(get("computeImage"))
-    _check_pinned("computeImage", compute_image, DEFAULT_COMPUTE_IMAGE, problems)
-    pinned_operands = operand_images.parse(get, problems, NAMESPACE)
-    gpu = gpu_config.parse(get, problems, NAMESPACE)
-    bench_image = str(get("benchmarkImage"))
-    bm = IMAGE.match(bench_image)
-    if not bm or not (bm.group("tag") or bm.group("digest")) or bm.group("tag") == "latest":
-        problems.append(
-            f"{NAMESPACE}:benchmarkImage={bench_image!r} is not pinned; use repo:tag (not latest) or "
-            "repo@sha256:<digest>, e.g. nvcr.io/nvidia/pytorch:25.01-py3"
-        )
-    simulated = chosen.simulated(get) if chosen else False
-    if bool(get("benchmarkPod")) and simulated:
-        problems.append(
+    pinned_operands = operand_images.parse(r.get, r.problems, NAMESPACE)
+    gpu = gpu_config.parse(r.get, r.problems, NAMESPACE)
+    simulated = chosen.simulated(r.get) if chosen else False
+    if r.flag("benchmarkPod") and simulated:
+        r.problems.append(
             f"{NAMESPACE}:benchmarkPod=true in a simulated lab: there is no GPU to measure, and a "
             "simulated figure must never pass for a measured one; set benchmarkPod=false"
         )
-    if problems:
-        raise ConfigError(problems)
+    if r.problems:
+        raise ConfigError(r.problems)
     assert chosen is not None  # an unknown cluster is a problem above
     cfg = LabConfig(
         cluster=cluster,
-        profile=profile,
-        cpus=cpus,
-        memory_mib=memory,
-        kubernetes_version=kver,
+        **node,
         device_plugin_owner=owner,
-        host_probe=probe,
-        capture=capture,
-        sim_gpus=sim_gpus,
-        smoke_image=image,
+        **host,
+        **images,
         smoke_gpus=smoke_gpus,
         smoke_timeout_seconds=timeouts["smokeTimeoutSeconds"],
-        compute_check=bool(get("computeCheck")),
-        compute_image=compute_image,
+        compute_check=r.flag("computeCheck"),
         cluster_timeout_seconds=timeouts["clusterTimeoutSeconds"],
-        docker_selftest=bool(get("dockerSelfTest")),
-        benchmark_pod=bool(get("benchmarkPod")),
-        benchmark_image=bench_image,
-        kind_node_image=str(get("kindNodeImage")),
-        k3s_version=str(get("k3sVersion")),
+        docker_selftest=r.flag("dockerSelfTest"),
+        benchmark_pod=r.flag("benchmarkPod"),
+        kind_node_image=r.text("kindNodeImage"),
+        k3s_version=r.text("k3sVersion"),
         kubeconfig_path=str(resolved.get("kubeconfig_path", "")),
         kube_context=str(resolved.get("kube_context", "")),
-        expected_gpus=int(get("expectedGpus")),  # type: ignore[call-overload]
-        remove_crds=bool(get("removeCrds")),
-        simulated_operands=bool(get("simulatedOperands")),
+        expected_gpus=r.number("expectedGpus"),
+        remove_crds=r.flag("removeCrds"),
+        simulated_operands=r.flag("simulatedOperands"),
         simulated=simulated,
         operator=OperatorConfig(
-            chart_version=chart_version,
-            chart_repo=chart_repo,
-            chart_path=os.path.abspath(chart_path) if chart_path else None,
-            nri_plugin=bool(get("k3sNriPlugin")),
-            toolkit=_operator_toolkit(chosen, values),
+            **chart,
+            nri_plugin=r.flag("k3sNriPlugin"),
+            toolkit=_operator_toolkit(chosen, r.values),
             device_plugin=device_plugin,
-            dcgm_exporter=bool(get("dcgmExporter")),
-            nfd=bool(get("nfd")),
-            cdi=_operator_cdi(chosen, values, get),
-            time_slicing_replicas=replicas,
+            dcgm_exporter=r.flag("dcgmExporter"),
+            nfd=r.flag("nfd"),
+            cdi=_operator_cdi(chosen, r.values, r.get),
+            time_slicing_replicas=sharing.replicas,
             time_slicing_rename=sharing.rename,
             time_slicing_fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
             timeout_seconds=timeouts["operatorTimeoutSeconds"],
@@ -491,7 +514,9 @@ def parse_config(
             mig_strategy=gpu.mig_strategy,
         ),
         gpu=gpu,
-        effective_host_probe=probe if probe != "auto" else chosen.default_host_probe(),
+        effective_host_probe=host["host_probe"]
+        if host["host_probe"] != "auto"
+        else chosen.default_host_probe(),
     )
     return replace(cfg, smoke_runtime_class=chosen.runtime_class(cfg))
 

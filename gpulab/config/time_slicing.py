@@ -32,13 +32,15 @@ from typing import Final
 
 import yaml
 
+from gpulab.config import schema
 from gpulab.core.names import GPU_RESOURCE, SHARED_GPU_RESOURCE, WHOLE_GPU_RESOURCES
 
-#: key -> (kind, default), as :data:`gpulab.config.lab.SCHEMA`.
-SCHEMA: Final[dict[str, tuple[str, object]]] = {
-    "timeSlicingRename": ("bool", False),
-    "timeSlicingFailRequestsGreaterThanOne": ("bool", False),
-}
+#: key -> (kind, default) of this module's keys, as Pulumi.yaml declares them
+#: (gpulab.config.schema); part of :data:`gpulab.config.lab.SCHEMA`.
+SCHEMA: Final[dict[str, tuple[str, object]]] = schema.section(
+    "timeSlicingRename",
+    "timeSlicingFailRequestsGreaterThanOne",
+)
 
 #: The ConfigMap the chart makes (``devicePlugin.config.name``) and its key the nodes use
 #: (``devicePlugin.config.default``).
