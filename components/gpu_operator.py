@@ -116,6 +116,40 @@ def chart_source(op: OperatorConfig) -> str:
     return f"local:{op.chart_path}" if op.chart_path else op.chart_repo
 
 
+def crd_check_args(op: OperatorConfig, owns_cluster: bool) -> list[str]:
+    """The pre-release CRD check's argv (``python -m gpulab.kube.crd_check``) for a local chart
+    at ``op.chart_path``: ``--nfd`` with NFD on, ``--apply`` (upgrade stale CRDs) only on a
+    cluster the lab owns."""
+    return [
+        PYTHON,
+        "-m",
+        "gpulab.kube.crd_check",
+        "--chart",
+        str(op.chart_path),
+        *(["--nfd"] if op.nfd else []),
+        *(["--apply"] if owns_cluster else []),
+    ]
+
+
+def operator_components(op: OperatorConfig, variant: OperatorVariant) -> dict[str, Any]:
+    """The ``operatorComponents`` output: each operand on or off (``driver`` always off), the
+    device list strategy the variant sets (None: the chart's choice) and the time-slicing
+    settings (``timeSlicingReplicas``: int >= 1, read by gpulab.core.outputs.LabOutputs)."""
+    return {
+        "driver": False,
+        "toolkit": op.toolkit,
+        "devicePlugin": op.device_plugin,
+        "dcgmExporter": op.dcgm_exporter,
+        "nfd": op.nfd,
+        "cdi": op.cdi,
+        # How allocated GPUs reach a container (None: the chart's choice).
+        "deviceListStrategy": variant.device_list_strategy(op),
+        "timeSlicingReplicas": op.time_slicing_replicas,
+        "timeSlicingRename": op.time_slicing_rename,
+        "timeSlicingFailRequestsGreaterThanOne": op.time_slicing_fail_requests_greater_than_one,
+    }
+
+
 @dataclass(frozen=True)
 class GpuOperatorArgs:
     """Inputs.
@@ -147,6 +181,32 @@ class GpuOperatorArgs:
     release_after: Sequence[pulumi.Resource] = ()
 
 
+def gate_args(args: GpuOperatorArgs) -> list[str]:
+    """The readiness gate's arguments (``python -m gpulab.kube gate ...``), built in this one
+    place: the device plugin's namespace and DaemonSet (kube-system's where minikube's addon
+    owns it), the timeout, ``--no-cluster-policy`` when no operator plugin runs, the expected
+    count, the grace, MIG (:func:`gate_mig_args`), a renamed resource and the profile."""
+    op, expect = args.operator, args.expect
+    owner_is_addon = args.device_plugin_owner == "minikube-addon"
+    return [
+        "gate",
+        "--device-plugin-namespace",
+        "kube-system" if owner_is_addon else NAMESPACE,
+        "--device-plugin-daemonset",
+        DEVICE_PLUGIN_DS,
+        "--timeout",
+        str(op.timeout_seconds),
+        *(["--no-cluster-policy"] if not op.device_plugin and owner_is_addon else []),
+        *(["--expected-gpus", str(expect.gpus)] if expect.gpus is not None else []),
+        "--grace",
+        str(args.grace_seconds),
+        *gate_mig_args(expect),
+        *(["--gpu-resource", expect.resource] if expect.resource != names.GPU_RESOURCE else []),
+        "--profile",
+        args.profile,
+    ]
+
+
 class GpuOperator(pulumi.ComponentResource):
     """The GPU Operator and its readiness gate (see module docstring).
 
@@ -166,9 +226,33 @@ class GpuOperator(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpulab:gpu_operator:GpuOperator", name, None, opts)
-        op, variant = args.operator, args.variant
+        op = args.operator
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider)
-        self.namespace = k8s.core.v1.Namespace(
+        self.namespace = self._namespace(name, k8s_opts)
+        self.release = self._release(
+            name, args, k8s_opts, [*args.release_after, *self._crd_check(name, args)]
+        )
+        gate_after: list[pulumi.Resource] = [self.release]
+        if args.simulate_operands:
+            plugin_image = next(
+                (i.ref for i in op.operand_images if i.operand == "devicePlugin"), DEVICE_PLUGIN_IMAGE
+            )
+            gate_after += self._simulated_operands(name, k8s_opts, args.kubeconfig, plugin_image)
+        self.gate = kube_command(
+            f"{name}-gate",
+            gate_args(args),
+            args.kubeconfig,
+            # Re-run the gate whenever the release is upgraded.
+            triggers=[self.release.status.apply(lambda s: s.revision if s else None), op.chart_version],
+            timeout=op.timeout_seconds + 60,
+            # The gate observes what the release's operator creates: a side-effect order.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=gate_after),
+        )
+        self._outputs(op, args.variant, parse_json_stdout(self.gate.stdout, "gpulab.kube gate"))
+
+    def _namespace(self, name: str, k8s_opts: pulumi.ResourceOptions) -> k8s.core.v1.Namespace:
+        """The operator's namespace, privileged (operands mount host paths)."""
+        return k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata={
                 "name": NAMESPACE,
@@ -180,38 +264,46 @@ class GpuOperator(pulumi.ComponentResource):
             },
             opts=k8s_opts,
         )
-        release_after = list(args.release_after)
-        if op.chart_path:
-            # Helm installs a chart's crds/ only where absent and never upgrades them: CRDs left
-            # by another chart version are compared first, and upgraded (on a cluster the lab
-            # owns) or stopped at with the fix (gpulab.kube.crd_check). A repository chart is not
-            # on disk before Helm pulls it, so only a local chart is checked.
-            release_after.append(
-                lab_command(
-                    f"{name}-crds",
-                    [
-                        PYTHON,
-                        "-m",
-                        "gpulab.kube.crd_check",
-                        "--chart",
-                        op.chart_path,
-                        *(["--nfd"] if op.nfd else []),
-                        *(["--apply"] if variant.owns_cluster else []),
-                    ],
-                    environment=pulumi.Output.secret({KUBECONFIG_ENV: args.kubeconfig}),
-                    triggers=[op.chart_version, op.chart_path],
-                    timeout=op.timeout_seconds,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.release_after) or None),
-                )
+
+    def _crd_check(self, name: str, args: GpuOperatorArgs) -> list[pulumi.Resource]:
+        """The pre-release CRD check of a local chart (``[command]``), or ``[]``.
+
+        Helm installs a chart's crds/ only where absent and never upgrades them: CRDs left by
+        another chart version are compared first, and upgraded (on a cluster the lab owns) or
+        stopped at with the fix (gpulab.kube.crd_check). A repository chart is not on disk
+        before Helm pulls it, so only a local chart is checked.
+        """
+        op = args.operator
+        if not op.chart_path:
+            return []
+        return [
+            lab_command(
+                f"{name}-crds",
+                crd_check_args(op, args.variant.owns_cluster),
+                environment=pulumi.Output.secret({KUBECONFIG_ENV: args.kubeconfig}),
+                triggers=[op.chart_version, op.chart_path],
+                timeout=op.timeout_seconds,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.release_after) or None),
             )
-        self.release = k8s.helm.v3.Release(
+        ]
+
+    def _release(
+        self,
+        name: str,
+        args: GpuOperatorArgs,
+        k8s_opts: pulumi.ResourceOptions,
+        after: list[pulumi.Resource],
+    ) -> k8s.helm.v3.Release:
+        """The chart's Helm release (values: :func:`helm_values`), after ``after``."""
+        op = args.operator
+        return k8s.helm.v3.Release(
             f"{name}-release",
             name=RELEASE,
             chart=op.chart_path or names.OPERATOR_CHART,
             version=None if op.chart_path else op.chart_version,
             repository_opts=None if op.chart_path else k8s.helm.v3.RepositoryOptsArgs(repo=op.chart_repo),
             namespace=self.namespace.metadata["name"],
-            values=helm_values(op, variant),
+            values=helm_values(op, args.variant),
             timeout=op.timeout_seconds,
             cleanup_on_fail=True,
             # Readiness is the gate's job, not Helm's: a Helm wait covers only the chart's own
@@ -220,66 +312,14 @@ class GpuOperator(pulumi.ComponentResource):
             skip_await=True,
             # Side-effect order only: the census must see the cluster before the chart's CRDs
             # exist, and the CRD clean-up must run after the release is uninstalled.
-            opts=pulumi.ResourceOptions.merge(
-                k8s_opts, pulumi.ResourceOptions(depends_on=release_after or None)
-            ),
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=after or None)),
         )
-        gate_after: list[pulumi.Resource] = [self.release]
-        owner_is_addon = args.device_plugin_owner == "minikube-addon"
-        if args.simulate_operands:
-            plugin_image = next(
-                (i.ref for i in op.operand_images if i.operand == "devicePlugin"), DEVICE_PLUGIN_IMAGE
-            )
-            gate_after += self._simulated_operands(name, k8s_opts, args.kubeconfig, plugin_image)
-        self.gate = kube_command(
-            f"{name}-gate",
-            [
-                "gate",
-                "--device-plugin-namespace",
-                "kube-system" if owner_is_addon else NAMESPACE,
-                "--device-plugin-daemonset",
-                DEVICE_PLUGIN_DS,
-                "--timeout",
-                str(op.timeout_seconds),
-                *(["--no-cluster-policy"] if not op.device_plugin and owner_is_addon else []),
-                *(["--expected-gpus", str(args.expect.gpus)] if args.expect.gpus is not None else []),
-                "--grace",
-                str(args.grace_seconds),
-                *gate_mig_args(args.expect),
-                *(
-                    ["--gpu-resource", args.expect.resource]
-                    if args.expect.resource != names.GPU_RESOURCE
-                    else []
-                ),
-                "--profile",
-                args.profile,
-            ],
-            args.kubeconfig,
-            # Re-run the gate whenever the release is upgraded.
-            triggers=[self.release.status.apply(lambda s: s.revision if s else None), op.chart_version],
-            timeout=op.timeout_seconds + 60,
-            # The gate observes what the release's operator creates: a side-effect order.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=gate_after),
-        )
-        facts = parse_json_stdout(self.gate.stdout, "gpulab.kube gate")
+
+    def _outputs(self, op: OperatorConfig, variant: OperatorVariant, facts: pulumi.Output[Any]) -> None:
+        """The component's outputs: the chart's settings and what the gate read (``facts``)."""
         self.chart_version = pulumi.Output.from_input(op.chart_version)
         self.chart_source = pulumi.Output.from_input(chart_source(op))
-        self.components = pulumi.Output.from_input(
-            {
-                "driver": False,
-                "toolkit": op.toolkit,
-                "devicePlugin": op.device_plugin,
-                "dcgmExporter": op.dcgm_exporter,
-                "nfd": op.nfd,
-                "cdi": op.cdi,
-                # How allocated GPUs reach a container (None: the chart's choice).
-                "deviceListStrategy": variant.device_list_strategy(op),
-                # Read by the card's allocatable check (gpulab.verdict.card.model: GPUs x replicas).
-                "timeSlicingReplicas": op.time_slicing_replicas,
-                "timeSlicingRename": op.time_slicing_rename,
-                "timeSlicingFailRequestsGreaterThanOne": op.time_slicing_fail_requests_greater_than_one,
-            }
-        )
+        self.components = pulumi.Output.from_input(operator_components(op, variant))
         self.allocatable_gpus = facts.apply(lambda f: f.get("allocatableGpus"))
         self.capacity_gpus = facts.apply(lambda f: f.get("capacityGpus"))
         self.cluster_policy_state = facts.apply(lambda f: f.get("clusterPolicyState"))

@@ -49,10 +49,9 @@ K3S_VERSION: Final = re.compile(r"^v1\.\d+\.\d+\+k3s\d+$")
 KUBE_CONTEXT: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+=-]{0,252}$")
 #: A file path without whitespace, quotes or shell metacharacters.
 SAFE_PATH: Final = re.compile(r"^[A-Za-z0-9._/~+@=:-]{1,4096}$")
-#: kind v0.30.0's node image for Kubernetes v1.34.0 (kind release notes), pinned by digest.
-DEFAULT_KIND_NODE_IMAGE: Final = (
-    "kindest/node:v1.34.0@sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a"
-)
+#: kind v0.30.0's node image for Kubernetes v1.34.0 (kind release notes), pinned by digest:
+#: ``kindNodeImage``'s default in Pulumi.yaml (tests/contract/test_kind.py pins the value).
+DEFAULT_KIND_NODE_IMAGE: Final[str] = schema.default("kindNodeImage")
 # registry/repo:tag or registry/repo@sha256:<64 hex>; "latest" is not a pin.
 IMAGE: Final = re.compile(
     r"^(?P<repo>[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::\d+/[a-z0-9._/-]+)?)"
