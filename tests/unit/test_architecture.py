@@ -8,6 +8,7 @@ contracts (pyproject.toml ``[tool.importlinter]``) with ``lint-imports``.
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -183,3 +184,38 @@ def test_one_subprocess_runner() -> None:
                 ) and node.value.id == "os":
                     found.append(f"{rel}:{node.lineno}: os.{node.attr}")
     assert found == [], "run processes through gpulab.core.run"
+
+
+_TOP = (
+    "gpulab/",
+    "variants/",
+    "components/",
+    "program/",
+    "policy/",
+    "tests/",
+    "toolchain/",
+    "stacks/",
+    "scripts/",
+)
+
+
+def test_architecture_md_names_only_files_and_modules_that_exist() -> None:
+    """Every repository path (``gpulab/...``) and module (``gpulab.kube.identity``) that
+    ARCHITECTURE.md names in backticks exists; the next variant's sketch (rke2) excepted."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    tokens = set(re.findall(r"`([^`\s<>|]+)`", text))
+    paths = [t for t in tokens if t.startswith(_TOP) and "rke2" not in t and re.fullmatch(r"[\w./-]+", t)]
+    missing = [p for p in sorted(paths) if not (ROOT / p.rstrip("/")).exists()]
+    modules = [t for t in tokens if re.fullmatch(r"(gpulab|variants|components|program|policy)(\.\w+)+", t)]
+
+    def exists(module: str) -> bool:
+        # The module itself, or an attribute of one (``gpulab.kube.identity.embed``).
+        for cut in (0, 1):
+            parts = module.split(".")[: len(module.split(".")) - cut]
+            base = ROOT.joinpath(*parts)
+            if base.with_suffix(".py").exists() or (base / "__init__.py").exists():
+                return True
+        return False
+
+    assert missing == [] and [m for m in sorted(modules) if not exists(m)] == []
+    assert paths and modules  # the check reads what it should
