@@ -358,16 +358,20 @@ def _list_of(item: Shape, what: str) -> Shape:
 def _object_of(item: Shape, what: str) -> Shape:
     def shape(value: Any) -> dict[str, Any]:
         obj = _object(value)
-        try:
-            return {k: None if v is None else item(v) for k, v in obj.items()}
-        except _Bad:
-            raise _Bad(f"an object of {what}") from None
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            try:
+                out[k] = None if v is None else item(v)
+            except _Bad:
+                raise _Bad(f"an object of {what} (its {k!r} is {_shown(v)})") from None
+        return out
 
     return shape
 
 
-def _flag_or_int(value: Any) -> bool | int:
-    return value if isinstance(value, bool) else _int(value)
+def _setting(value: Any) -> bool | int | str:
+    """An operator setting: a switch, a count or a name (``deviceListStrategy``)."""
+    return value if isinstance(value, (bool, str)) else _int(value)
 
 
 _STRS: Final = _list_of(_str, "strings")
@@ -420,8 +424,8 @@ class LabOutputs:
     kubernetes_version: str | None = _field(KUBERNETES_VERSION, _str)
     chart_version: str | None = _field(CHART_VERSION, _str)
     chart_source: str | None = _field(CHART_SOURCE, _str)
-    operator_components: dict[str, bool | int] | None = _field(
-        OPERATOR_COMPONENTS, _object_of(_flag_or_int, "booleans and integers")
+    operator_components: dict[str, bool | int | str | None] | None = _field(
+        OPERATOR_COMPONENTS, _object_of(_setting, "booleans, integers and strings")
     )
     device_plugin_owner: str | None = _field(DEVICE_PLUGIN_OWNER, _str)
     simulated_flag: bool | None = _field(SIMULATED, _bool)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.support.sandbox import Project
 
@@ -33,8 +34,10 @@ def _calls(log: Path) -> list[str]:
 
 def test_changing_cpus_replaces_the_cluster_delete_first(project: Project, tmp_path: Path) -> None:
     (project.dir / "__main__.py").write_text(PROGRAM)
+    # The test's own program, and the project's config block: gpulab.config reads its schema there.
+    config = yaml.safe_dump({"config": yaml.safe_load((project.dir / "Pulumi.yaml").read_text())["config"]})
     (project.dir / "Pulumi.yaml").write_text(
-        "name: gpu-lab\nruntime:\n  name: python\n  options:\n    virtualenv: .venv\n"
+        "name: gpu-lab\nruntime:\n  name: python\n  options:\n    virtualenv: .venv\n" + config
     )
     log, state = tmp_path / "minikube.log", tmp_path / "profiles"
     log.touch()

@@ -31,10 +31,11 @@ def test_every_key_is_one_field_and_back() -> None:
 def test_a_bad_shape_names_every_key_and_the_fix() -> None:
     with pytest.raises(OutputsError) as err:
         LabOutputs.from_json(
-            {o.HOST_GPU_COUNT: "two", o.HOST_GPUS: [1], o.OPERATOR_COMPONENTS: {"toolkit": "yes"}}
+            {o.HOST_GPU_COUNT: "two", o.HOST_GPUS: [1], o.OPERATOR_COMPONENTS: {"toolkit": [True]}}
         )
     assert err.value.problems == (
-        "operatorComponents: expected an object of booleans and integers, got {'toolkit': 'yes'} (dict)",
+        "operatorComponents: expected an object of booleans, integers and strings (its 'toolkit' is "
+        "[True] (list)), got {'toolkit': [True]} (dict)",
         "hostGpuCount: expected an integer, got 'two' (str)",
         "hostGpus: expected a list of objects, got [1] (list)",
     )
@@ -107,3 +108,9 @@ def test_the_writer_must_set_every_field_once() -> None:
         LabOutputs.export({**every, "smokePhase": 1}, extra={"nope": 1})
     with pytest.raises(TypeError, match="set twice"):
         LabOutputs.export(every, extra={o.LEFTOVERS: []})
+
+
+def test_operator_components_hold_switches_counts_and_the_device_list_strategy() -> None:
+    comps = {"toolkit": False, "timeSlicingReplicas": 2, "deviceListStrategy": "envvar", "cdi": None}
+    model = LabOutputs.from_json({o.OPERATOR_COMPONENTS: comps})
+    assert model.operator_components == comps and model.time_slicing_replicas == 2
