@@ -153,7 +153,7 @@ def test_time_slicing_not_applied_says_so_in_the_mismatch() -> None:
 
 
 def test_time_slicing_applied_but_not_yet_advertised_shows_the_config_and_labels() -> None:
-    values = helm_values(OperatorConfig(cluster="sim", time_slicing_replicas=4), registry.get("sim"))[
+    values = helm_values(OperatorConfig(time_slicing_replicas=4), registry.get("sim"))[
         "devicePlugin"
     ]["config"]
     policy = {
