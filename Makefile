@@ -6,6 +6,11 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 VENV_STAMP := .venv/.stamp-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 PYTEST := . scripts/env.sh && $(PY) -m pytest
+# Parallel test workers. The end-to-end tests mostly wait on processes they started (the engine,
+# its plugins, an API server), so more workers than cores pay off; each test has its own
+# project copy, backend, ports (the sim port registry) and temp dir. TEST_JOBS=0: in process.
+TEST_JOBS ?= 4
+XDIST := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist worksteal)
 
 # Never through sudo: sudo's secure_path drops your PATH (your pulumi would look missing and the
 # offline toolchain would be built) and .venv/.state would become root's. The k3s lab runs only
@@ -79,19 +84,19 @@ lint: venv
 	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy && .venv/bin/lint-imports
 
 test-unit: venv
-	$(PYTEST) -q -m "not engine and not sim" tests
+	$(PYTEST) -q $(XDIST) -m "not engine and not sim" tests
 
 test-engine: toolchain-tests
-	$(PYTEST) -q -m "engine" tests
+	$(PYTEST) -q $(XDIST) -m "engine" tests
 
 test-e2e: toolchain-tests
-	$(PYTEST) -q -m "sim" tests
+	$(PYTEST) -q $(XDIST) -m "sim" tests
 
 # Offline CI and this workplace: the chart copy beside the checkout (see README).
 export GPULAB_CHART_PATH ?= $(if $(wildcard ../shared/charts/gpu-operator/Chart.yaml),$(abspath ../shared/charts/gpu-operator),)
 
 test: toolchain-tests lint
-	$(PYTEST) -q tests
+	$(PYTEST) -q $(XDIST) --durations=15 tests
 
 bench: toolchain-tests
 	. scripts/env.sh && $(PY) bench/bench.py
