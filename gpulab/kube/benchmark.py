@@ -21,7 +21,7 @@ def benchmark(
     from kubernetes import client
 
     core = client.CoreV1Api(api)
-    wait_succeeded(api, "benchmark", namespace, pod, timeout, ctx, interval=5)
+    wait_succeeded(api, "benchmark", namespace, pod, timeout, ctx, interval=5, image_key="benchmarkImage")
     lines = [ln for ln in core.read_namespaced_pod_log(pod, namespace).splitlines() if ln.strip()]
     last = lines[-1] if lines else ""
     try:

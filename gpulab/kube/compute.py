@@ -327,7 +327,7 @@ def compute(
     where = f"{namespace}/{pod}"
     # Not wait_succeeded: a Failed Pod's log is read per container below (the API refuses
     # a log without ``container=`` once the Pod has two or more).
-    doc = wait_finished(api, namespace, pod, timeout, ctx)
+    doc = wait_finished(api, namespace, pod, timeout, ctx, image_key="computeImage")
     phase = str((doc.get("status") or {}).get("phase"))
     runs = runs_of(doc)
     report = failure_report(runs)
