@@ -22,6 +22,7 @@ Children:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -88,6 +89,15 @@ def helm_values(op: OperatorConfig, variant: OperatorVariant) -> dict[str, Any]:
         values["devicePlugin"]["env"] = [{"name": names.DEVICE_LIST_STRATEGY_ENV, "value": strategy}]
     for pinned in op.operand_images:
         values.setdefault(pinned.operand, {}).update(pinned.helm_values())
+    if op.sharing_config_map:
+        # An existing ConfigMap names the device plugin's config; the chart makes none
+        # (create false) and the pre-release check proves it exists (gpulab.kube.compat).
+        cm_name, cm_key = op.sharing_config_map
+        values["devicePlugin"]["config"] = {
+            "name": cm_name,
+            "create": False,
+            **({"default": cm_key} if cm_key else {}),
+        }
     sharing = op.time_slicing
     if sharing.enabled:
         # The chart makes the ConfigMap and the ClusterPolicy names it (gpulab.config.time_slicing).
@@ -181,29 +191,32 @@ class GpuOperator(pulumi.ComponentResource):
             opts=k8s_opts,
         )
         release_after = list(args.release_after)
-        if op.chart_path:
-            # Helm installs a chart's crds/ only where absent and never upgrades them: CRDs left
-            # by another chart version are compared first, and upgraded (on a cluster the lab
-            # owns) or stopped at with the fix (gpulab.kube.crd_check). A repository chart is not
-            # on disk before Helm pulls it, so only a local chart is checked.
-            release_after.append(
-                lab_command(
-                    f"{name}-crds",
-                    [
-                        PYTHON,
-                        "-m",
-                        "gpulab.kube.crd_check",
-                        "--chart",
-                        op.chart_path,
-                        *(["--nfd"] if op.nfd else []),
-                        *(["--apply"] if variant.owns_cluster else []),
-                    ],
-                    environment=pulumi.Output.secret({KUBECONFIG_ENV: args.kubeconfig}),
-                    triggers=[op.chart_version, op.chart_path],
-                    timeout=op.timeout_seconds,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.release_after) or None),
-                )
+        values = helm_values(op, variant)
+        # Helm installs a chart's crds/ only where absent and never upgrades them: CRDs left
+        # by another chart version are compared first, and upgraded (on a cluster the lab
+        # owns) or stopped at with the fix (gpulab.kube.crd_check). A repository chart is not
+        # on disk before Helm pulls it, so only a local chart's CRDs, kubeVersion and APIs are
+        # checked; the ConfigMaps the values name are checked always (gpulab.kube.compat).
+        values_json = json.dumps(values, sort_keys=True)
+        release_after.append(
+            lab_command(
+                f"{name}-crds",
+                [
+                    PYTHON,
+                    "-m",
+                    "gpulab.kube.crd_check",
+                    *(["--chart", op.chart_path] if op.chart_path else []),
+                    *(["--nfd"] if op.nfd and op.chart_path else []),
+                    *(["--apply"] if variant.owns_cluster and op.chart_path else []),
+                    "--values",
+                    values_json,
+                ],
+                environment=pulumi.Output.secret({KUBECONFIG_ENV: args.kubeconfig}),
+                triggers=[op.chart_version, op.chart_path, values_json],
+                timeout=op.timeout_seconds,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.release_after) or None),
             )
+        )
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=RELEASE,
@@ -211,7 +224,7 @@ class GpuOperator(pulumi.ComponentResource):
             version=None if op.chart_path else op.chart_version,
             repository_opts=None if op.chart_path else k8s.helm.v3.RepositoryOptsArgs(repo=op.chart_repo),
             namespace=self.namespace.metadata["name"],
-            values=helm_values(op, variant),
+            values=values,
             timeout=op.timeout_seconds,
             cleanup_on_fail=True,
             # Readiness is the gate's job, not Helm's: a Helm wait covers only the chart's own

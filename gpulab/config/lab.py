@@ -111,6 +111,9 @@ class OperatorConfig:
     #: ``timeSlicingRename``, ``timeSlicingFailRequestsGreaterThanOne`` (gpulab.config.time_slicing).
     time_slicing_rename: bool = False
     time_slicing_fail_requests_greater_than_one: bool = False
+    #: ``sharingConfigMap`` parsed: ``(name, default key)`` of an existing ConfigMap the
+    #: device plugin's config comes from (gpulab.config.time_slicing.parse_config_map).
+    sharing_config_map: tuple[str, str] | None = None
     timeout_seconds: int = 600
     #: The cluster variant the chart goes into; decides the runtime-specific values
     #: (components/gpu_operator.py ``helm_values``).
@@ -425,6 +428,7 @@ def parse_config(
         replicas, bool(get("timeSlicingRename")), bool(get("timeSlicingFailRequestsGreaterThanOne"))
     )
     slicing.check(sharing, smoke_gpus, problems, NAMESPACE, owner)
+    sharing_config_map = slicing.parse_config_map(str(get("sharingConfigMap")), replicas, problems, NAMESPACE)
     resolved = _variant_settings(known.values(), chosen, values, get, problems, env)
     timeouts = {
         k: pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")
@@ -490,6 +494,7 @@ def parse_config(
             time_slicing_replicas=replicas,
             time_slicing_rename=sharing.rename,
             time_slicing_fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
+            sharing_config_map=sharing_config_map,
             timeout_seconds=timeouts["operatorTimeoutSeconds"],
             operand_images=pinned_operands,
             mig_strategy=gpu.mig_strategy,
