@@ -45,6 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from gpulab.config.lab import LabConfig
 from gpulab.core import fixes
 from gpulab.diagnose.fields import _event_time, _get, _name, _ns, _one_line
 
@@ -154,14 +155,14 @@ PULL_ERRORS: Final[tuple[PullError, ...]] = (
         "the registry refuses more pulls from this address for now (a rate limit; Docker Hub "
         "counts pulls over a 6-hour window, longer than any wait of the lab)",
         True,
-        ("kata-containers/kata-containers#10109",),
+        ("docker/docs#21908",),
     ),
     PullError(
         "pull-no-space",
         _re(r"no space left on device"),
         "the node's disk is full: the image's layers cannot be written",
         True,
-        ("kubernetes/minikube#9024",),
+        ("Shippable/support#1298",),
     ),
     PullError(
         "pull-tls",
@@ -180,7 +181,7 @@ PULL_ERRORS: Final[tuple[PullError, ...]] = (
         "the registry answered and refused the image: no such name or tag there, or it needs "
         "credentials the node does not send",
         True,
-        ("NVIDIA/gpu-operator#1020", "NVIDIA/gpu-operator#273", "octarinesec/octarine-operator#15"),
+        ("NVIDIA/gpu-operator#1020", "NVIDIA/gpu-operator#273", "NVIDIA/gpu-operator#388"),
     ),
     PullError(
         "pull-unreachable",
@@ -189,9 +190,10 @@ PULL_ERRORS: Final[tuple[PullError, ...]] = (
             r"Client\.Timeout exceeded|context deadline exceeded|\b50[0234]\b|Service Unavailable|"
             r"Bad Gateway|proxyconnect|network is unreachable"
         ),
-        "the node could not reach the registry (network, DNS or proxy); the kubelet retries",
+        "the node could not reach the registry (network, DNS or proxy), or the registry failed "
+        "(5xx); the kubelet retries",
         False,
-        ("NVIDIA/gpu-operator#199",),
+        ("NVIDIA/dcgm-exporter#31",),
     ),
 )
 
@@ -217,6 +219,15 @@ def registry_of(image: str) -> str:
     return "docker.io"
 
 
+#: The lab's pinned image per config key (gpulab.config.lab.LabConfig): a refused image that
+#: is not it can go back to it.
+IMAGE_DEFAULTS: Final[Mapping[str, str]] = {
+    "smokeImage": LabConfig.smoke_image,
+    "computeImage": LabConfig.compute_image,
+    "benchmarkImage": LabConfig.benchmark_image,
+}
+
+
 def _pull_fix(ev: PodEvidence, error: PullError, image: str) -> str:
     key, ns, name = ev.image_key, _ns(ev.pod), _name(ev.pod)
     registry = registry_of(image)
@@ -234,8 +245,22 @@ def _pull_fix(ev: PodEvidence, error: PullError, image: str) -> str:
             f"~/.minikube/certs and minikube start --embed-certs), or use an image from a "
             f"registry the node trusts: {fixes.config_set((key, '<image>'))}"
         )
+    if error.id == "pull-unreachable":
+        return (
+            f"make {registry} reachable from the node (try: minikube -p {ev.profile} ssh -- curl -sI "
+            f"https://{registry}/v2/; behind a proxy, minikube start with HTTPS_PROXY set), then "
+            f"{fixes.KUBECTL} -n {ns} delete pod {name} && make lab; or load the image into the node "
+            f"(minikube -p {ev.profile} image load {image})"
+        )
+    pinned = IMAGE_DEFAULTS.get(key)
+    back = (
+        f"go back to the lab's pinned image ({pinned}): scripts/pulumi config rm gpu-lab:{key} "
+        "&& make lab; or "
+        if pinned and pinned != image
+        else ""
+    )
     return (
-        f"set an image the registry serves: {fixes.config_set((key, '<image:tag>'))} "
+        f"{back}set an image the registry serves: {fixes.config_set((key, '<image:tag>'))} "
         f"(check it first: docker manifest inspect {image}); a private registry needs its "
         f"credentials on the node (docker login {registry})"
     )
@@ -469,11 +494,13 @@ class PodRule:
 #: The rules, in the order their causes come along the Pod's life (placement, mounts,
 #: sandbox, pull, end).
 POD_RULES: Final[tuple[PodRule, ...]] = (
-    PodRule("node-pressure", _rule_pressure, ("kubernetes/kubernetes#93711", "secretflow/kuscia#236")),
+    PodRule(
+        "node-pressure", _rule_pressure, ("rootless-containers/usernetes#155", "kubernetes/kubernetes#93711")
+    ),
     PodRule("mount-object-missing", _rule_mount, ("grafana/helm-charts#2216",)),
-    PodRule("sandbox-failed", _rule_sandbox, ("NVIDIA/gpu-operator#413",)),
+    PodRule("sandbox-failed", _rule_sandbox, ("NVIDIA/gpu-operator#730",)),
     PodRule("image-pull", _rule_pull, tuple(s for e in PULL_ERRORS for s in e.sources)),
-    PodRule("pod-evicted", _rule_evicted, ("kubernetes/kubernetes#91600",)),
+    PodRule("pod-evicted", _rule_evicted, ("kubernetes/kubernetes#91600", "operate-first/apps#1352")),
 )
 
 

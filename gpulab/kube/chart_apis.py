@@ -3,9 +3,8 @@
 Helm builds every object of a release through the API server's REST mapping before it
 creates any; a kind the server does not serve stops the install with ``unable to build
 kubernetes objects from release manifest: resource mapping not found for name: ... no matches
-for kind "X" in version "g/v" ensure CRDs are installed first`` (NVIDIA/gpu-operator#453,
-hystax/optscale#83). Kinds the chart's own ``crds/`` define are installed first and count as
-served.
+for kind "X" in version "g/v" ensure CRDs are installed first`` (NVIDIA/gpu-operator#453).
+Kinds the chart's own ``crds/`` define are installed first and count as served.
 
 :func:`chart_needs` reads the chart directory without rendering it: each template document's
 ``apiVersion:`` and ``kind:`` lines, and the ``{{ if }}`` / ``{{ with }}`` / ``{{ range }}``

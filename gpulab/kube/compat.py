@@ -12,14 +12,15 @@ with the cause and the fix instead of a failure found later in the release or th
    (:func:`gpulab.kube.chart_apis.chart_needs`) is served by the API server (discovery of its
    group/version) or defined by the chart's own CRDs; Helm would stop with "unable to build
    kubernetes objects from release manifest: resource mapping not found for name ... no
-   matches for kind "X" in version "g/v" ensure CRDs are installed first"
-   (NVIDIA/gpu-operator#453, hystax/optscale#83).
+   matches for kind "X" in version "g/v" ensure CRDs are installed first" (NVIDIA/gpu-operator#453;
+   Helm's older wording "unable to recognize "": no matches for kind": NVIDIA/gpu-monitoring-tools#132).
 3. ``references``: the ConfigMap the ClusterPolicy will name for the device plugin's sharing
    config (``devicePlugin.config.name``) and the MIG manager's (``migManager.config.name``)
    exists in the operator's namespace, with the ``default`` key, unless the chart makes it
    (``config.create`` with non-empty ``data``: gpu-operator v26.7.0
    ``templates/plugin_config.yaml``, ``templates/mig_config.yaml``; an empty ``data`` makes
-   none: NVIDIA/gpu-operator#2641). The operator mounts the ConfigMap without ``optional``, so a
+   none). The operator mounts the ConfigMap without ``optional`` (gpu-operator v26.7.0
+   ``controllers/object_controls.go``: ``handleDevicePluginConfig``, ``createConfigMapVolume``), so a
    missing one keeps the plugin's Pod in ContainerCreating with ``FailedMount`` ("configmap
    "X" not found": grafana/helm-charts#2216 shows the kubelet's text), and the plugin's
    config-manager stops with "specified config X does not exist" (k8s-device-plugin v0.20.0
