@@ -24,6 +24,11 @@ from gpulab.diagnose.live import Context
 from gpulab.diagnose.live import diagnosis as _diagnose
 
 KUBECONFIG_ENV = "GPULAB_KUBECONFIG"
+#: The annotation of a run-once Pod (smoke, compute, benchmark) naming the inputs of the
+#: check that reads it: a digest of the check's arguments (components/command.py
+#: ``check_inputs``). The Pod is replaced whenever it changes, and a check refuses a Pod
+#: made for other inputs (it would read an old run as this one).
+CHECK_INPUTS_ANNOTATION = "gpulab.dev/check-inputs"
 #: Every API request's bound unless the call gives its own: (connect, read) seconds. The
 #: client's default is none at all, so one list call against a frozen etcd would wait for
 #: the API server's own 60 s request timeout (and a dead TCP peer for ever).
@@ -276,6 +281,61 @@ def pod_evidence(api: Any, namespace: str, pod: dict[str, Any], profile: str, im
     return stop.PodEvidence(pod, events, node, profile, image_key)
 
 
+def foreign_pod(doc: dict[str, Any], inputs: str | None) -> str | None:
+    """Why the Pod ``doc`` is not the one this check's run made (its
+    :data:`CHECK_INPUTS_ANNOTATION` is not ``inputs``), or None (it is; or ``inputs`` None:
+    not checked)."""
+    if inputs is None:
+        return None
+    meta = doc.get("metadata") or {}
+    have = (meta.get("annotations") or {}).get(CHECK_INPUTS_ANNOTATION)
+    if have == inputs:
+        return None
+    ns, name = meta.get("namespace"), meta.get("name")
+    return (
+        f"Pod {ns}/{name} was made for other check inputs ({CHECK_INPUTS_ANNOTATION}={have or 'none'}, "
+        f"this check's {inputs}): reading it would report an old run as this one\n"
+        f"  fix: re-create it: scripts/kubectl -n {ns} delete pod {name} && make lab"
+    )
+
+
+def pod_times(doc: dict[str, Any]) -> tuple[str | None, str | None]:
+    """When a run-once Pod ran: ``(started, finished)``, UTC ISO 8601 as the kubelet wrote them
+    (``state.terminated.startedAt`` / ``finishedAt`` of its containers, the earliest start and
+    the latest finish; a running container's ``state.running.startedAt``; else the Pod's
+    ``status.startTime``); None where the Pod does not say."""
+    status = doc.get("status") or {}
+    starts: list[str] = []
+    ends: list[str] = []
+    for cs in status.get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        done = state.get("terminated") or {}
+        running = state.get("running") or {}
+        if done.get("startedAt") or running.get("startedAt"):
+            starts.append(str(done.get("startedAt") or running.get("startedAt")))
+        if done.get("finishedAt"):
+            ends.append(str(done["finishedAt"]))
+    started = min(starts, key=_instant) if starts else status.get("startTime")
+    finished = max(ends, key=_instant) if ends else None
+    return (_iso(started), _iso(finished))
+
+
+def _instant(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+
+
+def _iso(value: Any) -> str | None:
+    """A timestamp (the client's ``datetime`` or the API's text) as UTC ISO 8601 seconds."""
+    from datetime import UTC, datetime
+
+    if value in (None, ""):
+        return None
+    when = value if isinstance(value, datetime) else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return when.astimezone(UTC).isoformat(timespec="seconds")
+
+
 def wait_finished(
     api: Any,
     namespace: str,
@@ -284,6 +344,7 @@ def wait_finished(
     ctx: Context | None,
     interval: float = 2.0,
     image_key: str = "smokeImage",
+    inputs: str | None = None,
 ) -> dict[str, Any]:
     """Wait for a run-once Pod's final phase, ``Succeeded`` or ``Failed`` (a Pod has no
     ``complete`` condition), and return the Pod as JSON (``kubectl get -o json``).
@@ -294,9 +355,12 @@ def wait_finished(
     that may recover after its grace (``image_key``: the config key that sets the Pod's
     image, named in the fix).
 
+    ``inputs``: this check's :data:`CHECK_INPUTS_ANNOTATION` value; a Pod that carries
+    another is refused at once (:func:`foreign_pod`), never read as this run.
+
     Raises:
-        GateError: stopped (cause, evidence, fix, then the diagnosis) or timeout (with the
-            diagnosis).
+        GateError: a Pod made for other inputs, stopped (cause, evidence, fix, then the
+            diagnosis) or timeout (with the diagnosis).
     """
     from kubernetes import client
 
@@ -310,6 +374,9 @@ def wait_finished(
 
     def done() -> dict[str, Any] | None:
         doc: dict[str, Any] = sanitize(core.read_namespaced_pod(pod, namespace), api)
+        foreign = foreign_pod(doc, inputs)
+        if foreign:
+            raise GateError(foreign)
         seen["pod"] = doc
         return doc if (doc.get("status") or {}).get("phase") in ("Succeeded", "Failed") else None
 
@@ -336,6 +403,7 @@ def wait_succeeded(
     ctx: Context | None,
     interval: float = 2.0,
     image_key: str = "smokeImage",
+    inputs: str | None = None,
 ) -> str:
     """Wait for a one-container run-once Pod's phase ``Succeeded`` (:func:`wait_finished`).
 
@@ -345,7 +413,7 @@ def wait_succeeded(
     """
     from kubernetes import client
 
-    doc = wait_finished(api, namespace, pod, timeout, ctx, interval, image_key)
+    doc = wait_finished(api, namespace, pod, timeout, ctx, interval, image_key, inputs)
     phase = str((doc.get("status") or {}).get("phase"))
     if phase == "Failed":
         tail = client.CoreV1Api(api).read_namespaced_pod_log(pod, namespace, tail_lines=20)
