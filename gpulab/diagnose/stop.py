@@ -229,7 +229,8 @@ IMAGE_DEFAULTS: Final[Mapping[str, str]] = {
 
 
 def _pull_fix(ev: PodEvidence, error: PullError, image: str) -> str:
-    key, ns, name = ev.image_key, _ns(ev.pod), _name(ev.pod)
+    # A Pod whose image no config key pins (the operator's own): the operand keys' form.
+    key, ns, name = ev.image_key or "<operand>Image", _ns(ev.pod), _name(ev.pod)
     registry = registry_of(image)
     if error.id == "pull-rate-limited":
         return (
