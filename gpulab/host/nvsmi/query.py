@@ -147,7 +147,8 @@ def parse_query_csv(text: str) -> list[GpuInfo]:
 
     Cells ``[N/A]``, ``[Not Supported]``, ``N/A`` and empty cells become ``None``; cells
     nvidia-smi could not read (:data:`UNREADABLE`: ``[Unknown Error]``, ``ERR!``, ...) become
-    ``None`` too (a name ``""``) and are listed in :attr:`GpuInfo.unreadable`. Names keep
+    ``None`` too (a name ``""``) and are listed in :attr:`GpuInfo.unreadable`, as are ``[N/A]``
+    and ``[Not Supported]`` in a :data:`QUERY_FIELDS` column (every GPU has those). Names keep
     their spaces (rows are split with :mod:`csv`, ``skipinitialspace=True``).
 
     Returns the GPUs in row order. Raises :class:`NvidiaSmiParseError` on empty input, a row
@@ -179,8 +180,12 @@ def parse_query_csv(text: str) -> list[GpuInfo]:
                 f"expected {len(columns)} columns ({', '.join(columns)}), got {len(cells)} in row: {row!r}"
             )
         values = {col: _cell(cell) for col, cell in zip(columns, cells, strict=True)}
+        # [N/A] in a field every GPU has (QUERY_FIELDS) is nvidia-smi failing to read it too;
+        # in an optional one (compute_cap, the MIG modes) it says the GPU has none.
         unreadable = tuple(
-            (col, c.strip()) for col, c in zip(columns, cells, strict=True) if c.strip() in UNREADABLE
+            (col, c.strip())
+            for col, c in zip(columns, cells, strict=True)
+            if c.strip() in UNREADABLE or (col in QUERY_FIELDS and c.strip() in ("[N/A]", "[Not Supported]"))
         )
         index = values.get("index")
         if index is None or not index.isdigit():
