@@ -25,6 +25,7 @@ def _run(
     logs: dict[str, str] | None = None,
     events: list[dict[str, Any]] | None = None,
     dsets: list[dict[str, Any]] | None = None,
+    host_max_cuda: str = "12.2",
 ) -> list[Diagnosis]:
     base, base_ds = healthy_operator()
     names = {p["metadata"]["name"] for p in pods}
@@ -34,7 +35,7 @@ def _run(
         daemonsets=dsets if dsets is not None else base_ds,
         nodes=[node()],
         logs=logs or {},
-        host_max_cuda="12.2",
+        host_max_cuda=host_max_cuda,
         now=NOW,
     )
 
@@ -122,10 +123,17 @@ def test_cuda_unsatisfied_condition_at_container_start() -> None:
         containers=[{"name": "cuda", "image": "nvidia/cuda:11.0.3-base-ubuntu20.04"}],
         statuses=[waiting("cuda", "RunContainerError", msg)],
     )
-    d = _of(_run([smoke]), "gpu-smoke", "cuda-11.0")
+    # The reporter's host driver supported CUDA 10.2: the facts agree with the message.
+    d = _of(_run([smoke], host_max_cuda="10.2"), "gpu-smoke", "cuda-11.0")
     COVERED.add("cuda-unsatisfied")
     assert d.row == "cuda-image-newer-than-driver"
-    assert "CUDA <= 12.2" in d.reason
+    assert "CUDA <= 10.2" in d.reason
+    # Check before blaming: a host whose driver supports CUDA 12.2 contradicts the message;
+    # the diagnosis says which facts disagree and never prints "upgrade the driver".
+    d = _of(_run([smoke], host_max_cuda="12.2"), "gpu-smoke", "facts-disagree")
+    assert "the host's driver supports CUDA 12.2 (host probe)" in d.reason
+    assert "upgrade the driver" not in d.fix and "nvidia-smi" in d.fix
+    assert d.fix.endswith("scripts/kubectl -n default delete pod gpu-smoke && make lab")
 
 
 def test_cuda_driver_insufficient_in_a_workload_that_exited_without_restarts() -> None:
