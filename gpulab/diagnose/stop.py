@@ -413,6 +413,35 @@ def _rule_pressure(ev: PodEvidence) -> Hit | None:
     )
 
 
+_CORDONED_RE: Final = re.compile(
+    r"node\(s\) were unschedulable|untolerated taint \{node\.kubernetes\.io/unschedulable"
+)
+
+
+def _rule_cordoned(ev: PodEvidence) -> Hit | None:
+    """A Pod Pending because its node is cordoned (``spec.unschedulable``): the scheduler's
+    "node(s) were unschedulable" (kube-scheduler's NodeUnschedulable plugin,
+    ``ErrReasonUnschedulable``) or the cordon's taint ``node.kubernetes.io/unschedulable``;
+    checked against the node when it is read."""
+    status = ev.pod.get("status") or {}
+    if status.get("phase") not in (None, "Pending"):
+        return None
+    said = [m for m in ev.messages("FailedScheduling") if _CORDONED_RE.search(m)]
+    if not said:
+        return None
+    node = _name(ev.node) if ev.node else "<node>"
+    if ev.node is not None and not _get(ev.node, "spec", "unschedulable"):
+        return None  # the node read here is not cordoned: another node's, or already undone
+    return Hit(
+        "node-cordoned",
+        ev.subject,
+        f"the scheduler finds no schedulable node: {node} is cordoned (kubectl cordon/drain)",
+        _one_line(said[-1]),
+        f"{fixes.KUBECTL} uncordon {node} && make lab",
+        final("a cordoned node stays unschedulable until someone uncordons it"),
+    )
+
+
 def _rule_evicted(ev: PodEvidence) -> Hit | None:
     status = ev.pod.get("status") or {}
     if status.get("phase") != "Failed" or status.get("reason") != "Evicted":
@@ -501,6 +530,7 @@ POD_RULES: Final[tuple[PodRule, ...]] = (
     PodRule("mount-object-missing", _rule_mount, ("grafana/helm-charts#2216",)),
     PodRule("sandbox-failed", _rule_sandbox, ("NVIDIA/gpu-operator#730",)),
     PodRule("image-pull", _rule_pull, tuple(s for e in PULL_ERRORS for s in e.sources)),
+    PodRule("node-cordoned", _rule_cordoned, ("rancher/rancher#24975",)),
     PodRule("pod-evicted", _rule_evicted, ("kubernetes/kubernetes#91600", "operate-first/apps#1352")),
 )
 

@@ -15,8 +15,11 @@ It stops early, with the cause, the fix and the cluster's diagnosis
 (:mod:`gpulab.kube.gate_rules`): a device plugin that restarted 3 times (or sits in
 CrashLoopBackOff for the grace), a DaemonSet that does not exist or schedules on no node for
 the grace, or Ready nodes without the expected resources (absent, 0, another count) for the
-grace (``--grace``, ``gpuGraceSeconds``). It never hands a cluster without GPUs to the smoke
-test: the smoke Pod depends on the gate and is not created when it fails.
+grace (``--grace``, ``gpuGraceSeconds``); and, on every poll, when a Pod of the operator's
+namespace will not recover (:func:`operand_hits`: an image the registry refused, a node under
+pressure or cordoned, an eviction: :mod:`gpulab.diagnose.stop`). It never hands a cluster
+without GPUs to the smoke test: the smoke Pod depends on the gate and is not created when it
+fails.
 
 Prints (via :mod:`gpulab.kube`) ``{"gpuResource", "allocatableGpus", "capacityGpus", "migResources",
 "clusterPolicyState", "devicePluginPods", "kubernetesVersion", "measuredAt"}``.
@@ -153,7 +156,7 @@ OPERAND_IMAGE_KEYS: Final = (
 #: a registry that may, after the kubelet's retries). A sandbox or mount failing while the
 #: operator is still rolling out (the toolkit restarts the runtime; the operator makes the
 #: ConfigMaps it mounts) is its normal progress, left to the gate's own rules and timeout.
-GATE_RULES: Final = frozenset({"image-pull", "node-pressure", "pod-evicted"})
+GATE_RULES: Final = frozenset({"image-pull", "node-pressure", "node-cordoned", "pod-evicted"})
 
 
 def operand_hits(

@@ -247,6 +247,22 @@ def test_a_sandbox_without_the_nvidia_handler_gets_a_grace_and_the_toolkits_pods
     assert "nvidia runtime handler" in hit.fix
 
 
+def test_a_cordoned_node_is_final_and_the_fix_uncordons_it() -> None:
+    """rancher/rancher#24975: a cordoned node carries taint node.kubernetes.io/unschedulable
+    (NoSchedule); kube-scheduler's NodeUnschedulable plugin says "node(s) were unschedulable"."""
+    said = "0/1 nodes are available: 1 node(s) were unschedulable. preemption: 0/1 nodes are available."
+    node = _node()
+    node["spec"] = {
+        "unschedulable": True,
+        "taints": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}],
+    }
+    hit = _only(stop.PodEvidence(_pod(node=None), [_event("FailedScheduling", said)], node))
+    assert hit.rule == "node-cordoned" and hit.recovery.kind == "final"
+    assert hit.fix == "scripts/kubectl uncordon minikube && make lab"
+    # The node read here is not cordoned (uncordoned meanwhile): not blamed.
+    assert stop.pod_hits(stop.PodEvidence(_pod(node=None), [_event("FailedScheduling", said)], _node())) == []
+
+
 def test_normal_progress_is_no_hit() -> None:
     """A Pod being pulled (kubelet's Pulling event, ContainerCreating) is not stopped."""
     pod = _pod(waiting=("ContainerCreating", ""))
