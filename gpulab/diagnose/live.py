@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gpulab import diagnose
-from gpulab.core.names import DEFAULT_PROFILE, DEVICE_PLUGIN_DS, GPU_RESOURCE
+from gpulab.core.names import DEFAULT_PROFILE, DEVICE_PLUGIN_DS, GPU_RESOURCE, PROJECT
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,11 @@ def _unhealthy_containers(pod: dict[str, Any]) -> list[str]:
     return names
 
 
+#: Operand Pods whose running containers' logs are read too (a DCGM exporter that lost its GPU
+#: runs on, logging the NVML error).
+RUNNING_LOG_PREFIXES: Final = "nvidia-dcgm-exporter-"
+
+
 def _log_containers(pod: dict[str, Any], plugin_ds: str = DEVICE_PLUGIN_DS) -> list[str]:
     """:func:`_unhealthy_containers`, and a device-plugin pod's containers even when they run
     (``plugin_ds``: the plugin's DaemonSet, whose pods are named ``<plugin_ds>-*``): a plugin
@@ -77,7 +82,14 @@ def _log_containers(pod: dict[str, Any], plugin_ds: str = DEVICE_PLUGIN_DS) -> l
     indefinitely.``), and its log is the only place that says why allocatable stays 0. At
     most 3 per pod."""
     names = _unhealthy_containers(pod)
-    if str((pod.get("metadata") or {}).get("name") or "").startswith(plugin_ds + "-"):
+    meta = pod.get("metadata") or {}
+    running_too = (
+        str(meta.get("name") or "").startswith((plugin_ds + "-", RUNNING_LOG_PREFIXES))
+        # The lab's own Pods (smoke, compute, benchmark): a container that lost its GPU keeps
+        # running ("Failed to initialize NVML: Unknown Error" in its log).
+        or (meta.get("labels") or {}).get("app.kubernetes.io/part-of") == PROJECT
+    )
+    if running_too:
         names += [
             cs["name"]
             for cs in (pod.get("status") or {}).get("containerStatuses") or []

@@ -533,6 +533,30 @@ def test_device_plugin_waiting_indefinitely_with_no_devices() -> None:
     assert [x.row for x in diags] == ["device-plugin-idle", "allocatable-zero"]
 
 
+def test_a_running_plugin_that_marked_its_gpu_unhealthy_after_an_xid() -> None:
+    """NVIDIA/k8s-device-plugin#189: "XidCriticalError: Xid=69 on
+    Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, the device will go unhealthy." then "'nvidia.com/gpu'
+    device marked unhealthy: GPU-7540a9b3-..." while the plugin keeps running; NVIDIA/k8s-device-plugin#234:
+    it stays unhealthy until the plugin restarts."""
+    p = pod(PLUGIN, labels=PLUGIN_LABELS, statuses=[running(PLUGIN_C)])
+    text = (
+        "2020/08/10 19:09:42 XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, "
+        "the device will go unhealthy.\n"
+        "2020/08/10 19:09:42 'nvidia.com/gpu' device marked unhealthy: "
+        "GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8\n"
+    )
+    diags = diagnose.diagnose_cluster(
+        pods=[p],
+        events=[],
+        daemonsets=[daemonset("nvidia-device-plugin-daemonset")],
+        nodes=[node(allocatable="0", capacity="1")],
+        logs=_log(PLUGIN, PLUGIN_C, text),
+        now=NOW,
+    )
+    d = _of(diags, PLUGIN, "xid-unhealthy")
+    assert "dmesg | grep -i xid" in d.fix and d.fix.endswith(f"delete pod {PLUGIN} && make lab")
+
+
 def test_mig_devices_not_configured() -> None:
     """NVIDIA/k8s-device-plugin#253: ``panic: At least one device with migEnabled=true was not
     configured correctly: No MIG devices associated with /dev/nvidia0``."""
