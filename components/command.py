@@ -269,6 +269,19 @@ class GpuPodArgs:
     cluster: str | None = None
     device_list: str | None = None
     device_list_reason: str | None = None
+    #: The host's driver version (host probe): part of the check's inputs, so a driver change
+    #: re-runs the Pod (:meth:`inputs`).
+    host_driver: str | None = None
+
+    def inputs(self, check: str, where: tuple[str, str], extra: Sequence[str]) -> str:
+        """:func:`check_inputs` of this Pod's check: its arguments, the image and the host's
+        driver (what changes the result), so any of them changing replaces the Pod."""
+        return check_inputs(
+            check,
+            where,
+            self.timeout_seconds,
+            [*extra, f"image={self.image}", f"driver={self.host_driver or ''}"],
+        )
 
     def isolation_args(self) -> list[str]:
         """The compute check's arguments for what each container must see (``--unit``, one

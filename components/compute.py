@@ -31,7 +31,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import GpuPodArgs, check_inputs, parse_json_stdout, pod_check, run_once_pod
+from components.command import GpuPodArgs, parse_json_stdout, pod_check, run_once_pod
 from gpulab.core import names
 from gpulab.kube.compute import COMPUTE_SCRIPT
 
@@ -102,7 +102,7 @@ class ComputeCheck(pulumi.ComponentResource):
         spec = pod_spec(args.image, args.resource, args.runtime_class, args.gpus)
         extra = [*args.diagnosis_args(), *args.isolation_args()]
         # Replaced when the check's inputs change (a new Pod, never the old one re-read).
-        inputs = check_inputs("compute", (POD_NAMESPACE, POD_NAME), args.timeout_seconds, extra)
+        inputs = args.inputs("compute", (POD_NAMESPACE, POD_NAME), extra)
         self.pod = run_once_pod(
             f"{name}-pod",
             (POD_NAMESPACE, POD_NAME),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import GpuPodArgs, check_inputs, parse_json_stdout, pod_check, run_once_pod
+from components.command import GpuPodArgs, parse_json_stdout, pod_check, run_once_pod
 from gpulab.core import names
 from gpulab.kube import smoke_gpus
 
@@ -65,7 +65,7 @@ class SmokeTest(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpulab:smoke:SmokeTest", name, None, opts)
         extra = args.diagnosis_args()
-        inputs = check_inputs("smoke", (POD_NAMESPACE, POD_NAME), args.timeout_seconds, extra)
+        inputs = args.inputs("smoke", (POD_NAMESPACE, POD_NAME), extra)
         # Created = accepted by the API server; the check waits for Succeeded. Replaced when
         # the check's inputs change (a new Pod, never the old one re-read).
         self.pod = run_once_pod(
