@@ -150,10 +150,16 @@ def _get(values: Any, *path: str) -> Any:
     return values
 
 
-def check_references(values: Json, namespace: str, config_map: Callable[[str], Json | None]) -> list[Problem]:
+def check_references(
+    values: Json,
+    namespace: str,
+    config_map: Callable[[str], Json | None],
+    elsewhere: Callable[[str], list[str]] = lambda name: [],
+) -> list[Problem]:
     """The ConfigMaps :data:`REFERENCES` name in ``values`` (the merged chart values) exist in
     ``namespace`` with their default key (``config_map(name)``: the ConfigMap's JSON, None
-    when absent), unless the chart makes them."""
+    when absent), unless the chart makes them. A missing one that exists in other namespaces
+    (``elsewhere(name)``: their names) says so: the operator reads only its own namespace's."""
     problems = []
     for component, what, required_key in REFERENCES:
         cfg = _get(values, component, "config") or {}
@@ -163,11 +169,18 @@ def check_references(values: Json, namespace: str, config_map: Callable[[str], J
         key = str(cfg.get("default") or "") if component == "devicePlugin" else required_key
         cm = config_map(name)
         if cm is None:
+            others = elsewhere(name)
+            where = (
+                f" (a ConfigMap {name} exists in {', '.join(others)}, but the operator reads only its own "
+                f"namespace's: copy it to {namespace})"
+                if others
+                else ""
+            )
             problems.append(
                 Problem(
                     "references",
                     f"{what} names ConfigMap {namespace}/{name} ({component}.config.name), which does "
-                    f"not exist: the operator mounts it, so the Pod would wait in ContainerCreating "
+                    f"not exist{where}: the operator mounts it, so the Pod would wait in ContainerCreating "
                     f'(FailedMount: configmap "{name}" not found)',
                     f"create it first ({fixes.KUBECTL} -n {namespace} create configmap {name} "
                     f"--from-file={key or '<key>'}=<file>), or name one that exists "
@@ -244,6 +257,7 @@ def check(
     server_version: str,
     served: Callable[[str], frozenset[str] | None],
     config_map: Callable[[str], Json | None],
+    elsewhere: Callable[[str], list[str]] = lambda name: [],
 ) -> tuple[dict[str, Any], list[Problem]]:
     """All three checks (module docstring); ``chart_dir`` None (a repository chart, not on
     disk before Helm pulls it): the references only. Returns ``(report, problems)``; the
@@ -263,7 +277,7 @@ def check(
             {f"{n.api_version} {n.kind} ({n.source})" for n in needs.needed if not n.certain}
         )
         problems += check_apis(needs, served)
-    problems += check_references(merged_values(chart_dir, lab_values), namespace, config_map)
+    problems += check_references(merged_values(chart_dir, lab_values), namespace, config_map, elsewhere)
     report["problems"] = [p.to_json() for p in problems]
     return report, problems
 

@@ -413,9 +413,17 @@ def _compat(
             ) from exc
         return found
 
+    def elsewhere(name: str) -> list[str]:
+        items = core.list_config_map_for_all_namespaces(field_selector=f"metadata.name={name}").items
+        return sorted(
+            str(c.metadata.namespace) for c in items if c.metadata and c.metadata.namespace != namespace
+        )
+
     try:
         version = str(client.VersionApi(api).get_code().git_version)
-        return compat.check(chart_dir, values, namespace, version, compat.served_reader(api), config_map)
+        return compat.check(
+            chart_dir, values, namespace, version, compat.served_reader(api), config_map, elsewhere
+        )
     except (ApiException, RuntimeError) as exc:
         if isinstance(exc, CrdCheckError):
             raise

@@ -179,6 +179,15 @@ def test_a_sharing_config_naming_a_missing_configmap_is_refused_with_the_create(
     )
 
 
+def test_a_configmap_in_another_namespace_is_named() -> None:
+    """NVIDIA/gpu-operator#412: the time-slicing ConfigMap made in kube-system, the operator in
+    its own namespace: it reads only its own."""
+    values = {"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}}
+    (p,) = compat.check_references(values, "gpu-operator", lambda n: None, lambda n: ["kube-system"])
+    assert "a ConfigMap time-slicing-config exists in kube-system" in p.cause
+    assert "copy it to gpu-operator" in p.cause
+
+
 def test_a_configmap_without_the_default_key_is_refused_with_the_config_managers_words() -> None:
     """k8s-device-plugin v0.20.0 cmd/config-manager/main.go: "specified config %v does not exist"."""
     values = {"devicePlugin": {"config": {"name": "lab-sharing", "default": "any"}}}
