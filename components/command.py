@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from pulumi_command import local
 
 from gpulab.core import names
 from gpulab.core.argv import INTERPRETER, encode
-from gpulab.kube.client import KUBECONFIG_ENV
+from gpulab.kube.client import CHECK_INPUTS_ANNOTATION, KUBECONFIG_ENV
 
 #: argv[0] of the lab's helper commands: gpulab.core.argv runs them on its own interpreter (the
 #: project's virtualenv), so no machine path reaches the state.
@@ -122,6 +123,16 @@ def kube_command(
     )
 
 
+def check_inputs(check: str, where: tuple[str, str], timeout_seconds: int, extra: Sequence[str]) -> str:
+    """The digest of what a run-once Pod's check is asked (its subcommand, Pod, timeout and
+    further arguments: the host's CUDA, the profile, what each container must see): 16 hex
+    digits of SHA-256 over the argv. The Pod carries it (``gpulab.dev/check-inputs``) and is
+    replaced when it changes; the check refuses a Pod that carries another
+    (gpulab.kube.client.foreign_pod)."""
+    argv = [check, *where, str(timeout_seconds), *extra]
+    return hashlib.sha256("\0".join(argv).encode()).hexdigest()[:16]
+
+
 def run_once_pod(
     name: str,
     where: tuple[str, str],
@@ -130,6 +141,7 @@ def run_once_pod(
     simulated: bool,
     provider: k8s.Provider,
     parent: pulumi.Resource,
+    inputs: str | None = None,
 ) -> k8s.core.v1.Pod:
     """A run-to-completion Pod of the lab (smoke, compute), replaced delete-first (same name).
 
@@ -139,6 +151,10 @@ def run_once_pod(
     termination. ``simulated`` adds the ``gpulab.dev/simulated-execution`` annotation (the
     simulated lab: kwok runs it).
 
+    ``inputs`` (:func:`check_inputs`) goes into the annotation ``gpulab.dev/check-inputs``, and
+    a change of the annotations replaces the Pod (``replace_on_changes``): a check asked
+    something else runs a new Pod, never re-reads the old one.
+
     Args:
         name: the resource name (``"smoke-pod"``); where: ``(namespace, pod name)``.
     """
@@ -146,6 +162,8 @@ def run_once_pod(
     annotations = {"pulumi.com/waitFor": f"jsonpath={{.metadata.namespace}}={namespace}"}
     if simulated:
         annotations["gpulab.dev/simulated-execution"] = "true"
+    if inputs:
+        annotations[CHECK_INPUTS_ANNOTATION] = inputs
     return k8s.core.v1.Pod(
         name,
         metadata={
@@ -155,7 +173,12 @@ def run_once_pod(
             "annotations": annotations,
         },
         spec=spec,
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, delete_before_replace=True),
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            provider=provider,
+            delete_before_replace=True,
+            replace_on_changes=["metadata.annotations"] if inputs else None,
+        ),
     )
 
 
@@ -169,6 +192,7 @@ def pod_check(
     timeout_seconds: int,
     extra: Sequence[str] = (),
     parent: pulumi.Resource,
+    inputs: str | None = None,
 ) -> local.Command:
     """The command that waits for a run-once Pod and reads what it printed:
     ``python -m gpulab.kube <check> --namespace NS --pod P --timeout T <extra>``.
@@ -182,11 +206,23 @@ def pod_check(
         timeout_seconds: how long the check waits for the Pod; the command gets 60 s more.
         extra: further arguments (e.g. ``--host-max-cuda``, ``--profile`` for the diagnosis).
         parent: the component that owns the Pod.
+        inputs: the Pod's :func:`check_inputs` digest (``--inputs``: the check refuses a Pod
+            made for other inputs).
     """
     namespace, pod_name = where
     return kube_command(
         name,
-        [check, "--namespace", namespace, "--pod", pod_name, "--timeout", str(timeout_seconds), *extra],
+        [
+            check,
+            "--namespace",
+            namespace,
+            "--pod",
+            pod_name,
+            "--timeout",
+            str(timeout_seconds),
+            *extra,
+            *(["--inputs", inputs] if inputs else []),
+        ],
         kubeconfig,
         triggers=[pod_uid(pod)],
         timeout=timeout_seconds + 60,
@@ -233,6 +269,19 @@ class GpuPodArgs:
     cluster: str | None = None
     device_list: str | None = None
     device_list_reason: str | None = None
+    #: The host's driver version (host probe): part of the check's inputs, so a driver change
+    #: re-runs the Pod (:meth:`inputs`).
+    host_driver: str | None = None
+
+    def inputs(self, check: str, where: tuple[str, str], extra: Sequence[str]) -> str:
+        """:func:`check_inputs` of this Pod's check: its arguments, the image and the host's
+        driver (what changes the result), so any of them changing replaces the Pod."""
+        return check_inputs(
+            check,
+            where,
+            self.timeout_seconds,
+            [*extra, f"image={self.image}", f"driver={self.host_driver or ''}"],
+        )
 
     def isolation_args(self) -> list[str]:
         """The compute check's arguments for what each container must see (``--unit``, one

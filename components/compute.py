@@ -100,6 +100,9 @@ class ComputeCheck(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpulab:compute:ComputeCheck", name, None, opts)
         spec = pod_spec(args.image, args.resource, args.runtime_class, args.gpus)
+        extra = [*args.diagnosis_args(), *args.isolation_args()]
+        # Replaced when the check's inputs change (a new Pod, never the old one re-read).
+        inputs = args.inputs("compute", (POD_NAMESPACE, POD_NAME), extra)
         self.pod = run_once_pod(
             f"{name}-pod",
             (POD_NAMESPACE, POD_NAME),
@@ -107,6 +110,7 @@ class ComputeCheck(pulumi.ComponentResource):
             simulated=args.simulated,
             provider=provider,
             parent=self,
+            inputs=inputs,
         )
         self.check = pod_check(
             f"{name}-check",
@@ -115,8 +119,9 @@ class ComputeCheck(pulumi.ComponentResource):
             (POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
             timeout_seconds=args.timeout_seconds,
-            extra=[*args.diagnosis_args(), *args.isolation_args()],
+            extra=extra,
             parent=self,
+            inputs=inputs,
         )
         facts = parse_json_stdout(self.check.stdout, "gpulab.kube compute")
         self.phase = facts.apply(lambda f: f.get("computePhase"))

@@ -22,6 +22,7 @@ Children:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -88,6 +89,15 @@ def helm_values(op: OperatorConfig, variant: OperatorVariant) -> dict[str, Any]:
         values["devicePlugin"]["env"] = [{"name": names.DEVICE_LIST_STRATEGY_ENV, "value": strategy}]
     for pinned in op.operand_images:
         values.setdefault(pinned.operand, {}).update(pinned.helm_values())
+    if op.sharing_config_map:
+        # An existing ConfigMap names the device plugin's config; the chart makes none
+        # (create false) and the pre-release check proves it exists (gpulab.kube.compat).
+        cm_name, cm_key = op.sharing_config_map
+        values["devicePlugin"]["config"] = {
+            "name": cm_name,
+            "create": False,
+            **({"default": cm_key} if cm_key else {}),
+        }
     sharing = op.time_slicing
     if sharing.enabled:
         # The chart makes the ConfigMap and the ClusterPolicy names it (gpulab.config.time_slicing).
@@ -116,18 +126,21 @@ def chart_source(op: OperatorConfig) -> str:
     return f"local:{op.chart_path}" if op.chart_path else op.chart_repo
 
 
-def crd_check_args(op: OperatorConfig, owns_cluster: bool) -> list[str]:
-    """The pre-release CRD check's argv (``python -m gpulab.kube.crd_check``) for a local chart
-    at ``op.chart_path``: ``--nfd`` with NFD on, ``--apply`` (upgrade stale CRDs) only on a
-    cluster the lab owns."""
+def crd_check_args(op: OperatorConfig, owns_cluster: bool, values_json: str = "{}") -> list[str]:
+    """The pre-release check's argv (``python -m gpulab.kube.crd_check``): for a local chart at
+    ``op.chart_path`` ``--chart``, ``--nfd`` with NFD on and ``--apply`` (upgrade stale CRDs)
+    only on a cluster the lab owns; always ``--values`` (the release's values as JSON, whose
+    ConfigMap references are checked)."""
+    local = bool(op.chart_path)
     return [
         PYTHON,
         "-m",
         "gpulab.kube.crd_check",
-        "--chart",
-        str(op.chart_path),
-        *(["--nfd"] if op.nfd else []),
-        *(["--apply"] if owns_cluster else []),
+        *(["--chart", str(op.chart_path)] if local else []),
+        *(["--nfd"] if op.nfd and local else []),
+        *(["--apply"] if owns_cluster and local else []),
+        "--values",
+        values_json,
     ]
 
 
@@ -266,22 +279,23 @@ class GpuOperator(pulumi.ComponentResource):
         )
 
     def _crd_check(self, name: str, args: GpuOperatorArgs) -> list[pulumi.Resource]:
-        """The pre-release CRD check of a local chart (``[command]``), or ``[]``.
+        """The pre-release check (``[command]``): CRDs, the chart's kubeVersion and the APIs
+        its templates need, and the ConfigMaps its values name (gpulab.kube.crd_check,
+        gpulab.kube.compat); it re-runs when the values change.
 
         Helm installs a chart's crds/ only where absent and never upgrades them: CRDs left by
         another chart version are compared first, and upgraded (on a cluster the lab owns) or
-        stopped at with the fix (gpulab.kube.crd_check). A repository chart is not on disk
-        before Helm pulls it, so only a local chart is checked.
+        stopped at with the fix. A repository chart is not on disk before Helm pulls it, so only
+        a local chart's CRDs, kubeVersion and APIs are checked; the ConfigMaps always.
         """
         op = args.operator
-        if not op.chart_path:
-            return []
+        values_json = json.dumps(helm_values(op, args.variant), sort_keys=True)
         return [
             lab_command(
                 f"{name}-crds",
-                crd_check_args(op, args.variant.owns_cluster),
+                crd_check_args(op, args.variant.owns_cluster, values_json),
                 environment=pulumi.Output.secret({KUBECONFIG_ENV: args.kubeconfig}),
-                triggers=[op.chart_version, op.chart_path],
+                triggers=[op.chart_version, op.chart_path, values_json],
                 timeout=op.timeout_seconds,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.release_after) or None),
             )

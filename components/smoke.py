@@ -64,7 +64,10 @@ class SmokeTest(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpulab:smoke:SmokeTest", name, None, opts)
-        # Created = accepted by the API server; the check waits for Succeeded.
+        extra = args.diagnosis_args()
+        inputs = args.inputs("smoke", (POD_NAMESPACE, POD_NAME), extra)
+        # Created = accepted by the API server; the check waits for Succeeded. Replaced when
+        # the check's inputs change (a new Pod, never the old one re-read).
         self.pod = run_once_pod(
             f"{name}-pod",
             (POD_NAMESPACE, POD_NAME),
@@ -72,6 +75,7 @@ class SmokeTest(pulumi.ComponentResource):
             simulated=args.simulated,
             provider=provider,
             parent=self,
+            inputs=inputs,
         )
         self.check = pod_check(
             f"{name}-check",
@@ -80,8 +84,9 @@ class SmokeTest(pulumi.ComponentResource):
             (POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
             timeout_seconds=args.timeout_seconds,
-            extra=args.diagnosis_args(),
+            extra=extra,
             parent=self,
+            inputs=inputs,
         )
         facts = parse_json_stdout(self.check.stdout, "gpulab.kube smoke")
         self.phase = facts.apply(lambda f: f.get("smokePhase"))

@@ -135,6 +135,7 @@ class Lab(pulumi.ComponentResource):
             host_max_cuda=facts.max_cuda if facts else None,
             profile=cfg.profile,
             runtime_class=cfg.smoke_runtime_class,
+            host_driver=facts.driver_version if facts else None,
         )
         self.smoke = SmokeTest(
             "smoke",

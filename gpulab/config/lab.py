@@ -109,6 +109,9 @@ class OperatorConfig:
     #: ``timeSlicingRename``, ``timeSlicingFailRequestsGreaterThanOne`` (gpulab.config.time_slicing).
     time_slicing_rename: bool = False
     time_slicing_fail_requests_greater_than_one: bool = False
+    #: ``sharingConfigMap`` parsed: ``(name, default key)`` of an existing ConfigMap the
+    #: device plugin's config comes from (gpulab.config.time_slicing.parse_config_map).
+    sharing_config_map: tuple[str, str] | None = None
     timeout_seconds: int = schema.default("operatorTimeoutSeconds")
     #: ``cdi.nriPluginEnabled`` (k3s only, chart >= v26.3.0): inject GPUs through the NRI
     #: plugin instead of a containerd runtime handler.
@@ -463,6 +466,9 @@ def parse_config(
     chart = _chart(r, env)
     smoke_gpus, sharing = _sharing(r, owner)
     resolved = _variant_settings(known.values(), chosen, r.values, r.get, r.problems, env)
+    sharing_config_map = slicing.parse_config_map(
+        r.text("sharingConfigMap"), sharing.replicas, r.problems, NAMESPACE
+    )
     timeouts = {
         k: r.pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")
     }
@@ -508,6 +514,7 @@ def parse_config(
             time_slicing_replicas=sharing.replicas,
             time_slicing_rename=sharing.rename,
             time_slicing_fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
+            sharing_config_map=sharing_config_map,
             timeout_seconds=timeouts["operatorTimeoutSeconds"],
             operand_images=pinned_operands,
             mig_strategy=gpu.mig_strategy,

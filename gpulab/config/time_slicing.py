@@ -27,6 +27,7 @@ Config keys (:data:`SCHEMA`, part of :data:`gpulab.config.lab.SCHEMA`): ``timeSl
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -40,12 +41,48 @@ from gpulab.core.names import GPU_RESOURCE, SHARED_GPU_RESOURCE, WHOLE_GPU_RESOU
 SCHEMA: Final[dict[str, tuple[str, object]]] = schema.section(
     "timeSlicingRename",
     "timeSlicingFailRequestsGreaterThanOne",
+    "sharingConfigMap",
 )
 
 #: The ConfigMap the chart makes (``devicePlugin.config.name``) and its key the nodes use
 #: (``devicePlugin.config.default``).
 CONFIG_MAP: Final = "time-slicing-config"
 CONFIG_KEY: Final = "any"
+
+
+_DNS_SUBDOMAIN_RE: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+#: A ConfigMap key (kubernetes apimachinery IsConfigMapKey: ``[-._a-zA-Z0-9]+``).
+_CONFIG_KEY_RE: Final = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+def parse_config_map(
+    value: str, replicas: int, problems: list[str], namespace: str
+) -> tuple[str, str] | None:
+    """``sharingConfigMap`` (``NAME`` or ``NAME:KEY``): an existing ConfigMap in the operator's
+    namespace holding the device plugin's config, which the ClusterPolicy then names
+    (``devicePlugin.config.name``, ``devicePlugin.config.default`` = ``KEY``) instead of the
+    one the lab makes; ``(name, key)`` (key ``""``: none given), None when unset. Appends to
+    ``problems`` a name that is not a DNS subdomain or a key that is not a ConfigMap key, and
+    the key set together with ``timeSlicingReplicas`` >= 2 (the lab would make its own)."""
+    if not value:
+        return None
+    name, _, key = value.partition(":")
+    if len(name) > 253 or not _DNS_SUBDOMAIN_RE.match(name):
+        problems.append(
+            f"{namespace}:sharingConfigMap={value!r}: {name!r} is not a ConfigMap name (lower-case "
+            "DNS subdomain, e.g. device-plugin-config)"
+        )
+    if key and not _CONFIG_KEY_RE.match(key):
+        problems.append(
+            f"{namespace}:sharingConfigMap={value!r}: {key!r} is not a ConfigMap key ([-._a-zA-Z0-9]+)"
+        )
+    if replicas > 1:
+        problems.append(
+            f"{namespace}:sharingConfigMap and timeSlicingReplicas={replicas} both give the device plugin a "
+            "config: set one (scripts/pulumi config rm gpu-lab:sharingConfigMap, or "
+            "scripts/pulumi config set gpu-lab:timeSlicingReplicas 1)"
+        )
+    return name, key
 
 
 def other_resource(resource: str) -> str:

@@ -57,6 +57,10 @@ Rows (``Diagnosis.row``), the first five from the chapter's table 2 (单机 GPU 
 ``pod-not-ready``              Running, not Ready
 ``pod-failed``                 phase ``Failed`` (e.g. admission refused the GPU)
 ``node-not-ready``             node condition Ready is not True
+``node-pressure``              a pressure condition (DiskPressure, MemoryPressure,
+                               PIDPressure) is True: its taints, Pods evicted there, the
+                               prune (variant: the condition)
+``node-cordoned``              the node is marked unschedulable
 ``helm-*``                     Helm errors (:func:`diagnose_helm_error`)
 ============================== ======================================================
 
@@ -81,6 +85,9 @@ shortages), :mod:`~gpulab.diagnose.pods` (Pending, not Ready, Failed),
 :mod:`~gpulab.diagnose.helm` (the operator's release); a variant's own failures live in its
 folder (``variants.minikube.diagnose``: ``minikube start``); :mod:`~gpulab.diagnose.cluster`
 runs the cluster checks and orders them, :mod:`~gpulab.diagnose.formatting` renders them.
+When a wait stops: :mod:`~gpulab.diagnose.stop` (the rules, as a table, that say a lab
+Pod's state will not recover, final or after a bounded grace, each with its cause and a fix
+that runs as printed: refused pulls, node pressure, cordons, evictions, mounts, sandboxes).
 Shared: :mod:`~gpulab.diagnose.record` (:class:`Diagnosis`),
 :mod:`~gpulab.diagnose.patterns` (the messages recognised),
 :mod:`~gpulab.diagnose.roles` (what a pod is to the lab, and its rank),

@@ -14,6 +14,7 @@ from gpulab.diagnose.namespaces import _namespace_diagnoses
 from gpulab.diagnose.nodes import _allocatable_diagnoses, _node_diagnoses
 from gpulab.diagnose.pods import _pod_diagnoses
 from gpulab.diagnose.record import DEFAULT_PROFILE, GPU_RESOURCE, Diagnosis, Json
+from gpulab.diagnose.workloads import condition_diagnoses
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ def diagnose_cluster(
     now: datetime | None = None,
     gpu_resource: str = GPU_RESOURCE,
     device_plugin: tuple[str, str] | None = None,
+    workloads: Sequence[Json] = (),
 ) -> list[Diagnosis]:
     """Diagnose the lab's cluster state; return findings, the one to fix first first.
 
@@ -64,6 +66,8 @@ def diagnose_cluster(
             ``nvidia.com/gpu.shared`` under time-slicing's rename).
         device_plugin: ``(namespace, DaemonSet)`` of the device plugin the gate waits for;
             None: the operator's (or minikube addon's) ``nvidia-device-plugin*`` DaemonSet.
+        workloads: Deployments, ReplicaSets and the ClusterPolicy (each with its ``kind``),
+            whose conditions :mod:`gpulab.diagnose.workloads` reads.
 
     Returns:
         Diagnoses ordered along the dependency chain (:mod:`gpulab.diagnose`), blocking before
@@ -82,7 +86,11 @@ def diagnose_cluster(
         now=now or datetime.now(UTC),
         device_plugin=device_plugin,
     )
-    pairs: list[tuple[Diagnosis, int]] = [*_namespace_diagnoses(ctx), *_node_diagnoses(ctx)]
+    pairs: list[tuple[Diagnosis, int]] = [
+        *_namespace_diagnoses(ctx),
+        *_node_diagnoses(ctx),
+        *condition_diagnoses(workloads),
+    ]
     gpu_pending: list[tuple[Json, str]] = []
     for pod in ctx.pods:
         pairs.extend(_pod_diagnoses(ctx, pod, gpu_pending))

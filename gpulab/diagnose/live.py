@@ -1,9 +1,10 @@
 """The diagnosis of a live cluster: its state read through the API, then :mod:`gpulab.diagnose`.
 
-:func:`diagnosis` reads the pods, events and DaemonSets of every namespace, the nodes, the
-namespaces stuck Terminating, and the last log lines of the containers that crash, restart,
-terminated with an error (even with 0 restarts, e.g. a ``restartPolicy: Never`` Pod) or are
-stuck in init (a restarted container's previous run too), and renders
+:func:`diagnosis` reads the pods, events, DaemonSets, Deployments and ReplicaSets of every
+namespace (their conditions: :mod:`gpulab.diagnose.workloads`), the ClusterPolicy's
+conditions, the nodes, the namespaces stuck Terminating, and the last log lines of the
+containers that crash, restart, terminated with an error (even with 0 restarts, e.g. a
+``restartPolicy: Never`` Pod) or are stuck in init (a restarted container's previous run too), and renders
 :func:`gpulab.diagnose.diagnose_cluster`'s findings as the text a failed wait of
 :mod:`gpulab.kube` carries. :class:`Context` is what the diagnosis knows beyond the cluster.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gpulab import diagnose
-from gpulab.core.names import DEFAULT_PROFILE, DEVICE_PLUGIN_DS, GPU_RESOURCE
+from gpulab.core.names import DEFAULT_PROFILE, DEVICE_PLUGIN_DS, GPU_RESOURCE, PROJECT
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,11 @@ def _unhealthy_containers(pod: dict[str, Any]) -> list[str]:
     return names
 
 
+#: Operand Pods whose running containers' logs are read too (a DCGM exporter that lost its GPU
+#: runs on, logging the NVML error).
+RUNNING_LOG_PREFIXES: Final = "nvidia-dcgm-exporter-"
+
+
 def _log_containers(pod: dict[str, Any], plugin_ds: str = DEVICE_PLUGIN_DS) -> list[str]:
     """:func:`_unhealthy_containers`, and a device-plugin pod's containers even when they run
     (``plugin_ds``: the plugin's DaemonSet, whose pods are named ``<plugin_ds>-*``): a plugin
@@ -76,7 +82,14 @@ def _log_containers(pod: dict[str, Any], plugin_ds: str = DEVICE_PLUGIN_DS) -> l
     indefinitely.``), and its log is the only place that says why allocatable stays 0. At
     most 3 per pod."""
     names = _unhealthy_containers(pod)
-    if str((pod.get("metadata") or {}).get("name") or "").startswith(plugin_ds + "-"):
+    meta = pod.get("metadata") or {}
+    running_too = (
+        str(meta.get("name") or "").startswith((plugin_ds + "-", RUNNING_LOG_PREFIXES))
+        # The lab's own Pods (smoke, compute, benchmark): a container that lost its GPU keeps
+        # running ("Failed to initialize NVML: Unknown Error" in its log).
+        or (meta.get("labels") or {}).get("app.kubernetes.io/part-of") == PROJECT
+    )
+    if running_too:
         names += [
             cs["name"]
             for cs in (pod.get("status") or {}).get("containerStatuses") or []
@@ -129,6 +142,18 @@ def diagnosis(api: Any, ctx: Context) -> str:
         for n in core.list_namespace().items
         if n.status is not None and n.status.phase == "Terminating"
     ]
+    workloads = [
+        {**api.sanitize_for_serialization(d), "kind": "Deployment"}
+        for d in apps.list_deployment_for_all_namespaces().items
+    ]
+    workloads += [
+        {**api.sanitize_for_serialization(r), "kind": "ReplicaSet"}
+        for r in apps.list_replica_set_for_all_namespaces().items
+        if (r.spec and r.spec.replicas)  # the current ones; old revisions keep 0 replicas
+    ]
+    policy = _cluster_policy(api)
+    if policy is not None:
+        workloads.append({**policy, "kind": "ClusterPolicy"})
     logs: dict[str, str] = {}
     plugin_ds = ctx.device_plugin[1] if ctx.device_plugin else DEVICE_PLUGIN_DS
     for pod in pods:
@@ -151,5 +176,20 @@ def diagnosis(api: Any, ctx: Context) -> str:
         namespaces=namespaces,
         gpu_resource=ctx.gpu_resource,
         device_plugin=ctx.device_plugin,
+        workloads=workloads,
     )
     return diagnose.render(found)
+
+
+def _cluster_policy(api: Any) -> dict[str, Any] | None:
+    """ClusterPolicy ``cluster-policy`` as JSON, or None (no CRD, none made, not readable)."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    try:
+        doc = client.CustomObjectsApi(api).get_cluster_custom_object(
+            "nvidia.com", "v1", "clusterpolicies", "cluster-policy"
+        )
+    except ApiException:
+        return None
+    return doc if isinstance(doc, dict) else None

@@ -266,6 +266,21 @@ MESSAGES: Final[tuple[KnownMessage, ...]] = (
     ),
     # --- device plugin -------------------------------------------------------------------------
     KnownMessage(
+        "xid-unhealthy",
+        # k8s-device-plugin v0.20.0 internal/rm/health.go ("XidCriticalError: Xid=%d on
+        # Device=%s; marking device as unhealthy.") and internal/plugin/server.go ("'%s' device
+        # marked unhealthy: %s"); older plugins: "..., the device will go unhealthy.".
+        _re(r"XidCriticalError: Xid=\d+|device marked unhealthy"),
+        "device-plugin",
+        "the GPU raised a critical Xid error and the device plugin marked it unhealthy; it stays "
+        "unhealthy until the plugin restarts, even if the GPU recovered",
+        lambda a: (
+            f"{fixes.unhealthy_gpus()}; once the GPU is healthy on the host (nvidia-smi), restart the "
+            f"plugin: {fixes.KUBECTL} -n {a.namespace} delete pod {a.pod} && make lab"
+        ),
+        ("NVIDIA/k8s-device-plugin#189", "NVIDIA/k8s-device-plugin#234"),
+    ),
+    KnownMessage(
         "no-devices",
         _re(r"No devices found\. Waiting indefinitely"),
         "device-plugin",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from gpulab.config.time_slicing import other_resource
 from gpulab.core import fixes
 from gpulab.core.names import OPERATOR_NAMESPACE, SIMULATED_ANNOTATION
+from gpulab.diagnose import stop
 from gpulab.diagnose.context import _Ctx
 from gpulab.diagnose.fields import _ds_ready, _get, _name, _ns, _one_line, _pod_obj, _quantity
 from gpulab.diagnose.gpus import gpu_holders, gpu_request
@@ -30,19 +31,59 @@ def _all_simulated(nodes: list[Json]) -> bool:
 
 
 def _node_diagnoses(ctx: _Ctx) -> list[tuple[Diagnosis, int]]:
-    """``node-not-ready`` for every node whose Ready condition is not True."""
+    """``node-not-ready`` for every node whose Ready condition is not True; ``node-pressure``
+    for every pressure condition (DiskPressure, MemoryPressure, PIDPressure) that is True, with
+    its taints and how many Pods the kubelet evicted there; ``node-cordoned`` for a node marked
+    unschedulable (:mod:`gpulab.diagnose.stop` has the same causes for a wait)."""
     pairs: list[tuple[Diagnosis, int]] = []
     for node in ctx.nodes:
+        name = _name(node)
+        taints = ", ".join(
+            f"{t.get('key')}:{t.get('effect')}" for t in _get(node, "spec", "taints") or [] if t.get("key")
+        )
+        evicted = sum(
+            1
+            for p in ctx.pods
+            if _get(p, "spec", "nodeName") == name and _get(p, "status", "reason") == "Evicted"
+        )
+        for cond, c in stop.node_pressure(node):
+            pairs.append(
+                (
+                    Diagnosis(
+                        row="node-pressure",
+                        object=f"node {name}",
+                        reason=f"node reports {cond} ({c.get('reason')}: {c.get('message')}): the scheduler "
+                        f"keeps Pods that do not tolerate {stop.PRESSURE[cond]} off it",
+                        detail=f"taints: {taints or 'none'}; Pods evicted there: {evicted}",
+                        fix=stop._pressure_fix(cond, ctx.profile, name),
+                        variant=cond,
+                    ),
+                    _ROLE_RANK["node"],
+                )
+            )
+        if _get(node, "spec", "unschedulable"):
+            pairs.append(
+                (
+                    Diagnosis(
+                        row="node-cordoned",
+                        object=f"node {name}",
+                        reason="the node is marked unschedulable (cordoned): no new Pod is placed on it",
+                        detail=f"taints: {taints or 'none'}",
+                        fix=f"{fixes.KUBECTL} uncordon {name} && make lab",
+                    ),
+                    _ROLE_RANK["node"],
+                )
+            )
         ok, why = _node_ready(node)
         if not ok:
             pairs.append(
                 (
                     Diagnosis(
                         row="node-not-ready",
-                        object=f"node {_name(node)}",
+                        object=f"node {name}",
                         reason="node condition Ready is not True",
                         detail=_one_line(why or "no message"),
-                        fix=f"scripts/kubectl describe node {_name(node)}; minikube -p {ctx.profile} status; "
+                        fix=f"scripts/kubectl describe node {name}; minikube -p {ctx.profile} status; "
                         f"minikube -p {ctx.profile} logs | tail -50",
                     ),
                     _ROLE_RANK["node"],

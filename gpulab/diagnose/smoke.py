@@ -62,6 +62,9 @@ def _cuda_diagnosis(
     image_cuda = cuda.image_cuda_version(image) or need
     max_match = _DRIVER_MAX_RE.search(evidence)
     host_max = max_match.group(1) if max_match else ctx.host_max_cuda
+    disagree = _facts_disagree(ctx, pod, container, need, evidence, variant, rank)
+    if disagree is not None:
+        return disagree
     parts = [f"image {image} needs CUDA >= {need}" if need else f"the CUDA in image {image} is too new"]
     if image_cuda != need:
         parts.append(f"(its tag says CUDA {image_cuda})")
@@ -82,6 +85,41 @@ def _cuda_diagnosis(
         variant=variant,
     )
     return diag, rank
+
+
+def _facts_disagree(
+    ctx: _Ctx, pod: Json, container: str, need: str | None, evidence: str, variant: str, rank: int
+) -> tuple[Diagnosis, int] | None:
+    """Check before blaming: the message says the image's CUDA is newer than the driver, but
+    the host probe says the host's driver supports it (``ctx.host_max_cuda`` >= ``need``).
+    Then "upgrade the driver" or "an older image" would be wrong: the driver the container saw
+    is not the host's (a node image or VM with its own driver, a Pod on another node, a
+    compat library in the image). None when the facts agree or are unknown."""
+    if not need or not ctx.host_max_cuda:
+        return None
+    try:
+        fits = cuda.parse_version(ctx.host_max_cuda) >= cuda.parse_version(need)
+    except ValueError:
+        return None
+    if not fits:
+        return None
+    node = str(_get(pod, "spec", "nodeName") or "?")
+    return (
+        Diagnosis(
+            row="cuda-image-newer-than-driver",
+            object=_pod_obj(pod, container),
+            reason=(
+                f"the runtime says the image needs CUDA >= {need}, but the host's driver supports CUDA "
+                f"{ctx.host_max_cuda} (host probe): the driver the container saw on node {node} is not "
+                "the host's, so neither an older image nor a driver upgrade is the fix"
+            ),
+            detail=_one_line(evidence),
+            fix=f"{fixes.driver_mismatch(ctx.profile)}; then re-create the Pod: {fixes.KUBECTL} -n "
+            f"{_ns(pod)} delete pod {_name(pod)} && make lab",
+            variant="facts-disagree",
+        ),
+        rank,
+    )
 
 
 def _creating_diagnosis(

@@ -71,7 +71,7 @@ class HostFacts:
     def models(self) -> list[str]:
         return sorted({g.name for g in self.gpus})
 
-    def gpus_json(self) -> list[dict[str, int | str | None]]:
+    def gpus_json(self) -> list[dict[str, object]]:
         """Per-GPU dicts (:meth:`gpulab.host.nvsmi.GpuInfo.to_json`), the ``hostGpus`` output."""
         return [g.to_json() for g in self.gpus]
 

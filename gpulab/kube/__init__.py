@@ -7,7 +7,10 @@ gate), :mod:`~gpulab.kube.smoke` with :mod:`~gpulab.kube.smoke_gpus`, :mod:`~gpu
 with :mod:`~gpulab.kube.gpu_isolation`, :mod:`~gpulab.kube.dcgm` with
 :mod:`~gpulab.kube.dcgm_metrics`, :mod:`~gpulab.kube.benchmark` (the TFLOPS Pod's reader),
 :mod:`~gpulab.kube.simulated` (the sim lab's ClusterPolicy status) and
-:mod:`~gpulab.kube.crd_check` (``python -m gpulab.kube.crd_check``: CRDs before the release).
+:mod:`~gpulab.kube.crd_check` (``python -m gpulab.kube.crd_check``: CRDs before the release,
+and with ``--values`` the compatibility checks of :mod:`~gpulab.kube.compat`: the chart's
+``kubeVersion`` (:mod:`~gpulab.kube.kube_version`), the kinds it renders
+(:mod:`~gpulab.kube.chart_apis`) against discovery, the ConfigMaps its values name).
 
 May import: :mod:`gpulab.diagnose`, :mod:`gpulab.host`, :mod:`gpulab.config`,
 :mod:`gpulab.core`. Not the verdict, the components, the variants or anything above.

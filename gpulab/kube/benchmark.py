@@ -10,7 +10,7 @@ from gpulab.kube.client import GateError, wait_succeeded
 
 
 def benchmark(
-    api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None
+    api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None, inputs: str | None = None
 ) -> dict[str, Any]:
     """Wait for the benchmark Pod to succeed; return the JSON object on its log's last line.
 
@@ -21,7 +21,9 @@ def benchmark(
     from kubernetes import client
 
     core = client.CoreV1Api(api)
-    wait_succeeded(api, "benchmark", namespace, pod, timeout, ctx, interval=5)
+    wait_succeeded(
+        api, "benchmark", namespace, pod, timeout, ctx, interval=5, image_key="benchmarkImage", inputs=inputs
+    )
     lines = [ln for ln in core.read_namespaced_pod_log(pod, namespace).splitlines() if ln.strip()]
     last = lines[-1] if lines else ""
     try:

@@ -75,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     cp = sub.add_parser("compute", help="wait for the compute Pod, check its log")
     compute.add_arguments(cp)
+    for sp in (s, b, cp):
+        sp.add_argument(
+            "--inputs",
+            help="the check-inputs digest the Pod must carry (gpulab.dev/check-inputs); another is refused",
+        )
     for sp in (g, s, cp):
         sp.add_argument(
             "--gpu-resource",
@@ -95,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "simulate-clusterpolicy":
             out = simulated.simulate_clusterpolicy(api, args.state)
         elif args.cmd == "benchmark":
-            out = benchmark.benchmark(api, args.namespace, args.pod, args.timeout)
+            out = benchmark.benchmark(api, args.namespace, args.pod, args.timeout, inputs=args.inputs)
         elif args.cmd == "dcgm":
             out = dcgm.from_args(api, args)
         elif args.cmd == "compute":
@@ -103,7 +108,13 @@ def main(argv: list[str] | None = None) -> int:
                 args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource
             )
             out = compute.compute(
-                api, args.namespace, args.pod, args.timeout, ctx, compute.isolation_from_args(args)
+                api,
+                args.namespace,
+                args.pod,
+                args.timeout,
+                ctx,
+                compute.isolation_from_args(args),
+                args.inputs,
             )
         elif args.cmd == "gate":
             spec = gate.spec_from_args(args)
@@ -112,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             ctx = Context(
                 args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource
             )
-            out = smoke.smoke(api, args.namespace, args.pod, args.timeout, ctx)
+            out = smoke.smoke(api, args.namespace, args.pod, args.timeout, ctx, args.inputs)
     except GpuLabError as exc:
         # Every error the checks raise on purpose (GateError, a bad argument's) names its cause.
         print(str(exc), file=sys.stderr)

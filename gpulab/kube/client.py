@@ -24,6 +24,11 @@ from gpulab.diagnose.live import Context
 from gpulab.diagnose.live import diagnosis as _diagnose
 
 KUBECONFIG_ENV = "GPULAB_KUBECONFIG"
+#: The annotation of a run-once Pod (smoke, compute, benchmark) naming the inputs of the
+#: check that reads it: a digest of the check's arguments (components/command.py
+#: ``check_inputs``). The Pod is replaced whenever it changes, and a check refuses a Pod
+#: made for other inputs (it would read an old run as this one).
+CHECK_INPUTS_ANNOTATION = "gpulab.dev/check-inputs"
 #: Every API request's bound unless the call gives its own: (connect, read) seconds. The
 #: client's default is none at all, so one list call against a frozen etcd would wait for
 #: the API server's own 60 s request timeout (and a dead TCP peer for ever).
@@ -181,15 +186,26 @@ class Waiter:
     #: The ApiClient the wait talks to, to say which component did not answer (optional).
     api: Any = None
 
-    def until(self, what: str, check: Callable[[], Any], diagnose: Callable[[], str]) -> Any:
+    def until(
+        self,
+        what: str,
+        check: Callable[[], Any],
+        diagnose: Callable[[], str],
+        stop: Callable[[float], str | None] | None = None,
+    ) -> Any:
         """The first non-None ``check()``; progress lines on stderr (streamed into Pulumi's
         display by the command layer): when the wait starts, every :attr:`progress_every`
         seconds, and when it ends.
 
+        ``stop`` (optional) is asked after every check that found nothing, with the seconds
+        the wait has run; a text means the evidence says the state will not recover
+        (:mod:`gpulab.diagnose.stop`): the wait ends at once with it, then ``diagnose()``.
+
         Raises:
-            GateError: ``timeout`` seconds passed (the message is ``diagnose()``), or the API
-                server did not answer for :attr:`unavailable_limit` seconds in a row (the
-                message names what did not answer).
+            GateError: ``stop`` answered (``"<what> stopped after Ns: ..."``), ``timeout``
+                seconds passed (the message is ``diagnose()``), or the API server did not
+                answer for :attr:`unavailable_limit` seconds in a row (the message names what
+                did not answer).
         """
         start = self.clock()
         deadline = start + self.timeout
@@ -222,6 +238,15 @@ class Waiter:
             if value is not None:
                 print(f"[gpulab] {what}: yes, after {now - start:.0f}s", file=sys.stderr, flush=True)
                 return value
+            if stop is not None and down_since is None:
+                try:
+                    stopped = stop(now - start)
+                except Exception as exc:
+                    if not is_transient(exc):
+                        raise
+                    stopped = None
+                if stopped:
+                    raise GateError(f"{stopped}\nthe cluster's diagnosis:\n{diagnose()}")
             if now >= next_note:
                 print(f"[gpulab] still waiting for {what} ({now - start:.0f}s)", file=sys.stderr, flush=True)
                 next_note = now + self.progress_every
@@ -231,31 +256,154 @@ class Waiter:
             pause = min(pause * 2, self.interval)
 
 
+def pod_evidence(api: Any, namespace: str, pod: dict[str, Any], profile: str, image_key: str) -> Any:
+    """One read of what a run-once Pod's wait stops on (:class:`gpulab.diagnose.stop.PodEvidence`):
+    ``pod`` (JSON), this Pod's own events (its UID's), and its node; a Pod not yet on a node
+    gets the first node that reports a pressure condition (a single-node lab's node), so a
+    taint the scheduler names is checked against the node's own condition."""
+    from kubernetes import client
+
+    from gpulab.diagnose import stop
+
+    core = client.CoreV1Api(api)
+    meta = pod.get("metadata") or {}
+    selector = f"involvedObject.name={meta.get('name')},involvedObject.kind=Pod"
+    if meta.get("uid"):
+        selector += f",involvedObject.uid={meta['uid']}"
+    events = [sanitize(e, api) for e in core.list_namespaced_event(namespace, field_selector=selector).items]
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    node = None
+    if node_name:
+        node = sanitize(core.read_node(node_name), api)
+    else:
+        nodes = [sanitize(n, api) for n in core.list_node().items]
+        node = next((n for n in nodes if stop.node_pressure(n)), None)
+    return stop.PodEvidence(pod, events, node, profile, image_key)
+
+
+def foreign_pod(doc: dict[str, Any], inputs: str | None) -> str | None:
+    """Why the Pod ``doc`` is not the one this check's run made (its
+    :data:`CHECK_INPUTS_ANNOTATION` is not ``inputs``), or None (it is; or ``inputs`` None:
+    not checked)."""
+    if inputs is None:
+        return None
+    meta = doc.get("metadata") or {}
+    have = (meta.get("annotations") or {}).get(CHECK_INPUTS_ANNOTATION)
+    if have == inputs:
+        return None
+    ns, name = meta.get("namespace"), meta.get("name")
+    return (
+        f"Pod {ns}/{name} was made for other check inputs ({CHECK_INPUTS_ANNOTATION}={have or 'none'}, "
+        f"this check's {inputs}): reading it would report an old run as this one\n"
+        f"  fix: re-create it: scripts/kubectl -n {ns} delete pod {name} && make lab"
+    )
+
+
+def pod_times(doc: dict[str, Any]) -> tuple[str | None, str | None]:
+    """When a run-once Pod ran: ``(started, finished)``, UTC ISO 8601 as the kubelet wrote them
+    (``state.terminated.startedAt`` / ``finishedAt`` of its containers, the earliest start and
+    the latest finish; a running container's ``state.running.startedAt``; else the Pod's
+    ``status.startTime``); None where the Pod does not say."""
+    status = doc.get("status") or {}
+    starts: list[str] = []
+    ends: list[str] = []
+    for cs in status.get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        done = state.get("terminated") or {}
+        running = state.get("running") or {}
+        if done.get("startedAt") or running.get("startedAt"):
+            starts.append(str(done.get("startedAt") or running.get("startedAt")))
+        if done.get("finishedAt"):
+            ends.append(str(done["finishedAt"]))
+    started = min(starts, key=_instant) if starts else status.get("startTime")
+    finished = max(ends, key=_instant) if ends else None
+    return (_iso(started), _iso(finished))
+
+
+def _instant(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+
+
+def _iso(value: Any) -> str | None:
+    """A timestamp (the client's ``datetime`` or the API's text) as UTC ISO 8601 seconds."""
+    from datetime import UTC, datetime
+
+    if value in (None, ""):
+        return None
+    when = value if isinstance(value, datetime) else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return when.astimezone(UTC).isoformat(timespec="seconds")
+
+
 def wait_finished(
-    api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None, interval: float = 2.0
+    api: Any,
+    namespace: str,
+    pod: str,
+    timeout: float,
+    ctx: Context | None,
+    interval: float = 2.0,
+    image_key: str = "smokeImage",
+    inputs: str | None = None,
 ) -> dict[str, Any]:
     """Wait for a run-once Pod's final phase, ``Succeeded`` or ``Failed`` (a Pod has no
     ``complete`` condition), and return the Pod as JSON (``kubectl get -o json``).
 
+    On every poll that finds it unfinished, the Pod's evidence (:func:`pod_evidence`) goes
+    through :data:`gpulab.diagnose.stop.POD_RULES`: a state that will not recover (a pull the
+    registry refused, a node under disk pressure, an eviction) ends the wait at once, one
+    that may recover after its grace (``image_key``: the config key that sets the Pod's
+    image, named in the fix).
+
+    ``inputs``: this check's :data:`CHECK_INPUTS_ANNOTATION` value; a Pod that carries
+    another is refused at once (:func:`foreign_pod`), never read as this run.
+
     Raises:
-        GateError: timeout (with the diagnosis).
+        GateError: a Pod made for other inputs, stopped (cause, evidence, fix, then the
+            diagnosis) or timeout (with the diagnosis).
     """
     from kubernetes import client
 
+    from gpulab.diagnose import stop
+
     core = client.CoreV1Api(api)
+    seen: dict[str, Any] = {}
+    clock = stop.StopClock()
+    what = f"Pod {namespace}/{pod} to reach phase Succeeded"
+    profile = (ctx or Context()).profile
 
     def done() -> dict[str, Any] | None:
         doc: dict[str, Any] = sanitize(core.read_namespaced_pod(pod, namespace), api)
+        foreign = foreign_pod(doc, inputs)
+        if foreign:
+            raise GateError(foreign)
+        seen["pod"] = doc
         return doc if (doc.get("status") or {}).get("phase") in ("Succeeded", "Failed") else None
 
+    def stopped(after: float) -> str | None:
+        if "pod" not in seen:
+            return None
+        hit = clock.decide(
+            stop.pod_hits(pod_evidence(api, namespace, seen["pod"], profile, image_key)), after
+        )
+        return stop.stop_message(f"the wait for {what}", hit, after) if hit else None
+
     found: dict[str, Any] = Waiter(timeout, interval, api=api).until(
-        f"Pod {namespace}/{pod} to reach phase Succeeded", done, lambda: _diagnose(api, ctx or Context())
+        what, done, lambda: _diagnose(api, ctx or Context()), stop=stopped
     )
     return found
 
 
 def wait_succeeded(
-    api: Any, what: str, namespace: str, pod: str, timeout: float, ctx: Context | None, interval: float = 2.0
+    api: Any,
+    what: str,
+    namespace: str,
+    pod: str,
+    timeout: float,
+    ctx: Context | None,
+    interval: float = 2.0,
+    image_key: str = "smokeImage",
+    inputs: str | None = None,
 ) -> str:
     """Wait for a one-container run-once Pod's phase ``Succeeded`` (:func:`wait_finished`).
 
@@ -265,7 +413,7 @@ def wait_succeeded(
     """
     from kubernetes import client
 
-    doc = wait_finished(api, namespace, pod, timeout, ctx, interval)
+    doc = wait_finished(api, namespace, pod, timeout, ctx, interval, image_key, inputs)
     phase = str((doc.get("status") or {}).get("phase"))
     if phase == "Failed":
         tail = client.CoreV1Api(api).read_namespaced_pod_log(pod, namespace, tail_lines=20)

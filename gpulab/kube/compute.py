@@ -54,7 +54,7 @@ from gpulab.core.names import (
 )
 from gpulab.diagnose.live import Context, diagnosis
 from gpulab.kube import gpu_isolation, smoke_gpus
-from gpulab.kube.client import GateError, is_transient, sanitize, wait_finished
+from gpulab.kube.client import GateError, is_transient, pod_times, sanitize, wait_finished
 
 #: Each vectorAdd container's command: the GPUs it sees, then the sample (its exit code is the
 #: container's). A constant: no configured value reaches the shell. ``;``, not ``&&``: a
@@ -255,6 +255,7 @@ def compute(
     timeout: float,
     ctx: Context | None = None,
     isolation: Isolation | None = None,
+    inputs: str | None = None,
 ) -> dict[str, Any]:
     """Wait for the compute Pod's phase ``Succeeded``, then require ``Test PASSED`` in the log
     of each of its containers (the names its spec lists: one vectorAdd container per GPU), and
@@ -263,12 +264,14 @@ def compute(
 
     Args:
         api: a kubernetes ``ApiClient``; namespace, pod: the compute Pod; timeout: seconds to
-            wait for a final phase; ctx: what the diagnosis of a failure names.
+            wait for a final phase; ctx: what the diagnosis of a failure names; inputs: the
+            check-inputs digest the Pod must carry (gpulab.kube.client.foreign_pod).
 
     Returns ``{"computePhase": "Succeeded", "computeResult": "passed", "computeGpus": int
     (containers that passed: all of them, one GPU each), "computeGpuUuids": {container:
     {"gpus": [UUID], "mig": [UUID]}} (what each listed), "computeNode",
-    "computeLogSimulated": bool (a log was the sim lab's), "measuredAt": UTC ISO 8601}``.
+    "computeLogSimulated": bool (a log was the sim lab's), "computeStartedAt", "measuredAt": UTC
+    ISO 8601, when the Pod's containers started and finished (gpulab.kube.client.pod_times)}``.
 
     Raises:
         gpulab.kube.client.GateError: the Pod failed (each failed container named with its exit
@@ -327,7 +330,7 @@ def compute(
     where = f"{namespace}/{pod}"
     # Not wait_succeeded: a Failed Pod's log is read per container below (the API refuses
     # a log without ``container=`` once the Pod has two or more).
-    doc = wait_finished(api, namespace, pod, timeout, ctx)
+    doc = wait_finished(api, namespace, pod, timeout, ctx, image_key="computeImage", inputs=inputs)
     phase = str((doc.get("status") or {}).get("phase"))
     runs = runs_of(doc)
     report = failure_report(runs)
@@ -348,6 +351,7 @@ def compute(
     if leaked:
         raise GateError(f"compute Pod {where} succeeded, but {leaked}\n{diag()}")
     seen = [gpu_isolation.Seen(r.name or "(the container)", r.log.gpus, r.log.mig) for r in runs]
+    started, finished = pod_times(doc)
     return {
         "computePhase": phase,
         "computeResult": "passed",
@@ -355,5 +359,6 @@ def compute(
         "computeGpuUuids": gpu_isolation.to_outputs(seen),
         "computeNode": (doc.get("spec") or {}).get("nodeName"),
         "computeLogSimulated": any(r.log.simulated for r in runs),
-        "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
+        "computeStartedAt": started,
+        "measuredAt": finished or datetime.now(UTC).isoformat(timespec="seconds"),
     }

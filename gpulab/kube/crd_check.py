@@ -28,12 +28,20 @@ deploy nothing (NVIDIA/gpu-operator#431, #139; edgelesssys/contrast#2599).
 CLI (the lab runs it before the release; the kubeconfig comes in ``$GPULAB_KUBECONFIG``,
 as for :mod:`gpulab.kube`)::
 
-    python -m gpulab.kube.crd_check --chart DIR [--nfd] [--apply] [--release NAME --namespace NS]
+    python -m gpulab.kube.crd_check [--chart DIR] [--nfd] [--apply] [--release NAME --namespace NS]
+        [--values JSON]
 
 prints one JSON object (``chart``, ``chartVersion``, ``crds``: the verdicts, ``applied``,
-``blocked``) and exits 0 when the release may go ahead (every CRD ``absent`` or ``same``, or
-``differs`` and upgraded with ``--apply``), 1 when one stops it (the cause and the fix on
+``blocked``; with ``--values``, ``compat``: :mod:`gpulab.kube.compat`'s report) and exits 0
+when the release may go ahead (every CRD ``absent`` or ``same``, or ``differs`` and upgraded
+with ``--apply``; no compatibility problem), 1 when one stops it (the cause and the fix on
 stderr: without ``--apply`` the ``kubectl apply`` to run), 2 on usage errors.
+
+``--values`` is the JSON of the chart values the lab sets (``helm_values``): the compatibility
+checks (:mod:`gpulab.kube.compat`: the chart's ``kubeVersion``, the APIs its templates
+render, the ConfigMaps its sharing and MIG configs name) run against it. Without ``--chart``
+(a repository chart, not on disk before Helm pulls it) only the ConfigMap references are
+checked.
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ import yaml
 from gpulab.core import fixes_operator
 from gpulab.core.errors import GpuLabError
 from gpulab.core.names import OPERATOR_NAMESPACE, OPERATOR_RELEASE
+from gpulab.kube import chart_apis, compat
 from gpulab.kube.client import load_clients
 
 __all__ = [
@@ -339,24 +348,88 @@ def run(
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry (module docstring): prints the report; exit 0 go ahead, 1 stop, 2 usage."""
     ap = argparse.ArgumentParser(prog="python -m gpulab.kube.crd_check")
-    ap.add_argument("--chart", required=True, help="the gpu-operator chart directory")
+    ap.add_argument("--chart", help="the gpu-operator chart directory (a local chart)")
     ap.add_argument("--nfd", action="store_true", help="the node-feature-discovery subchart is on")
     ap.add_argument("--apply", action="store_true", help="upgrade CRDs that differ (never newer ones)")
     ap.add_argument("--release", default=OPERATOR_RELEASE)
     ap.add_argument("--namespace", default=OPERATOR_NAMESPACE)
+    ap.add_argument("--values", help="the chart values the lab sets, as JSON (compatibility checks)")
     args = ap.parse_args(argv)
-    chart_dir = Path(args.chart)
-    if not (chart_dir / "crds").is_dir():
+    chart_dir = Path(args.chart) if args.chart else None
+    if chart_dir is not None and not (chart_dir / "crds").is_dir():
         print(f"crd_check: {chart_dir} has no crds/ directory (not a gpu-operator chart)", file=sys.stderr)
+        return 2
+    try:
+        values = json.loads(args.values) if args.values else None
+    except ValueError as exc:
+        print(f"crd_check: --values is not JSON: {exc}", file=sys.stderr)
+        return 2
+    if chart_dir is None and values is None:
+        print("crd_check: give --chart, --values or both", file=sys.stderr)
         return 2
 
     try:
-        report, code = run(load_clients(), chart_dir, args.nfd, args.apply, args.release, args.namespace)
+        api = load_clients()
+        report: dict[str, Any] = {"chart": None, "crds": [], "applied": [], "blocked": []}
+        code = 0
+        if chart_dir is not None:
+            report, code = run(api, chart_dir, args.nfd, args.apply, args.release, args.namespace)
+        if values is not None:
+            compat_report, problems = _compat(api, chart_dir, values, args.namespace)
+            report["compat"] = compat_report
+            if problems:
+                print(compat.describe(problems), file=sys.stderr)
+                code = 1
     except GpuLabError as exc:
         print(f"crd_check: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(report, sort_keys=True))
     return code
+
+
+def _compat(
+    api: Any, chart_dir: Path | None, values: Mapping[str, Any], namespace: str
+) -> tuple[dict[str, Any], list[compat.Problem]]:
+    """:func:`gpulab.kube.compat.check` against the live cluster behind ``api``.
+
+    Raises:
+        CrdCheckError: the server did not answer a read (the version, discovery, a ConfigMap).
+    """
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    core = client.CoreV1Api(api)
+
+    def config_map(name: str) -> Mapping[str, Any] | None:
+        try:
+            found: Mapping[str, Any] = api.sanitize_for_serialization(
+                core.read_namespaced_config_map(name, namespace)
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise CrdCheckError(
+                f"reading ConfigMap {namespace}/{name} failed: {exc.status} {exc.reason}"
+            ) from exc
+        return found
+
+    def elsewhere(name: str) -> list[str]:
+        items = core.list_config_map_for_all_namespaces(field_selector=f"metadata.name={name}").items
+        return sorted(
+            str(c.metadata.namespace) for c in items if c.metadata and c.metadata.namespace != namespace
+        )
+
+    try:
+        version = str(client.VersionApi(api).get_code().git_version)
+        return compat.check(
+            chart_dir, values, namespace, version, compat.served_reader(api), config_map, elsewhere
+        )
+    except (ApiException, RuntimeError) as exc:
+        if isinstance(exc, CrdCheckError):
+            raise
+        raise CrdCheckError(f"the compatibility check could not read the cluster: {exc}") from exc
+    except chart_apis.ChartReadError as exc:
+        raise CrdCheckError(f"the compatibility check cannot read the chart: {exc}") from exc
 
 
 if __name__ == "__main__":

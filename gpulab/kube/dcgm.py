@@ -8,7 +8,8 @@ route from this machine to the Pod network, only the lab's kubeconfig. The API s
 of the Service's ready endpoints per request (one per GPU node), so on a single-node lab every
 scrape reaches the node's exporter.
 
-First it waits up to ``--wait`` seconds for an answer (the exporter may still be starting),
+First it waits up to ``--wait`` seconds for an answer (the exporter may still be starting;
+the wait stops early when the exporter's Pods say it will not come: :func:`exporter_stop`),
 then samples every ``--interval`` seconds for ``--seconds`` in all, and prints::
 
     {"dcgmMetrics": <gpulab.kube.dcgm_metrics.summarize>, "measuredAt": "2026-12-01T09:00:40+00:00"}
@@ -33,6 +34,8 @@ from gpulab.kube import dcgm_metrics as dcgm
 
 #: Seconds one proxied request may take.
 REQUEST_TIMEOUT: Final = 10.0
+#: The exporter Pods' label (gpu-operator v26.7.0 assets/state-dcgm-exporter/0800_daemonset.yaml).
+EXPORTER_LABEL: Final = "app=nvidia-dcgm-exporter"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -90,6 +93,9 @@ class Sampler:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     errors: list[str] = field(default_factory=list)
+    #: Asked after each unanswered scrape with the seconds waited: a text when the exporter's
+    #: Pods say it will not come (a refused image, node pressure: :func:`exporter_stop`).
+    stop: Callable[[float], str | None] | None = None
 
     def _try(self) -> list[dcgm.Sample] | None:
         try:
@@ -113,6 +119,10 @@ class Sampler:
                 break
             if self.clock() - start >= self.wait:
                 return [], 0.0
+            stopped = self.stop(self.clock() - start) if self.stop is not None else None
+            if stopped:
+                self.errors.append(stopped)
+                return [], 0.0
             print(f"[gpulab] DCGM exporter not answering yet ({self.errors[-1]}); retrying", file=sys.stderr)
             self.sleep(pause)
             pause = min(pause * 2, self.interval * 2, 10.0)
@@ -124,6 +134,44 @@ class Sampler:
             if got is not None:
                 scrapes.append(got)
         return scrapes, self.clock() - began
+
+
+def exporter_stop(api: Any, namespace: str, profile: str = "gpu-lab") -> Callable[[float], str | None]:
+    """The DCGM wait's stop rule: the exporter's Pods (``app=nvidia-dcgm-exporter`` in
+    ``namespace``), their events and nodes through :data:`gpulab.diagnose.stop.POD_RULES`; a
+    text (cause and fix) when one will not recover, else None. A read that fails is None (the
+    scrape's own error says why)."""
+    from kubernetes import client
+
+    from gpulab.diagnose import stop as rules
+    from gpulab.kube.client import sanitize
+
+    core = client.CoreV1Api(api)
+    clock = rules.StopClock()
+
+    def check(after: float) -> str | None:
+        try:
+            pods = [
+                sanitize(p, api)
+                for p in core.list_namespaced_pod(namespace, label_selector=EXPORTER_LABEL).items
+            ]
+            events = [sanitize(e, api) for e in core.list_namespaced_event(namespace).items]
+            nodes = {
+                str((d.get("metadata") or {}).get("name")): d
+                for d in (sanitize(n, api) for n in core.list_node().items)
+            }
+        except Exception:  # the scrape's own error reports the API server
+            return None
+        hits = []
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            own = [e for e in events if (e.get("involvedObject") or {}).get("uid") == meta.get("uid")]
+            node = nodes.get(str((pod.get("spec") or {}).get("nodeName")))
+            hits += rules.pod_hits(rules.PodEvidence(pod, own, node, profile, "dcgmExporterImage"))
+        hit = clock.decide(hits, after)
+        return rules.stop_message("the wait for the DCGM exporter", hit, after) if hit else None
+
+    return check
 
 
 def dcgm_scrape(
@@ -148,6 +196,7 @@ def dcgm_scrape(
         seconds=seconds,
         interval=interval,
         wait=wait,
+        stop=exporter_stop(api, namespace),
     )
     print(
         f"[gpulab] sampling the DCGM exporter {namespace}/{service}:{port}/{path} for {s.seconds:g}s",
@@ -156,7 +205,9 @@ def dcgm_scrape(
     )
     scrapes, sampled = s.run()
     error = None
-    if not scrapes:
+    if not scrapes and s.errors and " stopped after " in s.errors[-1]:
+        error = s.errors[-1]
+    elif not scrapes:
         error = f"no answer from {namespace}/{service}:{port}/{path} in {s.wait:g}s: {s.errors[-1]}"
     elif not any(dcgm.gpu_readings(sc) for sc in scrapes):
         error = "the exporter answered but reported no GPU (no DCGM_FI_* sample carries a UUID label)"

@@ -15,8 +15,11 @@ It stops early, with the cause, the fix and the cluster's diagnosis
 (:mod:`gpulab.kube.gate_rules`): a device plugin that restarted 3 times (or sits in
 CrashLoopBackOff for the grace), a DaemonSet that does not exist or schedules on no node for
 the grace, or Ready nodes without the expected resources (absent, 0, another count) for the
-grace (``--grace``, ``gpuGraceSeconds``). It never hands a cluster without GPUs to the smoke
-test: the smoke Pod depends on the gate and is not created when it fails.
+grace (``--grace``, ``gpuGraceSeconds``); and, on every poll, when a Pod of the operator's
+namespace will not recover (:func:`operand_hits`: an image the registry refused, a node under
+pressure or cordoned, an eviction: :mod:`gpulab.diagnose.stop`). It never hands a cluster
+without GPUs to the smoke test: the smoke Pod depends on the gate and is not created when it
+fails.
 
 Prints (via :mod:`gpulab.kube`) ``{"gpuResource", "allocatableGpus", "capacityGpus", "migResources",
 "clusterPolicyState", "devicePluginPods", "kubernetesVersion", "measuredAt"}``.
@@ -29,12 +32,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from gpulab.config.mig import Expected, parse_devices, resource_of
 from gpulab.core import fixes
 from gpulab.core.names import DEVICE_PLUGIN_DS, OPERATOR_NAMESPACE, SIMULATED_ANNOTATION
 from gpulab.diagnose import sharing
+from gpulab.diagnose import stop as stop_rules
 from gpulab.diagnose.live import Context
 from gpulab.diagnose.live import diagnosis as _diagnose
 from gpulab.kube import gate_rules as rules
@@ -134,6 +138,50 @@ class KubeReader:
         )
         return sanitize(cm, self.api) if cm is not None else None
 
+    def events(self) -> list[Json]:
+        """The events of the operator's namespace (reason and message in full)."""
+        items = self.core.list_namespaced_event(self.spec.device_plugin_namespace).items
+        return [sanitize(e, self.api) for e in items]
+
+
+#: The operand Pods' images and the config key that pins each (gpulab.config.operand_images),
+#: by Pod name prefix: a refused operand image's fix names the key.
+OPERAND_IMAGE_KEYS: Final = (
+    ("nvidia-device-plugin", "devicePluginImage"),
+    ("nvidia-container-toolkit", "toolkitImage"),
+    ("nvidia-operator-validator", "validatorImage"),
+    ("nvidia-dcgm-exporter", "dcgmExporterImage"),
+)
+#: Stop rules the gate applies to the operator's Pods: the states that will not recover (or
+#: a registry that may, after the kubelet's retries). A sandbox or mount failing while the
+#: operator is still rolling out (the toolkit restarts the runtime; the operator makes the
+#: ConfigMaps it mounts) is its normal progress, left to the gate's own rules and timeout.
+GATE_RULES: Final = frozenset({"image-pull", "node-pressure", "node-cordoned", "pod-evicted"})
+
+
+def operand_hits(
+    pods: Sequence[Json], events: Sequence[Json], nodes: Sequence[Json], profile: str
+) -> list[Any]:
+    """:data:`gpulab.diagnose.stop.POD_RULES` (those in :data:`GATE_RULES`) over the operator
+    namespace's Pods, each with its own events and node; the DCGM exporter's are left out (it
+    never blocks the lab)."""
+    stop = stop_rules
+    by_name = {str((n.get("metadata") or {}).get("name")): n for n in nodes}
+    pressured = next((n for n in nodes if stop.node_pressure(n)), None)
+    hits = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if name.startswith("nvidia-dcgm-exporter"):
+            continue
+        own = [e for e in events if (e.get("involvedObject") or {}).get("uid") == meta.get("uid")]
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        node = by_name.get(str(node_name)) if node_name else pressured
+        key = next((k for prefix, k in OPERAND_IMAGE_KEYS if name.startswith(prefix)), "")
+        ev = stop.PodEvidence(pod, own, node, profile, key)
+        hits += [h for rule in stop.POD_RULES if rule.id in GATE_RULES and (h := rule.find(ev)) is not None]
+    return hits
+
 
 def _selector(ds: Json | None, fallback: str) -> str:
     labels = ((ds or {}).get("spec") or {}).get("selector", {}).get("matchLabels") or {}
@@ -194,7 +242,24 @@ def run_gate(
             f"diagnosis ({stuck.row} first):\n{diagnose()}"
         )
 
+    stop_clock = stop_rules.StopClock()
+
+    def operands_stuck() -> None:
+        # Every poll, beside the gate's own rules: a Pod of the operator's namespace that will
+        # not recover (a refused image, a node under pressure, an eviction) stops the gate.
+        read_events = getattr(reader, "events", None)
+        if read_events is None:
+            return
+        hits = operand_hits(reader.pods(""), read_events(), reader.nodes(), spec.profile)
+        hit = stop_clock.decide(hits, clock())
+        if hit is not None:
+            raise GateError(
+                f"{stop_rules.stop_message('readiness gate', hit, clock() - start)}\n"
+                f"the cluster's diagnosis:\n{diagnose()}"
+            )
+
     def no_crash_loop() -> None:
+        operands_stuck()
         looping = rules.crash_looping(reader.pods(_selector(seen["ds"], ds_name)))
         final = looping is not None and looping[1]
         if final or grace.expired("crash", looping is not None, clock()):

@@ -14,11 +14,17 @@ from typing import Any
 from gpulab.diagnose.live import Context
 from gpulab.host import nvsmi
 from gpulab.kube import smoke_gpus
-from gpulab.kube.client import GateError, sanitize, wait_succeeded
+from gpulab.kube.client import GateError, pod_times, sanitize, wait_succeeded
 
 
-def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None) -> dict[str, Any]:
+def smoke(
+    api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None, inputs: str | None = None
+) -> dict[str, Any]:
     """Wait for the smoke Pod to reach ``Succeeded``; return phase, log facts and events.
+
+    ``measuredAt`` is when the Pod's container finished (``smokeStartedAt`` when it started:
+    :func:`gpulab.kube.client.pod_times`), not when this command read it; ``inputs``: the
+    check-inputs digest the Pod must carry (:func:`gpulab.kube.client.foreign_pod`).
 
     Raises:
         GateError: the Pod failed or timed out (with the diagnosis), or its log has no
@@ -27,7 +33,7 @@ def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | Non
     from kubernetes import client
 
     core = client.CoreV1Api(api)
-    phase = wait_succeeded(api, "smoke", namespace, pod, timeout, ctx)
+    phase = wait_succeeded(api, "smoke", namespace, pod, timeout, ctx, inputs=inputs)
     p = sanitize(core.read_namespaced_pod(pod, namespace), api)
     log = core.read_namespaced_pod_log(pod, namespace)
     try:
@@ -45,6 +51,7 @@ def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | Non
         ).items
     ]
     reasons: list[str] = []
+    started, finished = pod_times(p)
 
     def order(e: dict[str, Any]) -> tuple[str, int]:
         # Timestamps have one-second resolution; the resourceVersion breaks ties in write order.
@@ -62,5 +69,6 @@ def smoke(api: Any, namespace: str, pod: str, timeout: float, ctx: Context | Non
         "smokeNode": (p.get("spec") or {}).get("nodeName"),
         "smokeGpuUuids": smoke_gpus.gpu_uuids(log),
         "smokeLogSimulated": "gpu-lab simulated" in log.splitlines()[0] if log else False,
-        "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
+        "smokeStartedAt": started,
+        "measuredAt": finished or datetime.now(UTC).isoformat(timespec="seconds"),
     }

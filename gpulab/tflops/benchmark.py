@@ -286,8 +286,9 @@ def assemble_result(
     ``sustained.trace`` gives the rate, SM clock and power per second. ``reference`` adds the
     top-level ``reference`` block with ``burstOverReference`` (bf16 burst / reference; a note
     ``reference`` is added when it is off by more than :data:`REFERENCE_TOLERANCE`). A skipped
-    dtype has ``tflops: null`` and its reason in ``notes``. ``measured_at`` must be
-    timezone-aware.
+    dtype has ``tflops: null`` and its reason in ``notes``; one that died partway (``Timing.failed``)
+    has ``tflops: null``, ``failed: <error>`` and the note ``failed: <error>``, and the document's
+    ``failed`` maps each such dtype to its error. ``measured_at`` must be timezone-aware.
     """
     if measured_at.tzinfo is None:
         raise ValueError("measured_at must be timezone-aware")
@@ -295,6 +296,11 @@ def assemble_result(
     results: dict[str, dict[str, Any]] = {}
     for dtype, timing in timings.items():
         peak = peaks.peak_for(gpu, dtype)
+        if timing.failed is not None:
+            # It died partway: failed, with why (never "not measured").
+            all_notes[dtype] = f"failed: {timing.failed}"
+            results[dtype] = {"tflops": None, "peak": peak, "fraction": None, "failed": timing.failed}
+            continue
         if timing.skipped is not None or not timing.runs:
             all_notes[dtype] = timing.skipped or "not measured"
             results[dtype] = {"tflops": None, "peak": peak, "fraction": None}
@@ -343,6 +349,9 @@ def assemble_result(
             "measuredAt": measured_at.isoformat(timespec="seconds"),
         }
     )
+    failed = {d: t.failed for d, t in timings.items() if t.failed is not None}
+    if failed:
+        doc["failed"] = failed
     return doc
 
 
@@ -482,6 +491,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         sustained_seconds=args.sustained_seconds,
     )
     print(json.dumps(doc, indent=2) if args.json else _render_text(doc))
+    # Every dtype it tried died partway: the run failed (the document says why, per dtype).
+    tried = [t for t in timings.values() if t.skipped is None]
+    if tried and all(t.failed is not None for t in tried):
+        print(
+            f"gpulab.tflops: failed: {'; '.join(f'{d}: {w}' for d, w in doc['failed'].items())}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

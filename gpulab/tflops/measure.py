@@ -67,7 +67,9 @@ class Window:
 
 @dataclass(frozen=True)
 class Timing:
-    """One data type's measurement, or why none (``skipped``).
+    """One data type's measurement, or why none (``skipped``: never attempted), or why it died
+    partway (``failed``: the error, e.g. ``OutOfMemoryError: CUDA out of memory ...`` or
+    ``RuntimeError: CUDA error: an illegal memory access was encountered``, and how far it got).
 
     ``runs``: seconds per product of the runs the headline rate is the median of (the steady
     sustained windows); ``burst``: the burst runs; ``sustained``: every sustained window, the
@@ -80,6 +82,7 @@ class Timing:
     burst: tuple[Window, ...] = ()
     sustained: tuple[Window, ...] = ()
     settle_s: float = 0.0
+    failed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -397,31 +400,73 @@ def measure(
         if reason is not None:
             out[dtype] = Timing(skipped=reason)
             continue
-        with backend.prepare(dtype, size) as product:
-            burst = tuple(
-                _burst(
-                    backend,
-                    product,
-                    products=burst_iters,
-                    warmup=warmup,
-                    rest_seconds=rest_seconds,
-                    clock=clock,
-                    sleep=sleep,
-                )
-                for _ in range(repeats)
+        try:
+            out[dtype] = _measure_one(
+                backend,
+                dtype,
+                size=size,
+                iters=iters,
+                warmup=warmup,
+                repeats=repeats,
+                burst_iters=burst_iters,
+                rest_seconds=rest_seconds,
+                sustained_seconds=sustained_seconds,
+                settle_seconds=settle_seconds,
+                clock=clock,
+                sleep=sleep,
             )
-            windows: list[Window] = []
-            start = clock()
-            while True:
-                t0 = clock()
-                seconds = backend.time_products(product, iters)
-                t1 = clock()
-                windows.append(Window(t0, t1, seconds / iters, iters))
-                if t1 - start >= sustained_seconds and t0 - start >= settle_seconds:
-                    break
-        steady = tuple(w.seconds_per_product for w in windows if w.t0 - start >= settle_seconds)
-        out[dtype] = Timing(steady, None, burst, tuple(windows), settle_seconds)
+        except Exception as exc:  # the GPU or the library failed partway: failed, with why
+            out[dtype] = Timing(failed=failure_text(exc))
     return out
+
+
+def failure_text(exc: BaseException) -> str:
+    """An error in one line: its class and first line (``OutOfMemoryError: CUDA out of memory.
+    Tried to allocate ...``), at most 300 characters."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first}"[:300]
+
+
+def _measure_one(
+    backend: Backend,
+    dtype: str,
+    *,
+    size: int,
+    iters: int,
+    warmup: int,
+    repeats: int,
+    burst_iters: int,
+    rest_seconds: float,
+    sustained_seconds: float,
+    settle_seconds: float,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+) -> Timing:
+    """One dtype's burst and sustained phases (:func:`measure`)."""
+    with backend.prepare(dtype, size) as product:
+        burst = tuple(
+            _burst(
+                backend,
+                product,
+                products=burst_iters,
+                warmup=warmup,
+                rest_seconds=rest_seconds,
+                clock=clock,
+                sleep=sleep,
+            )
+            for _ in range(repeats)
+        )
+        windows: list[Window] = []
+        start = clock()
+        while True:
+            t0 = clock()
+            seconds = backend.time_products(product, iters)
+            t1 = clock()
+            windows.append(Window(t0, t1, seconds / iters, iters))
+            if t1 - start >= sustained_seconds and t0 - start >= settle_seconds:
+                break
+    steady = tuple(w.seconds_per_product for w in windows if w.t0 - start >= settle_seconds)
+    return Timing(steady, None, burst, tuple(windows), settle_seconds)
 
 
 def measure_reference(

@@ -32,6 +32,21 @@ MIG_FIELDS: Final[tuple[str, ...]] = ("index", "pci.bus_id", "mig.mode.current",
 
 # Cell values nvidia-smi prints when it has no value for a field.
 _NOT_AVAILABLE: Final = frozenset({"[N/A]", "[Not Supported]", "N/A", ""})
+#: Cell values nvidia-smi prints when it could not read a field: the query failed for that
+#: field (``[Unknown Error]``: enkore/i3pystatus#850, Quake4/MindMiner#627), the table's
+#: ``ERR!`` (NVIDIA/open-gpu-kernel-modules#1193), a GPU that fell off the bus or needs a
+#: reset, or no permission. Never a value: the field is recorded as unreadable
+#: (:attr:`GpuInfo.unreadable`), with what nvidia-smi printed.
+UNREADABLE: Final = frozenset(
+    {
+        "[Unknown Error]",
+        "ERR!",
+        "[ERR!]",
+        "[GPU requires reset]",
+        "[Insufficient Permissions]",
+        "[GPU is lost]",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -55,14 +70,21 @@ class GpuInfo:
     compute_cap: str | None = None
     mig_mode: str | None = None
     mig_mode_pending: str | None = None
+    #: Fields nvidia-smi could not read, query name -> what it printed (:data:`UNREADABLE`,
+    #: e.g. ``{"memory.total": "[Unknown Error]"}``); their values above are None (a name
+    #: ``""``).
+    unreadable: tuple[tuple[str, str], ...] = ()
 
-    def to_json(self) -> dict[str, int | str | None]:
+    def to_json(self) -> dict[str, object]:
         """Return the per-GPU shape of the ``hostGpus`` output (``gpulab.core.outputs.HOST_GPUS``).
 
         Keys: ``index``, ``name``, ``uuid``, ``memoryMiB``, ``pciBusId``, ``computeCap``,
-        ``migMode``, ``migModePending``, ``driverVersion``; missing values are ``None``.
+        ``migMode``, ``migModePending``, ``driverVersion``; missing values are ``None``; and
+        ``unreadable`` (field -> what nvidia-smi printed) only when a field was unreadable.
         """
+        extra: dict[str, object] = {"unreadable": dict(self.unreadable)} if self.unreadable else {}
         return {
+            **extra,
             "index": self.index,
             "name": self.name,
             "uuid": self.uuid,
@@ -90,7 +112,7 @@ def query_command() -> list[str]:
 
 def _cell(value: str) -> str | None:
     value = value.strip()
-    return None if value in _NOT_AVAILABLE else value
+    return None if value in _NOT_AVAILABLE or value in UNREADABLE else value
 
 
 def _memory_mib(value: str | None, row: str) -> int | None:
@@ -123,7 +145,10 @@ def parse_query_csv(text: str) -> list[GpuInfo]:
       except ``compute_cap``, ``mig.mode.current`` and ``mig.mode.pending``, which fill
       :class:`GpuInfo`.
 
-    Cells ``[N/A]``, ``[Not Supported]``, ``N/A`` and empty cells become ``None``. Names keep
+    Cells ``[N/A]``, ``[Not Supported]``, ``N/A`` and empty cells become ``None``; cells
+    nvidia-smi could not read (:data:`UNREADABLE`: ``[Unknown Error]``, ``ERR!``, ...) become
+    ``None`` too (a name ``""``) and are listed in :attr:`GpuInfo.unreadable`, as are ``[N/A]``
+    and ``[Not Supported]`` in a :data:`QUERY_FIELDS` column (every GPU has those). Names keep
     their spaces (rows are split with :mod:`csv`, ``skipinitialspace=True``).
 
     Returns the GPUs in row order. Raises :class:`NvidiaSmiParseError` on empty input, a row
@@ -155,16 +180,23 @@ def parse_query_csv(text: str) -> list[GpuInfo]:
                 f"expected {len(columns)} columns ({', '.join(columns)}), got {len(cells)} in row: {row!r}"
             )
         values = {col: _cell(cell) for col, cell in zip(columns, cells, strict=True)}
+        # [N/A] in a field every GPU has (QUERY_FIELDS) is nvidia-smi failing to read it too;
+        # in an optional one (compute_cap, the MIG modes) it says the GPU has none.
+        unreadable = tuple(
+            (col, c.strip())
+            for col, c in zip(columns, cells, strict=True)
+            if c.strip() in UNREADABLE or (col in QUERY_FIELDS and c.strip() in ("[N/A]", "[Not Supported]"))
+        )
         index = values.get("index")
         if index is None or not index.isdigit():
             raise NvidiaSmiParseError(f"GPU index {index!r} is not an integer in row: {row!r}")
         name = values.get("name")
-        if name is None:
+        if name is None and "name" not in dict(unreadable):
             raise NvidiaSmiParseError(f"GPU has no name in row: {row!r}")
         gpus.append(
             GpuInfo(
                 index=int(index),
-                name=name,
+                name=name or "",
                 uuid=values.get("uuid"),
                 driver_version=values.get("driver_version"),
                 memory_total_mib=_memory_mib(values.get("memory.total"), row),
@@ -172,6 +204,7 @@ def parse_query_csv(text: str) -> list[GpuInfo]:
                 compute_cap=values.get("compute_cap"),
                 mig_mode=values.get("mig.mode.current"),
                 mig_mode_pending=values.get("mig.mode.pending"),
+                unreadable=unreadable,
             )
         )
     return gpus

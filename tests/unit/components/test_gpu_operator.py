@@ -48,8 +48,11 @@ def test_the_gate_of_a_renamed_resource_and_mig() -> None:
 
 def test_the_crd_check_applies_only_on_a_cluster_the_lab_owns() -> None:
     op = OperatorConfig(chart_path="/c", nfd=False)
-    assert crd_check_args(op, True)[-3:] == ["--chart", "/c", "--apply"]
-    assert crd_check_args(op, False)[-2:] == ["--chart", "/c"]
+    assert crd_check_args(op, True)[-5:] == ["--chart", "/c", "--apply", "--values", "{}"]
+    assert crd_check_args(op, False)[-4:] == ["--chart", "/c", "--values", "{}"]
+    # A repository chart is not on disk before the release: only its values are checked.
+    repo = crd_check_args(OperatorConfig(chart_path=None), True, '{"a": 1}')
+    assert "--chart" not in repo and "--apply" not in repo and repo[-2:] == ["--values", '{"a": 1}']
 
 
 def test_operator_components_record_the_settings() -> None:

@@ -98,3 +98,27 @@ def test_a_running_plugins_log_is_read_for_the_plugin_the_gate_names() -> None:
     assert _log_containers(plugin("nvidia-device-plugin-daemonset-x2k")) == ["device-plugin"]
     assert _log_containers(plugin("gpulab-device-plugin-9t87r")) == []
     assert _log_containers(plugin("gpulab-device-plugin-9t87r"), "gpulab-device-plugin") == ["device-plugin"]
+
+
+def test_a_running_lab_pod_and_dcgm_exporter_have_their_logs_read() -> None:
+    """A container that lost its GPU keeps running: NVIDIA/nvidia-docker#1671's "Failed to
+    initialize NVML: Unknown Error" is only in the running container's log."""
+    lab = {
+        "metadata": {
+            "name": "gpu-compute",
+            "namespace": "default",
+            "labels": {"app.kubernetes.io/part-of": "gpu-lab"},
+        },
+        "status": {"containerStatuses": [{"name": "vectoradd-0", "state": {"running": {}}}]},
+    }
+    assert _log_containers(lab) == ["vectoradd-0"]
+    exporter = {
+        "metadata": {"name": "nvidia-dcgm-exporter-abcde", "namespace": "gpu-operator"},
+        "status": {"containerStatuses": [{"name": "nvidia-dcgm-exporter", "state": {"running": {}}}]},
+    }
+    assert _log_containers(exporter) == ["nvidia-dcgm-exporter"]
+    other = {
+        "metadata": {"name": "web", "namespace": "default"},
+        "status": {"containerStatuses": [{"name": "c", "state": {"running": {}}}]},
+    }
+    assert _log_containers(other) == []

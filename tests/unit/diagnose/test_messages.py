@@ -25,6 +25,7 @@ def _run(
     logs: dict[str, str] | None = None,
     events: list[dict[str, Any]] | None = None,
     dsets: list[dict[str, Any]] | None = None,
+    host_max_cuda: str = "12.2",
 ) -> list[Diagnosis]:
     base, base_ds = healthy_operator()
     names = {p["metadata"]["name"] for p in pods}
@@ -34,7 +35,7 @@ def _run(
         daemonsets=dsets if dsets is not None else base_ds,
         nodes=[node()],
         logs=logs or {},
-        host_max_cuda="12.2",
+        host_max_cuda=host_max_cuda,
         now=NOW,
     )
 
@@ -122,10 +123,17 @@ def test_cuda_unsatisfied_condition_at_container_start() -> None:
         containers=[{"name": "cuda", "image": "nvidia/cuda:11.0.3-base-ubuntu20.04"}],
         statuses=[waiting("cuda", "RunContainerError", msg)],
     )
-    d = _of(_run([smoke]), "gpu-smoke", "cuda-11.0")
+    # The reporter's host driver supported CUDA 10.2: the facts agree with the message.
+    d = _of(_run([smoke], host_max_cuda="10.2"), "gpu-smoke", "cuda-11.0")
     COVERED.add("cuda-unsatisfied")
     assert d.row == "cuda-image-newer-than-driver"
-    assert "CUDA <= 12.2" in d.reason
+    assert "CUDA <= 10.2" in d.reason
+    # Check before blaming: a host whose driver supports CUDA 12.2 contradicts the message;
+    # the diagnosis says which facts disagree and never prints "upgrade the driver".
+    d = _of(_run([smoke], host_max_cuda="12.2"), "gpu-smoke", "facts-disagree")
+    assert "the host's driver supports CUDA 12.2 (host probe)" in d.reason
+    assert "upgrade the driver" not in d.fix and "nvidia-smi" in d.fix
+    assert d.fix.endswith("scripts/kubectl -n default delete pod gpu-smoke && make lab")
 
 
 def test_cuda_driver_insufficient_in_a_workload_that_exited_without_restarts() -> None:
@@ -523,6 +531,30 @@ def test_device_plugin_waiting_indefinitely_with_no_devices() -> None:
     d = _of(diags, PLUGIN, "no-devices")
     assert d.row == "device-plugin-idle" and "nvidia-smi -L" in d.fix
     assert [x.row for x in diags] == ["device-plugin-idle", "allocatable-zero"]
+
+
+def test_a_running_plugin_that_marked_its_gpu_unhealthy_after_an_xid() -> None:
+    """NVIDIA/k8s-device-plugin#189: "XidCriticalError: Xid=69 on
+    Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, the device will go unhealthy." then "'nvidia.com/gpu'
+    device marked unhealthy: GPU-7540a9b3-..." while the plugin keeps running; NVIDIA/k8s-device-plugin#234:
+    it stays unhealthy until the plugin restarts."""
+    p = pod(PLUGIN, labels=PLUGIN_LABELS, statuses=[running(PLUGIN_C)])
+    text = (
+        "2020/08/10 19:09:42 XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, "
+        "the device will go unhealthy.\n"
+        "2020/08/10 19:09:42 'nvidia.com/gpu' device marked unhealthy: "
+        "GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8\n"
+    )
+    diags = diagnose.diagnose_cluster(
+        pods=[p],
+        events=[],
+        daemonsets=[daemonset("nvidia-device-plugin-daemonset")],
+        nodes=[node(allocatable="0", capacity="1")],
+        logs=_log(PLUGIN, PLUGIN_C, text),
+        now=NOW,
+    )
+    d = _of(diags, PLUGIN, "xid-unhealthy")
+    assert "dmesg | grep -i xid" in d.fix and d.fix.endswith(f"delete pod {PLUGIN} && make lab")
 
 
 def test_mig_devices_not_configured() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -113,6 +114,12 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
                 "spec": {"nodeName": "n1", "containers": [{"name": n} for n in names]},
                 "status": {"phase": state["phase"], "containerStatuses": statuses},
             }
+
+        def list_namespaced_event(self, namespace: str, **kw: Any) -> Any:
+            return SimpleNamespace(items=state.get("events", []))
+
+        def read_node(self, name: str) -> dict[str, Any]:
+            return {"metadata": {"name": name}, "status": {"conditions": state.get("conditions", [])}}
 
         def read_namespaced_pod_log(self, name: str, namespace: str, **kw: Any) -> str:
             state["read"].append(kw.get("container"))

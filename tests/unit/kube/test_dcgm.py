@@ -151,3 +151,60 @@ def test_the_subcommand_prints_one_json_object(
         4.0,
         120.0,
     )
+
+
+def test_an_exporter_whose_image_is_refused_stops_the_wait_early_with_the_cause() -> None:
+    """NVIDIA/dcgm-exporter#31's Pod ("Failed to pull image nvcr.io/nvidia/k8s/dcgm-exporter...")
+    seen through the stop rule: the wait ends at the first unanswered scrape, not after --wait."""
+    said = "the wait for the DCGM exporter stopped after 0s: image x cannot be pulled [pull-refused]"
+    s, clock = sampler([Unavailable()], wait=120, interval=2, stop=lambda after: said)
+    metrics = kube_dcgm.dcgm_scrape(None, sampler=s)["dcgmMetrics"]
+    assert metrics["error"] == said and metrics["scrapes"] == 0
+    assert clock.now < 1
+
+
+def test_the_exporter_stop_reads_its_pods_through_the_stop_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from kubernetes import client
+
+    image = "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"
+    pod = {
+        "metadata": {"name": "nvidia-dcgm-exporter-x", "namespace": "gpu-operator", "uid": "d1"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "nvidia-dcgm-exporter", "image": image}]},
+        "status": {
+            "phase": "Pending",
+            "containerStatuses": [
+                {
+                    "name": "nvidia-dcgm-exporter",
+                    "image": image,
+                    "state": {"waiting": {"reason": "ErrImagePull", "message": f"{image}: 401 Unauthorized"}},
+                }
+            ],
+        },
+    }
+    seen: dict[str, Any] = {}
+
+    class Core:
+        def __init__(self, api: Any) -> None:
+            pass
+
+        def list_namespaced_pod(self, ns: str, label_selector: str = "") -> Any:
+            seen["selector"] = label_selector
+            return SimpleNamespace(items=[pod])
+
+        def list_namespaced_event(self, ns: str) -> Any:
+            return SimpleNamespace(items=[])
+
+        def list_node(self) -> Any:
+            return SimpleNamespace(items=[{"metadata": {"name": "n1"}, "status": {}}])
+
+    class Api:
+        def sanitize_for_serialization(self, obj: Any) -> Any:
+            return obj
+
+    monkeypatch.setattr(client, "CoreV1Api", Core)
+    text = kube_dcgm.exporter_stop(Api(), "gpu-operator")(3.0)
+    assert seen["selector"] == "app=nvidia-dcgm-exporter"
+    assert text is not None and text.startswith("the wait for the DCGM exporter stopped after 3s")
+    assert "gpu-lab:dcgmExporterImage" in text and "[pull-refused]" in text

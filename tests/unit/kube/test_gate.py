@@ -269,3 +269,95 @@ def test_an_unhealthy_gpu_of_the_clusters_own_plugin_names_that_plugin_and_xids(
 def test_the_context_carries_the_plugin_the_gate_waits_for() -> None:
     spec = GateSpec(device_plugin_namespace="kube-system", device_plugin_ds="gpulab-device-plugin")
     assert context(spec).device_plugin == ("kube-system", "gpulab-device-plugin")
+
+
+@dataclass
+class ClusterWithEvents(Cluster):
+    """A :class:`Cluster` that also serves the operator namespace's events (KubeReader.events)."""
+
+    events_at: Callable[[float], Sequence[Mapping[str, Any]]] = lambda t: []
+
+    def events(self) -> list[Mapping[str, Any]]:
+        return list(self.events_at(self.now[0]))
+
+
+def _refused_plugin_pod() -> dict[str, Any]:
+    """NVIDIA/gpu-operator#1020's refusal, on the device plugin's Pod."""
+    p = plugin_pod()
+    p["metadata"]["uid"] = "plugin-uid"
+    image = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+    p["status"]["containerStatuses"] = [
+        {
+            "name": "nvidia-device-plugin",
+            "image": image,
+            "restartCount": 0,
+            "state": {
+                "waiting": {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}
+            },
+        }
+    ]
+    return p
+
+
+def test_an_operand_image_the_registry_refuses_stops_the_gate_at_once_naming_its_key() -> None:
+    """NVIDIA/gpu-operator#1020: 'unexpected status from HEAD request ...: 403 Forbidden' in the
+    kubelet's Failed event; the gate stops on the first poll, not after the grace."""
+    image = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+    failed = {
+        "reason": "Failed",
+        "involvedObject": {"uid": "plugin-uid", "kind": "Pod"},
+        "message": f'Failed to pull image "{image}": failed to resolve reference "{image}": '
+        "unexpected status from HEAD request to "
+        "https://nvcr.io/v2/nvidia/k8s-device-plugin/manifests/v0.20.0: 403 Forbidden",
+    }
+    now = [0.0]
+    cluster = ClusterWithEvents(
+        now, ds_at=lambda t: ds(1, 0), pods_at=lambda t: [_refused_plugin_pod()], events_at=lambda t: [failed]
+    )
+    with pytest.raises(GateError) as exc:
+        gate(cluster)
+    text = str(exc.value)
+    assert text.startswith("readiness gate stopped after 0s: image nvcr.io/nvidia/k8s-device-plugin:v0.20.0")
+    assert "gpu-lab:devicePluginImage" in text and "[pull-refused]" in text and text.endswith("DIAGNOSIS")
+    assert now[0] < 1
+
+
+def test_a_node_under_disk_pressure_stops_the_gate_when_an_operand_pod_cannot_be_placed() -> None:
+    """rootless-containers/usernetes#155's scheduler message for the operator's Deployment Pod,
+    and the node's DiskPressure condition (kubernetes/kubernetes#93711)."""
+    pending = {
+        "metadata": {"name": "gpu-operator-6996bfc8df-82c66", "namespace": "gpu-operator", "uid": "op"},
+        "spec": {"containers": [{"name": "gpu-operator", "image": "nvcr.io/nvidia/gpu-operator:v26.7.0"}]},
+        "status": {"phase": "Pending"},
+    }
+    pressured = node()
+    pressured["status"]["conditions"] = [
+        {"type": "Ready", "status": "True"},
+        {
+            "type": "DiskPressure",
+            "status": "True",
+            "reason": "KubeletHasDiskPressure",
+            "message": "kubelet has disk pressure",
+        },
+    ]
+    cluster = ClusterWithEvents(
+        [0.0], policy=None, pods_at=lambda t: [pending], nodes_at=lambda t: [pressured]
+    )
+    with pytest.raises(GateError) as exc:
+        gate(cluster)
+    assert "reports DiskPressure (KubeletHasDiskPressure: kubelet has disk pressure)" in str(exc.value)
+    assert "[node-pressure]" in str(exc.value)
+
+
+def test_a_sandbox_failing_while_the_toolkit_rolls_out_is_left_to_the_gates_own_rules() -> None:
+    """NVIDIA/gpu-operator#730's FailedCreatePodSandBox on an operand while the toolkit is not
+    done: normal progress for the gate (not in GATE_RULES); the Pod's own wait would grace it."""
+    p = plugin_pod()
+    p["metadata"]["uid"] = "plugin-uid"
+    sandbox = {
+        "reason": "FailedCreatePodSandBox",
+        "involvedObject": {"uid": "plugin-uid"},
+        "message": 'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "nvidia" is configured',  # noqa: E501 (quoted)
+    }
+    facts = gate(ClusterWithEvents([0.0], pods_at=lambda t: [p], events_at=lambda t: [sandbox]))
+    assert facts["allocatableGpus"] == 1

@@ -136,3 +136,72 @@ def test_missing_backend_message_names_what_to_install() -> None:
     assert "cupy" in message
     with pytest.raises(ValueError, match="unknown backend"):
         tflops.load_backend("jax", importer=nothing)
+
+
+def test_a_dtype_that_dies_partway_is_failed_with_why_and_the_others_still_measure() -> None:
+    """A run that dies partway is "failed", with the error, never "not measured": torch's
+    out-of-memory error in the second dtype (the text torch prints), the first one kept."""
+    from datetime import UTC, datetime
+
+    clock = FakeClock()
+    backend, _ = fake_backend(0.002, clock)
+    real = backend.time_products
+
+    def time_products(product: Any, k: int) -> float:
+        if "fp32" in calls:
+            raise RuntimeError(
+                "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 139.72 GiB total capacity)\nmore"
+            )
+        return real(product, k)
+
+    calls: list[str] = []
+    prepare = backend.prepare
+
+    @contextmanager
+    def tracking(dtype: str, n: int) -> Iterator[Any]:
+        calls.append(dtype)
+        with prepare(dtype, n) as p:
+            yield p
+
+    backend = Backend(
+        name=backend.name,
+        device_name=backend.device_name,
+        skip_reason=lambda d: None,
+        prepare=tracking,
+        synchronize=backend.synchronize,
+        time_products=time_products,
+    )
+    out = tflops.measure(
+        backend,
+        size=64,
+        iters=5,
+        dtypes=["fp16", "fp32"],
+        warmup=1,
+        repeats=1,
+        burst_iters=2,
+        rest_seconds=0.0,
+        sustained_seconds=0.05,
+        settle_seconds=0.01,
+        clock=clock,
+        sleep=lambda s: None,
+    )
+    assert out["fp16"].runs and out["fp16"].failed is None
+    assert out["fp32"].failed == (
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 139.72 GiB total capacity)"
+    )
+    doc = tflops.assemble_result(
+        gpu="NVIDIA H200",
+        driver="580.159.04",
+        backend="fake",
+        size=64,
+        iters=5,
+        warmup=1,
+        timings=out,
+        measured_at=datetime(2026, 12, 1, tzinfo=UTC),
+    )
+    assert doc["results"]["fp32"]["tflops"] is None and doc["results"]["fp32"]["failed"].startswith(
+        "RuntimeError"
+    )
+    assert doc["notes"]["fp32"].startswith("failed: RuntimeError: CUDA out of memory")
+    assert doc["failed"] == {"fp32": out["fp32"].failed}
+    assert "failed" not in doc["results"]["fp16"]

@@ -46,6 +46,7 @@ STAGE_FILES: Final = (
     "10-node-initialize.yaml",
     "20-node-heartbeat-with-lease.yaml",
     "30-pod-ready.yaml",
+    "35-pod-pull-refused.yaml",
     "40-pod-complete-job.yaml",
     "50-pod-complete-bare.yaml",
     "60-pod-delete.yaml",

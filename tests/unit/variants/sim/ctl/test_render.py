@@ -70,6 +70,7 @@ def test_config_lists_the_complete_stage_set() -> None:
         "gpulab-node-initialize",
         "gpulab-node-heartbeat-with-lease",
         "gpulab-pod-ready",
+        "gpulab-pod-pull-refused",
         "gpulab-pod-complete-job",
         "gpulab-pod-complete-bare",
         "gpulab-pod-delete",
