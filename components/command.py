@@ -233,6 +233,9 @@ class GpuPodArgs:
     cluster: str | None = None
     device_list: str | None = None
     device_list_reason: str | None = None
+    #: The Pod's namespace (None: the lab's default, ``default``; a found GPU stack's lab:
+    #: ``labNamespace``, the only one it writes to).
+    namespace: str | None = None
 
     def isolation_args(self) -> list[str]:
         """The compute check's arguments for what each container must see (``--unit``, one

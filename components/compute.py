@@ -102,7 +102,7 @@ class ComputeCheck(pulumi.ComponentResource):
         spec = pod_spec(args.image, args.resource, args.runtime_class, args.gpus)
         self.pod = run_once_pod(
             f"{name}-pod",
-            (POD_NAMESPACE, POD_NAME),
+            (args.namespace or POD_NAMESPACE, POD_NAME),
             spec,
             simulated=args.simulated,
             provider=provider,
@@ -112,7 +112,7 @@ class ComputeCheck(pulumi.ComponentResource):
             f"{name}-check",
             "compute",
             self.pod,
-            (POD_NAMESPACE, POD_NAME),
+            (args.namespace or POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
             timeout_seconds=args.timeout_seconds,
             extra=[*args.diagnosis_args(), *args.isolation_args()],

@@ -67,7 +67,7 @@ class SmokeTest(pulumi.ComponentResource):
         # Created = accepted by the API server; the check waits for Succeeded.
         self.pod = run_once_pod(
             f"{name}-pod",
-            (POD_NAMESPACE, POD_NAME),
+            (args.namespace or POD_NAMESPACE, POD_NAME),
             pod_spec(args.image, args.gpus, args.runtime_class, args.resource),
             simulated=args.simulated,
             provider=provider,
@@ -77,7 +77,7 @@ class SmokeTest(pulumi.ComponentResource):
             f"{name}-check",
             "smoke",
             self.pod,
-            (POD_NAMESPACE, POD_NAME),
+            (args.namespace or POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
             timeout_seconds=args.timeout_seconds,
             extra=args.diagnosis_args(),

@@ -27,6 +27,7 @@ from components.cluster import identity_command
 from components.command import GpuPodArgs, parse_json_stdout
 from components.compute import ComputeCheck
 from components.dcgm import DcgmArgs, DcgmMetrics
+from components.fleet import FoundGpuStack, FoundStackArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
 from components.smoke import SmokeTest
@@ -98,22 +99,44 @@ class Lab(pulumi.ComponentResource):
         if facts is not None:  # preflight's MIG line per GPU (the failures stopped it already)
             for line in mig.mig_findings(facts.gpus, cfg.gpu.mig_strategy, facts.mig_devices):
                 pulumi.log.info(f"preflight [{line.id}] {line.observed}", resource=self.probe)
-        self.operator = GpuOperator(
-            "gpu-operator",
-            GpuOperatorArgs(
-                operator=cfg.operator,
-                variant=variant,
-                kubeconfig=self.check_kubeconfig,
-                device_plugin_owner=cfg.device_plugin_owner,
-                simulate_operands=cfg.simulated,
-                expect=self.mig_plan.expected,
-                grace_seconds=cfg.gpu.grace_seconds,
-                profile=cfg.profile,
-                release_after=self.cluster.release_after,
-            ),
-            provider=self.provider,
-            opts=child,
-        )
+        self.operator: GpuOperator | FoundGpuStack
+        if cfg.fleet.found:
+            # The GPU stack somebody else installed: read, never installed; every GPU node checked.
+            self.operator = FoundGpuStack(
+                "gpu-stack",
+                FoundStackArgs(
+                    fleet=cfg.fleet,
+                    kubeconfig=self.check_kubeconfig,
+                    smoke_image=cfg.smoke_image,
+                    compute_image=cfg.compute_image if cfg.compute_check else None,
+                    resource=cfg.operator.gpu_resource,
+                    runtime_class=cfg.smoke_runtime_class,
+                    timeout_seconds=cfg.smoke_timeout_seconds,
+                    grace_seconds=cfg.gpu.grace_seconds,
+                    simulated=cfg.simulated,
+                    profile=cfg.profile,
+                    release_after=tuple(self.cluster.release_after),
+                ),
+                provider=self.provider,
+                opts=child,
+            )
+        else:
+            self.operator = GpuOperator(
+                "gpu-operator",
+                GpuOperatorArgs(
+                    operator=cfg.operator,
+                    variant=variant,
+                    kubeconfig=self.check_kubeconfig,
+                    device_plugin_owner=cfg.device_plugin_owner,
+                    simulate_operands=cfg.simulated,
+                    expect=self.mig_plan.expected,
+                    grace_seconds=cfg.gpu.grace_seconds,
+                    profile=cfg.profile,
+                    release_after=self.cluster.release_after,
+                ),
+                provider=self.provider,
+                opts=child,
+            )
         # smokeGpus all: every GPU of this host where one Pod can hold them all. The smoke Pod
         # asks for them all; the compute Pod runs one vectorAdd container on each.
         pod_gpus = gpu_config.smoke_gpu_count(
@@ -133,6 +156,8 @@ class Lab(pulumi.ComponentResource):
             host_max_cuda=facts.max_cuda if facts else None,
             profile=cfg.profile,
             runtime_class=cfg.smoke_runtime_class,
+            # A found GPU stack's lab writes only in its own namespace.
+            namespace=cfg.fleet.namespace if cfg.fleet.found else None,
         )
         self.smoke = SmokeTest(
             "smoke",
@@ -209,7 +234,7 @@ class Lab(pulumi.ComponentResource):
             ],
             out.KUBECONFIG: self.cluster.kubeconfig,
             out.CLUSTER_IDENTITY: self.identity,
-            out.HOST_GPU_COUNT: config_gpus if config_gpus is not None else probe.gpu_count,
+            out.HOST_GPU_COUNT: config_gpus if config_gpus is not None else self._found_gpus(probe),
             out.HOST_GPU_MODELS: probe.gpu_models,
             out.HOST_GPUS: probe.gpus,
             out.HOST_DRIVER_VERSION: probe.driver_version,
@@ -239,6 +264,7 @@ class Lab(pulumi.ComponentResource):
             out.SMOKE_MEASURED_AT: smoke.measured_at,
             **self.cluster.extra_outputs,
             **self._compute_outputs(),
+            **self._fleet_outputs(),
             out.DCGM_METRICS: self.dcgm.metrics if self.dcgm else None,
             out.DCGM_MEASURED_AT: self.dcgm.measured_at if self.dcgm else None,
         }
@@ -247,6 +273,19 @@ class Lab(pulumi.ComponentResource):
             outputs[out.MEASURED_TFLOPS] = self.benchmark.result.apply(tflops_report.measured_tflops)
             outputs[out.TFLOPS_MEASURED_AT] = self.benchmark.result.apply(lambda r: r.get("measuredAt"))
         return outputs
+
+    def _found_gpus(self, probe: HostProbe) -> Any:
+        """The host GPU count where config gives none: the probe's, or with a found GPU stack the
+        GPUs its nodes' labels say, summed by the fleet check (gpulab.kube.fleet)."""
+        op = self.operator
+        return op.expected_gpus if isinstance(op, FoundGpuStack) else probe.gpu_count
+
+    def _fleet_outputs(self) -> dict[str, Any]:
+        """The node table, its summary and how the GPU stack got there (install: no table yet)."""
+        op = self.operator
+        if isinstance(op, FoundGpuStack):
+            return {out.GPU_STACK: op.gpu_stack, out.NODES: op.nodes, out.NODES_SUMMARY: op.nodes_summary}
+        return {out.GPU_STACK: {"mode": "install"}, out.NODES: None, out.NODES_SUMMARY: None}
 
     def _compute_outputs(self) -> dict[str, Any]:
         """The compute keys; with ``computeCheck`` off: result ``not-tested``, the others None."""

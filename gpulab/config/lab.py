@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
+from gpulab.config import fleet as fleet_config
 from gpulab.config import gpus as gpu_config
 from gpulab.config import operand_images
 from gpulab.config import time_slicing as slicing
@@ -182,6 +183,8 @@ class LabConfig:
     operator: OperatorConfig = field(default_factory=OperatorConfig)
     #: The gate's grace, MIG and the smoke Pod's resource (gpulab.config.gpus).
     gpu: gpu_config.GpuSettings = field(default_factory=gpu_config.GpuSettings)
+    #: The GPU stack found installed and the per-node checks (gpulab.config.fleet).
+    fleet: fleet_config.FleetSettings = field(default_factory=fleet_config.FleetSettings)
 
     #: ``hostProbe`` with ``auto`` resolved by the variant: ``capture`` for the sim lab,
     #: ``off`` for an existing cluster (it is not this host), ``nvidia-smi`` elsewhere.
@@ -243,6 +246,7 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {
     "simulatedOperands": ("bool", LabConfig.simulated_operands),
     **gpu_config.SCHEMA,  # gpuGraceSeconds, migStrategy, ..., smokeGpus
     **slicing.SCHEMA,  # timeSlicingRename, timeSlicingFailRequestsGreaterThanOne
+    **fleet_config.SCHEMA,  # gpuStack, labNamespace, fleetParallelism, nodePool*, simNodes
 }
 
 
@@ -261,6 +265,7 @@ BOUNDS: Final[dict[str, tuple[int, int]]] = {
     "timeSlicingReplicas": (1, 64),  # GPUs x replicas Pods sharing one device plugin's GPUs
     "expectedGpus": (0, 10_000),  # existing: every GPU node of a cluster, summed
     "smokeGpus": (1, 64),  # one Pod's GPUs on one node
+    **fleet_config.BOUNDS,  # fleetParallelism
 }
 
 
@@ -298,6 +303,8 @@ class VariantRules(Protocol):
     ) -> dict[str, Any]: ...
     def operator_toolkit(self, requested: bool | None) -> bool: ...
     def operator_cdi(self, requested: bool | None, get: Getter) -> bool: ...
+    @property
+    def finds_gpu_stack(self) -> bool: ...
     def simulated(self, get: Getter) -> bool: ...
     def default_host_probe(self) -> str: ...
     def runtime_class(self, cfg: LabConfig) -> str | None: ...
@@ -433,6 +440,12 @@ def parse_config(
     _check_pinned("computeImage", compute_image, DEFAULT_COMPUTE_IMAGE, problems)
     pinned_operands = operand_images.parse(get, problems, NAMESPACE)
     gpu = gpu_config.parse(get, problems, NAMESPACE)
+    fleet = fleet_config.parse(get, problems, NAMESPACE)
+    if fleet.found and chosen is not None and not chosen.finds_gpu_stack:
+        problems.append(
+            f"{NAMESPACE}:gpuStack=found applies to a cluster the lab does not install the GPU stack on "
+            f"(existing, sim); cluster={cluster} installs it: unset gpuStack"
+        )
     bench_image = str(get("benchmarkImage"))
     bm = IMAGE.match(bench_image)
     if not bm or not (bm.group("tag") or bm.group("digest")) or bm.group("tag") == "latest":
@@ -495,6 +508,7 @@ def parse_config(
             mig_strategy=gpu.mig_strategy,
         ),
         gpu=gpu,
+        fleet=fleet,
         effective_host_probe=probe if probe != "auto" else chosen.default_host_probe(),
     )
     return replace(cfg, smoke_runtime_class=chosen.runtime_class(cfg))

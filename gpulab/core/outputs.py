@@ -167,6 +167,21 @@ DCGM_METRICS: Final = "dcgmMetrics"
 #: When the scrape ended (UTC ISO 8601); ``None`` where nothing was scraped.
 DCGM_MEASURED_AT: Final = "dcgmMeasuredAt"
 
+# --- every GPU node (gpulab.kube.fleet; a found GPU stack) ---------------------------------
+#: How the GPU stack got there: ``{"mode": "install"|"found", "namespace": the lab's own
+#: (labNamespace), "devicePlugin": ["ns/name"] found by labels, "clusterPolicyState":
+#: str|None}``; ``mode`` ``found``: no Helm release, nothing of the stack installed or deleted.
+GPU_STACK: Final = "gpuStack"
+#: One row per GPU node: ``[{"node", "pool", "product", "expected", "expectedSource",
+#: "allocatable", "capacity", "gate", "smoke", "compute", "dcgm", "status", "firstFailure",
+#: "fix", "smokeGpuUuids", "computeGpus", "driverVersion", "simulated"}]``; each check
+#: ``pass`` | ``fail`` | ``not-tested`` | ``not-observable-in-simulation``. None: no per-node
+#: check ran (a lab that installs the operator: its node is the single-Pod checks').
+NODES: Final = "nodes"
+#: The one-line summary: ``"3 nodes, 20 GPUs: 19 allocatable; node gpu-b has 7 of 8"``.
+NODES_SUMMARY: Final = "nodesSummary"
+
+
 ALL_KEYS: Final = (
     CLUSTER_KIND,
     KUBERNETES_VERSION,
@@ -218,4 +233,8 @@ ALL_KEYS: Final = (
     TFLOPS_MEASURED_AT,
     DCGM_METRICS,
     DCGM_MEASURED_AT,
+    GPU_STACK,
+    NODES,
+    NODES_SUMMARY,
 )
+
