@@ -237,4 +237,3 @@ ALL_KEYS: Final = (
     NODES,
     NODES_SUMMARY,
 )
-
