@@ -3,7 +3,8 @@
 Config is parsed and the host is checked before any resource exists (program/edge.py); the
 variant the config names is asked of the registry here, at the edge, and passed in; then one
 Lab component builds everything, top down (program/lab.py), and its outputs are the stack's
-(keys: gpulab/core/outputs.py), from which the baseline card is made.
+(written through the typed model gpulab.core.outputs.LabOutputs), from which the baseline
+card is made.
 """
 
 import pulumi

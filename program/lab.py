@@ -10,7 +10,8 @@ time after it: the compute Pod after the smoke check, the benchmark after the la
 variant (variants/<name>/) is the only thing that differs between a minikube, kind, k3s,
 existing or simulated lab.
 
-``outputs`` holds every stack output (keys: gpulab/core/outputs.py); ``__main__.py`` exports it.
+``outputs`` holds every stack output, written through the typed model (gpulab.core.outputs.
+LabOutputs.export: a value per field, by attribute name); ``__main__.py`` exports it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from gpulab.config import gpus as gpu_config
 from gpulab.config import mig, operand_images
 from gpulab.config.lab import LabConfig
 from gpulab.core import outputs as out
+from gpulab.core.outputs import LabOutputs, attribute
 from gpulab.host.facts import HostFacts
 from gpulab.kube import gpu_isolation, identity
 from gpulab.tflops import report as tflops_report
@@ -219,60 +221,62 @@ class Lab(pulumi.ComponentResource):
 
     def _outputs(
         self, cfg: LabConfig, variant: Variant, config_gpus: int | None, source: str | None
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
+        """Every stack output, written through the typed model (gpulab.core.outputs.LabOutputs:
+        one value per field, by attribute name; it raises on a field not set)."""
         probe, operator, smoke = self.probe, self.operator, self.smoke
-        outputs: dict[str, Any] = {
-            out.CLUSTER_KIND: cfg.cluster,
-            out.KUBERNETES_VERSION: operator.server_version,
-            out.CHART_VERSION: operator.chart_version,
-            out.CHART_SOURCE: operator.chart_source,
-            out.OPERATOR_COMPONENTS: operator.components,
-            out.DEVICE_PLUGIN_OWNER: cfg.device_plugin_owner,
-            out.SIMULATED: cfg.simulated,
-            out.SIMULATED_FIELDS: [
+        values: dict[str, Any] = {
+            "cluster_kind": cfg.cluster,
+            "kubernetes_version": operator.server_version,
+            "chart_version": operator.chart_version,
+            "chart_source": operator.chart_source,
+            "operator_components": operator.components,
+            "device_plugin_owner": cfg.device_plugin_owner,
+            "simulated_flag": cfg.simulated,
+            "simulated_fields": [
                 f for f in simulated_fields(cfg, variant) if cfg.compute_check or f not in _COMPUTE_KEYS
             ],
-            out.KUBECONFIG: self.cluster.kubeconfig,
-            out.CLUSTER_IDENTITY: self.identity,
-            out.HOST_GPU_COUNT: config_gpus if config_gpus is not None else self._found_gpus(probe),
-            out.HOST_GPU_MODELS: probe.gpu_models,
-            out.HOST_GPUS: probe.gpus,
-            out.HOST_DRIVER_VERSION: probe.driver_version,
-            out.HOST_MAX_CUDA: probe.max_cuda,
-            out.HOST_PROBE_SOURCE: source or probe.source,
-            out.HOST_TOPOLOGY: probe.topology,
-            out.GPU_RESOURCE_NAME: cfg.operator.gpu_resource,
-            out.ALLOCATABLE_GPUS: operator.allocatable_gpus,
-            out.CAPACITY_GPUS: operator.capacity_gpus,
-            out.CLUSTER_POLICY_STATE: operator.cluster_policy_state,
-            out.DEVICE_PLUGIN_PODS: operator.device_plugin_pods,
-            out.MIG_STRATEGY: cfg.gpu.mig_strategy,
-            out.MIG_RESOURCES: operator.mig_resources,
-            out.EXPECTED_MIG_RESOURCES: self.mig_plan.expected.mig_resources(),
-            out.SMOKE_RESOURCE: self.mig_plan.smoke_resource,
-            out.SMOKE_PHASE: smoke.phase,
-            out.SMOKE_DRIVER_VERSION: smoke.driver_version,
-            out.SMOKE_CUDA_VERSION: smoke.cuda_version,
-            out.SMOKE_EVENTS: smoke.events,
-            out.SMOKE_IMAGE: smoke.image,
-            out.SMOKE_NODE: smoke.node,
-            out.SMOKE_GPUS: smoke.gpus,
-            out.SMOKE_GPU_UUIDS: smoke.gpu_uuids,
-            out.OPERAND_IMAGES: operand_images.exported(cfg.operator.operand_images),
-            out.RUN_AT: self.run_at,
-            out.GATE_MEASURED_AT: operator.measured_at,
-            out.SMOKE_MEASURED_AT: smoke.measured_at,
-            **self.cluster.extra_outputs,
+            "kubeconfig": self.cluster.kubeconfig,
+            "cluster_identity": self.identity,
+            "host_gpu_count": config_gpus if config_gpus is not None else self._found_gpus(probe),
+            "host_gpu_models": probe.gpu_models,
+            "host_gpus": probe.gpus,
+            "host_driver_version": probe.driver_version,
+            "host_max_cuda": probe.max_cuda,
+            "host_probe_source": source or probe.source,
+            "host_topology": probe.topology,
+            "gpu_resource": cfg.operator.gpu_resource,
+            "allocatable_gpus": operator.allocatable_gpus,
+            "capacity_gpus": operator.capacity_gpus,
+            "cluster_policy_state": operator.cluster_policy_state,
+            "device_plugin_pods": operator.device_plugin_pods,
+            "mig_strategy": cfg.gpu.mig_strategy,
+            "mig_resources": operator.mig_resources,
+            "expected_mig_resources": self.mig_plan.expected.mig_resources(),
+            "smoke_resource": self.mig_plan.smoke_resource,
+            "smoke_phase": smoke.phase,
+            "smoke_driver_version": smoke.driver_version,
+            "smoke_cuda_version": smoke.cuda_version,
+            "smoke_events": smoke.events,
+            "smoke_image": smoke.image,
+            "smoke_node": smoke.node,
+            "smoke_gpus": smoke.gpus,
+            "smoke_gpu_uuids": smoke.gpu_uuids,
+            "operand_images": operand_images.exported(cfg.operator.operand_images),
+            "run_at": self.run_at,
+            "gate_measured_at": operator.measured_at,
+            "smoke_measured_at": smoke.measured_at,
             **self._compute_outputs(),
             **self._fleet_outputs(),
-            out.DCGM_METRICS: self.dcgm.metrics if self.dcgm else None,
-            out.DCGM_MEASURED_AT: self.dcgm.measured_at if self.dcgm else None,
+            "dcgm_metrics": self.dcgm.metrics if self.dcgm else None,
+            "dcgm_measured_at": self.dcgm.measured_at if self.dcgm else None,
         }
         if self.benchmark is not None:
             # Burst, sustained (the headline) and the reference, each with its clock and power.
-            outputs[out.MEASURED_TFLOPS] = self.benchmark.result.apply(tflops_report.measured_tflops)
-            outputs[out.TFLOPS_MEASURED_AT] = self.benchmark.result.apply(lambda r: r.get("measuredAt"))
-        return outputs
+            values["measured_tflops"] = self.benchmark.result.apply(tflops_report.measured_tflops)
+            values["tflops_measured_at"] = self.benchmark.result.apply(lambda r: r.get("measuredAt"))
+        # The variant's own outputs (e.g. the existing cluster's leftovers), by output key.
+        return LabOutputs.export(values, extra=self.cluster.extra_outputs)
 
     def _found_gpus(self, probe: HostProbe) -> Any:
         """The host GPU count where config gives none: the probe's, or with a found GPU stack the
@@ -284,21 +288,21 @@ class Lab(pulumi.ComponentResource):
         """The node table, its summary and how the GPU stack got there (install: no table yet)."""
         op = self.operator
         if isinstance(op, FoundGpuStack):
-            return {out.GPU_STACK: op.gpu_stack, out.NODES: op.nodes, out.NODES_SUMMARY: op.nodes_summary}
-        return {out.GPU_STACK: {"mode": "install"}, out.NODES: None, out.NODES_SUMMARY: None}
+            return {"gpu_stack": op.gpu_stack, "nodes": op.nodes, "nodes_summary": op.nodes_summary}
+        return {"gpu_stack": {"mode": "install"}, "nodes": None, "nodes_summary": None}
 
     def _compute_outputs(self) -> dict[str, Any]:
-        """The compute keys; with ``computeCheck`` off: result ``not-tested``, the others None."""
+        """The compute fields; with ``computeCheck`` off: result ``not-tested``, the others None."""
         c = self.compute
         if c is None:
-            return {out.COMPUTE_RESULT: "not-tested", **dict.fromkeys(_COMPUTE_KEYS[1:])}
+            return {"compute_result": "not-tested", **dict.fromkeys(map(attribute, _COMPUTE_KEYS[1:]))}
         return {
-            out.COMPUTE_RESULT: c.result,
-            out.COMPUTE_PHASE: c.phase,
-            out.COMPUTE_GPUS: c.gpus,
-            out.COMPUTE_GPU_UUIDS: c.gpu_uuids,
-            out.COMPUTE_IMAGE: c.image,
-            out.COMPUTE_MEASURED_AT: c.measured_at,
+            "compute_result": c.result,
+            "compute_phase": c.phase,
+            "compute_gpus": c.gpus,
+            "compute_gpu_uuids": c.gpu_uuids,
+            "compute_image": c.image,
+            "compute_measured_at": c.measured_at,
         }
 
 

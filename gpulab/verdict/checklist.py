@@ -1,8 +1,10 @@
 """The chapter's checklist (验证清单), evaluated from the stack's outputs.
 
 Shared by the baseline card (:mod:`gpulab.verdict.card`) and the Pulumi policy pack: both call
-:func:`evaluate` with the stack outputs as a JSON dict keyed by :mod:`gpulab.core.outputs`
-constants (what ``pulumi stack output --json`` prints). Pure: no Pulumi import, no I/O.
+:func:`evaluate` with the typed model of the stack outputs
+(:class:`gpulab.core.outputs.LabOutputs`, parsed from what ``pulumi stack output --json``
+prints), and nothing else: the replicas, the profile and the leftover census come with it.
+Pure: no Pulumi import, no I/O.
 
 The items, each with a stable kebab-case id:
 
@@ -27,8 +29,8 @@ Each item is the lab's one finding record (:class:`gpulab.core.findings.Finding`
 after deployment"; never a pass); ``not-observable-in-simulation`` (the simulated lab cannot
 produce the evidence, e.g. image pulls: kwok runs no kubelet).
 
-Unknown versus absent. A value is *unknown* when its key is missing from ``outputs``, when it
-is :data:`UNKNOWN`, when it is one of the Pulumi policy SDK's unknown sentinels
+Unknown versus absent (:meth:`LabOutputs.unknown`). A value is *unknown* when its key is missing
+from the outputs, when it is :data:`UNKNOWN`, when it is one of the Pulumi policy SDK's unknown sentinels
 (``pulumi_policy/proxy.py``, ``UNKNOWN_*_VALUE``), or when it is ``None`` before anything was
 deployed (no host or gate fact is known). After deployment a ``None`` is a real *absence*:
 ``allocatableGpus: null`` means no node has the key (the device plugin never registered,
@@ -36,7 +38,7 @@ deployed (no host or gate fact is known). After deployment a ``None`` is a real 
 unhealthy).
 
 ``simulated`` on an item is True when any value it read is simulated: its key is listed in
-``outputs[SIMULATED_FIELDS]``, or ``outputs[SIMULATED]`` is true and that list is missing.
+``simulatedFields``, or ``simulated`` is true and that list is missing (:meth:`LabOutputs.simulated`).
 
 Fixes are the first reaction from the chapter's troubleshooting table (表 2) for the symptom
 (:mod:`gpulab.core.fixes`).
@@ -44,13 +46,14 @@ Fixes are the first reaction from the chapter's troubleshooting table (表 2) fo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import Final
 
 from gpulab.core import fixes
 from gpulab.core import outputs as o
 from gpulab.core.findings import Finding, Status
-from gpulab.core.names import DEFAULT_PROFILE, GPU_RESOURCE
+from gpulab.core.names import GPU_RESOURCE
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict.items import compute as checklist_compute
 from gpulab.verdict.items import dcgm as checklist_dcgm
 from gpulab.verdict.items import gpus as checklist_gpus
@@ -70,7 +73,6 @@ __all__ = [
     "Item",
     "evaluate",
     "exit_code",
-    "is_unknown",
     "overall",
 ]
 
@@ -95,45 +97,8 @@ ITEM_IDS: Final[tuple[str, ...]] = (
 KNOWN_AFTER_DEPLOYMENT: Final = "known after deployment"
 
 
-class _Unknown:
-    """Type of :data:`UNKNOWN`."""
-
-    _instance: _Unknown | None = None
-
-    def __new__(cls) -> _Unknown:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-#: Pass this as a value that is not known yet (a preview's computed output).
-UNKNOWN: Final = _Unknown()
-
-# pulumi_policy/proxy.py (pulumi-policy 1.21): sentinels it puts where a value is unknown.
-_POLICY_SENTINELS: Final = frozenset(
-    {
-        "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7",
-        "3eeb2bf0-c639-47a8-9e75-3b44932eb421",
-        "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
-        "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2",
-        "030794c1-ac77-496b-92df-f27374a8bd58",
-        "e48ece36-62e2-4504-bad9-02848725956a",
-        "dd056dcd-154b-4c76-9bd3-c8f88648b5ff",
-    }
-)
-
-# Facts that exist only once something was deployed (host probe or readiness gate ran).
-_DEPLOYMENT_EVIDENCE: Final = (
-    o.HOST_DRIVER_VERSION,
-    o.HOST_GPU_COUNT,
-    o.KUBERNETES_VERSION,
-    o.DEVICE_PLUGIN_PODS,
-    o.CLUSTER_POLICY_STATE,
-    o.SMOKE_PHASE,
-)
+#: Pass this as a value that is not known yet (a preview's computed output): gpulab.core.outputs.
+UNKNOWN: Final = o.UNKNOWN
 
 #: One checklist line: the lab's finding record (``id``: one of :data:`ITEM_IDS`; ``title``:
 #: what is checked, with the chapter's step; ``status``: one of :data:`STATUSES`;
@@ -149,63 +114,22 @@ def _item(
     return Finding(item_id, status, observed, expected, fix, simulated=sim, title=title)
 
 
-class _View:
-    """Reads outputs with the unknown/absent rules of the module docstring."""
-
-    def __init__(self, outputs: Mapping[str, Any]) -> None:
-        self.outputs = outputs
-        self.deployed = any(
-            not is_unknown(outputs, k) and outputs.get(k) is not None for k in _DEPLOYMENT_EVIDENCE
-        )
-        sim_fields = outputs.get(o.SIMULATED_FIELDS)
-        self.simulated_lab = outputs.get(o.SIMULATED) is True
-        self.sim_fields: frozenset[str] | None = (
-            frozenset(str(f) for f in sim_fields) if isinstance(sim_fields, list) else None
-        )
-
-    def unknown(self, key: str) -> bool:
-        if is_unknown(self.outputs, key):
-            return True
-        return self.outputs.get(key) is None and not self.deployed
-
-    def get(self, key: str) -> Any:
-        return self.outputs.get(key)
-
-    def simulated(self, keys: Iterable[str]) -> bool:
-        if self.sim_fields is None:
-            return self.simulated_lab
-        return any(k in self.sim_fields for k in keys)
-
-
-def is_unknown(outputs: Mapping[str, Any], key: str) -> bool:
-    """True when ``key`` is missing, :data:`UNKNOWN`, or a Pulumi policy unknown sentinel.
-
-    ``None`` is not unknown by itself (see the module docstring).
-    """
-    if key not in outputs:
-        return True
-    value = outputs[key]
-    if value is UNKNOWN:
-        return True
-    return isinstance(value, str) and value in _POLICY_SENTINELS
-
-
 def _not_evaluated(keys: Sequence[str]) -> str:
     return f"{KNOWN_AFTER_DEPLOYMENT} ({', '.join(keys)} not known yet)"
 
 
-def _allocatable_fix(view: _View, profile: str) -> str:
-    addon = view.get(o.DEVICE_PLUGIN_OWNER) == "minikube-addon"
+def _allocatable_fix(view: LabOutputs, profile: str) -> str:
+    addon = view.device_plugin_owner == "minikube-addon"
     real = fixes.allocatable(profile, fixes.device_plugin_logs(addon=addon))
     return _in_lab(view, fixes.sim_allocatable(), real)
 
 
-def _device_plugin_stable(view: _View, profile: str) -> Item:
+def _device_plugin_stable(view: LabOutputs, profile: str) -> Item:
     keys = [o.DEVICE_PLUGIN_PODS]
     title = "Device-plugin pods stay Running (step 3)"
     expected = "every device-plugin pod Running and Ready with 0 restarts"
     fix = _allocatable_fix(view, profile)
-    pods = view.get(o.DEVICE_PLUGIN_PODS)
+    pods = view.device_plugin_pods
     if view.unknown(o.DEVICE_PLUGIN_PODS) or pods is None:
         sim = view.simulated(keys)
         return _item("device-plugin-stable", title, NOT_EVALUATED, _not_evaluated(keys), expected, fix, sim)
@@ -234,14 +158,7 @@ def _device_plugin_stable(view: _View, profile: str) -> Item:
     return _item("device-plugin-stable", title, PASS, observed, expected, fix, sim)
 
 
-def _as_count(value: Any) -> Any:
-    """Whole numbers as int: the engine hands numeric outputs to policies as floats (1.0)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
+def _allocatable_matches(view: LabOutputs, replicas: int, profile: str) -> Item:
     keys = [o.ALLOCATABLE_GPUS, o.HOST_GPU_COUNT]
     title = "Allocatable nvidia.com/gpu equals the physical GPU count (step 4)"
     fix = _allocatable_fix(view, profile)
@@ -249,10 +166,10 @@ def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
     if mig_item is not None:
         return mig_item
     sim = view.simulated(keys)
-    count = _as_count(view.get(o.HOST_GPU_COUNT))
+    count = view.host_gpu_count
     expected_n = count * replicas if isinstance(count, int) else None
     # Time-slicing's rename: the GPUs are nvidia.com/gpu.shared (gpulab.config.time_slicing).
-    name = str(view.get(o.GPU_RESOURCE_NAME) or GPU_RESOURCE)
+    name = str(view.gpu_resource or GPU_RESOURCE)
     shown = "" if name == GPU_RESOURCE else f" {name}"
     expected = (
         f"allocatable{shown} == {count} GPU(s) x {replicas} replica(s) = {expected_n}"
@@ -260,7 +177,7 @@ def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
         else f"allocatable{shown} == host GPU count x {replicas} replica(s)"
     )
     unknown = [k for k in keys if view.unknown(k)]
-    if unknown or (view.get(o.ALLOCATABLE_GPUS) is not None and count is None):
+    if unknown or (view.allocatable_gpus is not None and count is None):
         return _item(
             "allocatable-matches-gpus",
             title,
@@ -270,8 +187,8 @@ def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
             fix,
             sim,
         )
-    alloc = _as_count(view.get(o.ALLOCATABLE_GPUS))
-    cap = _as_count(view.get(o.CAPACITY_GPUS))
+    alloc = view.allocatable_gpus
+    cap = view.capacity_gpus
     if alloc is None:
         observed = f"device plugin not registered: no node has {name} in status.allocatable"
         return _item("allocatable-matches-gpus", title, FAIL, observed, expected, fix, sim)
@@ -285,12 +202,12 @@ def _allocatable_matches(view: _View, replicas: int, profile: str) -> Item:
     return _item("allocatable-matches-gpus", title, status, observed, expected, fix, sim)
 
 
-def _in_lab(view: _View, sim_fix: str, fix: str) -> str:
+def _in_lab(view: LabOutputs, sim_fix: str, fix: str) -> str:
     """The first fix for this lab: the simulated lab's own, with the chapter's for a GPU host."""
     return f"simulated lab: {sim_fix} (on a GPU host: {fix})" if view.simulated_lab else fix
 
 
-def _driver_matches(view: _View, profile: str) -> Item:
+def _driver_matches(view: LabOutputs, profile: str) -> Item:
     keys = [o.SMOKE_DRIVER_VERSION, o.HOST_DRIVER_VERSION]
     title = "Smoke Pod's driver version equals the host baseline (kubectl logs gpu-smoke)"
     expected = "smoke log Driver Version == host Driver Version"
@@ -308,18 +225,18 @@ def _driver_matches(view: _View, profile: str) -> Item:
             fix,
             sim,
         )
-    smoke, host = str(view.get(o.SMOKE_DRIVER_VERSION)), str(view.get(o.HOST_DRIVER_VERSION))
+    smoke, host = str(view.smoke_driver_version), str(view.host_driver_version)
     status = PASS if smoke == host else FAIL
     observed = f"smoke {smoke}, host {host}"
     return _item("driver-version-matches", title, status, observed, expected, fix, sim)
 
 
-def _events(view: _View) -> Item:
+def _events(view: LabOutputs) -> Item:
     keys = [o.SMOKE_EVENTS]
     title = "Smoke Pod events show Scheduled and Pulled (kubectl describe pod gpu-smoke)"
     expected = "events include Scheduled (scheduler) and Pulled (kubelet)"
     sim = view.simulated(keys) or view.simulated_lab
-    if view.unknown(o.SMOKE_EVENTS) or view.get(o.SMOKE_EVENTS) is None:
+    if view.unknown(o.SMOKE_EVENTS) or view.smoke_events is None:
         return _item(
             "events-scheduled-and-pulled",
             title,
@@ -329,7 +246,7 @@ def _events(view: _View) -> Item:
             fixes.toolkit(),
             sim,
         )
-    raw = view.get(o.SMOKE_EVENTS)
+    raw = view.smoke_events
     reasons = [str(r) for r in raw] if isinstance(raw, list) else []
     scheduled = "Scheduled" in reasons
     pulled = "Pulled" in reasons
@@ -386,7 +303,7 @@ CARD_REQUIRED: Final[tuple[str, ...]] = (
 )
 
 
-def _card_complete(view: _View) -> Item:
+def _card_complete(view: LabOutputs) -> Item:
     title = "Baseline card records the lab's facts (checklist line 5)"
     expected = (
         "GPU count and model, host driver, max CUDA, allocatable and the smoke log's driver "
@@ -408,7 +325,7 @@ def _card_complete(view: _View) -> Item:
         )
     # allocatable None is a recorded fact ("key absent"); every other field needs a value.
     missing = [k for k in keys if k != o.ALLOCATABLE_GPUS and view.get(k) in (None, "", [])]
-    tflops = view.get(o.MEASURED_TFLOPS)
+    tflops = view.measured_tflops
     measured = isinstance(tflops, Mapping) and any(
         isinstance(v, (int, float)) or (isinstance(v, Mapping) and v.get("tflops") is not None)
         for v in tflops.values()
@@ -432,39 +349,27 @@ def _card_complete(view: _View) -> Item:
     return _item("baseline-card-complete", title, PASS, f"all recorded; {tflops_note}", expected, fix, sim)
 
 
-def evaluate(
-    outputs: Mapping[str, Any],
-    *,
-    time_slicing_replicas: int = 1,
-    profile: str = DEFAULT_PROFILE,
-    leftover_census: Mapping[str, Any] | None = None,
-) -> list[Item]:
-    """Evaluate the checklist on stack outputs; returns the items in :data:`ITEM_IDS` order.
+def evaluate(outputs: LabOutputs) -> list[Item]:
+    """Evaluate the checklist on the stack outputs; returns the items in :data:`ITEM_IDS` order,
+    then ``no-leftovers`` when the model carries a leftover census of an existing cluster.
 
     Args:
-        outputs: stack outputs keyed by :mod:`gpulab.core.outputs` constants (``pulumi stack output
-            --json``), unknown values as described in the module docstring.
-        time_slicing_replicas: replicas per GPU (allocatable = GPUs x replicas); >= 1.
-        profile: the minikube profile named in fixes.
-        leftover_census: after destroy of an existing cluster, what is left there
-            (variants.existing.leftovers.census); adds the ``no-leftovers`` item.
-
-    Raises:
-        ValueError: ``time_slicing_replicas < 1``.
+        outputs: the typed outputs (:meth:`LabOutputs.from_json`), unknown values as the module
+            docstring says; its ``time_slicing_replicas`` (allocatable = GPUs x replicas),
+            ``profile`` (the minikube profile named in fixes) and ``leftover_census`` (after
+            destroy of an existing cluster: variants.existing.leftovers.census) are used.
     """
-    if time_slicing_replicas < 1:
-        raise ValueError(f"time_slicing_replicas must be >= 1, got {time_slicing_replicas}")
-    view = _View(outputs)
+    view, replicas, profile = outputs, outputs.time_slicing_replicas, outputs.profile
     return [
         _device_plugin_stable(view, profile),
-        _allocatable_matches(view, time_slicing_replicas, profile),
+        _allocatable_matches(view, replicas, profile),
         _driver_matches(view, profile),
         _events(view),
         _card_complete(view),
-        checklist_compute.compute_works(view, time_slicing_replicas),
+        checklist_compute.compute_works(view, replicas),
         checklist_dcgm.dcgm_reports_gpus(view),
-        checklist_gpus.pods_see_every_gpu(view, time_slicing_replicas),
-        *checklist_leftovers.items(outputs, leftover_census),
+        checklist_gpus.pods_see_every_gpu(view, replicas),
+        *checklist_leftovers.items(outputs, outputs.leftover_census),
     ]
 
 

@@ -9,51 +9,62 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Final
+from typing import Final
 
-from gpulab.core import outputs as out
-from gpulab.core.names import DEFAULT_PROFILE
+from gpulab.core import fixes
+from gpulab.core.outputs import LabOutputs, OutputsError
 from gpulab.verdict import checklist
 from policy.stack_context import StackContext
-from policy.validators.findings import NOT_EVALUATED, Finding
-from policy.validators.props import UNKNOWN, has_unknown, lab_setting
+from policy.validators.findings import FAIL, NOT_EVALUATED, Finding
 from policy.validators.spec import _STR, MANDATORY, Settings, Spec, _int
-from policy.validators.stack_view import Res, StackCheck, _stack_outputs
+from policy.validators.stack_view import Res, StackCheck, _stack_outputs, lab_outputs
 
 
-def _replicas(cfg: Settings, ctx: StackContext) -> int:
-    value = cfg.get("timeSlicingReplicas") or lab_setting(ctx, "timeSlicingReplicas") or 1
+def _replicas(cfg: Settings) -> int | None:
+    """The pack config's ``timeSlicingReplicas`` (>= 1), or None: the outputs' then say."""
+    value = cfg.get("timeSlicingReplicas")
+    if value is None:
+        return None
     try:
         return max(1, int(value))
     except (TypeError, ValueError):
-        return 1
+        return None
 
 
-def checklist_outputs(resources: Sequence[Res], cfg: Settings) -> tuple[dict[str, Any], str | None]:
-    """The stack exports for :func:`gpulab.verdict.checklist.evaluate`, with pack-config overrides
-    (``expectedGpus`` -> host GPU count, ``hostDriverVersion``) applied."""
-    outputs, urn = _stack_outputs(resources)
-    outputs = {k: (UNKNOWN if has_unknown(v) else v) for k, v in outputs.items()}
+def checklist_outputs(
+    resources: Sequence[Res], cfg: Settings, ctx: StackContext
+) -> tuple[LabOutputs, str | None, bool]:
+    """The typed stack outputs for :func:`gpulab.verdict.checklist.evaluate`
+    (policy.validators.stack_view.lab_outputs), with pack-config overrides (``expectedGpus``
+    -> host GPU count, ``hostDriverVersion``, ``timeSlicingReplicas``) applied; the stack's
+    URN; and whether the stack has any output yet.
+
+    Raises:
+        gpulab.core.outputs.OutputsError: an export (or an override) has the wrong shape.
+    """
+    outputs, urn = lab_outputs(resources, ctx, time_slicing_replicas=_replicas(cfg))
+    any_output = bool(_stack_outputs(resources)[0])
     if cfg.get("expectedGpus") is not None:
-        outputs[out.HOST_GPU_COUNT] = int(cfg["expectedGpus"])
+        outputs = outputs.with_values(host_gpu_count=int(cfg["expectedGpus"]))
     if cfg.get("hostDriverVersion"):
-        outputs[out.HOST_DRIVER_VERSION] = str(cfg["hostDriverVersion"])
-    return outputs, urn
+        outputs = outputs.with_values(host_driver_version=str(cfg["hostDriverVersion"]))
+    return outputs, urn, any_output
 
 
 def checklist_check(item_id: str) -> StackCheck:
-    """The stack check for one :mod:`gpulab.verdict.checklist` item."""
+    """The stack check for one :mod:`gpulab.verdict.checklist` item: its finding on the stack's
+    URN; ``not-evaluated`` with no outputs yet or in a preview; ``fail`` naming every bad key
+    when the outputs do not have the lab's shape."""
 
     def check(resources: list[Res], cfg: Settings, ctx: StackContext) -> list[Finding]:
-        outputs, urn = checklist_outputs(resources, cfg)
-        profile = lab_setting(ctx, "profile") or DEFAULT_PROFILE
-        items = {
-            i.id: i
-            for i in checklist.evaluate(outputs, time_slicing_replicas=_replicas(cfg, ctx), profile=profile)
-        }
+        try:
+            outputs, urn, any_output = checklist_outputs(resources, cfg, ctx)
+        except OutputsError as exc:
+            return [Finding(item_id, FAIL, str(exc), "the stack outputs have the lab's shape", fixes.card())]
+        items = {i.id: i for i in checklist.evaluate(outputs)}
         it = items[item_id]
         found = replace(it, subject=urn)
-        if not outputs:
+        if not any_output:
             found = replace(found, status=NOT_EVALUATED, observed="the stack has no outputs yet")
         elif ctx.dry_run is True and it.status != NOT_EVALUATED:
             # A preview may still see the last deployment's outputs; they prove nothing now.
@@ -82,7 +93,7 @@ SPECS: Final[tuple[Spec, ...]] = (
         {
             "timeSlicingReplicas": {
                 **_int(1),
-                "description": "default: the stack's gpu-lab:timeSlicingReplicas, else 1",
+                "description": "default: the outputs' timeSlicingReplicas (as deployed), else 1",
             },
             "expectedGpus": {
                 **_int(0),

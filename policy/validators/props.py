@@ -11,7 +11,7 @@ from pulumi_policy import Secret
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from gpulab.config import lab as labconfig
-from gpulab.verdict import checklist
+from gpulab.core.outputs import is_unknown_value
 from policy.stack_context import StackContext
 from policy.validators.findings import UNKNOWN
 
@@ -24,7 +24,7 @@ def plain(value: Any) -> Any:
     unwrapped. Never raises for unknowns.
     """
     if isinstance(value, str):
-        return UNKNOWN if checklist.is_unknown({"v": value}, "v") else value
+        return UNKNOWN if is_unknown_value(value) else value
     if value is UNKNOWN or value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, Secret):

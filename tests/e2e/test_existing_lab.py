@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from gpulab.core import outputs as out
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
 from tests.support.sandbox import Project, kube_api, shared_chart
 from variants.existing import ctl as existing_ctl
@@ -146,7 +147,7 @@ def test_existing_cluster_with_two_gpu_nodes_up_checks_destroy_and_leftovers(
         before = o[out.GPU_LABELS_BEFORE]
         assert set(before) == {"gpu-sim-node", "gpu-sim-node-2"}, before
         assert all(labels.get("nvidia.com/gpu.present") == "true" for labels in before.values())
-        items = {i.id: i for i in checklist.evaluate(o)}
+        items = {i.id: i for i in checklist.evaluate(LabOutputs.from_json(o))}
         assert items["allocatable-matches-gpus"].status == checklist.PASS, items["allocatable-matches-gpus"]
 
         project.pulumi("up", "--yes", "--skip-preview", "--stack", "existing", "--expect-no-changes")

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from gpulab.core import outputs as out
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
 from tests.support.sandbox import Project, shared_chart
 
@@ -36,7 +37,7 @@ def test_the_2gpu_lab_goes_up_sees_every_gpu_and_comes_down(project: Project) ->
         assert o[out.ALLOCATABLE_GPUS] == 2 and o[out.SMOKE_GPUS] == 2
         assert o[out.SMOKE_PHASE] == "Succeeded"
         assert o[out.SMOKE_GPU_UUIDS] == UUIDS
-        items = checklist.evaluate(o)
+        items = checklist.evaluate(LabOutputs.from_json(o))
         by_id = {i.id: i for i in items}
         every = by_id["pods-see-every-gpu"]
         assert every.status == "not-observable-in-simulation" and every.simulated, every

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from gpulab.core import outputs as out
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
 from tests.support.sandbox import Project, kube_api, shared_chart
 
@@ -44,10 +45,12 @@ def _compute_check(project: Project) -> None:
     assert {out.COMPUTE_PHASE, out.COMPUTE_RESULT} <= set(o[out.SIMULATED_FIELDS])
     assert o[out.OPERAND_IMAGES] == dict.fromkeys(("devicePlugin", "toolkit", "dcgmExporter", "validator"))
 
-    item = {i.id: i for i in checklist.evaluate(o)}["compute-works"]
+    item = {i.id: i for i in checklist.evaluate(LabOutputs.from_json(o))}["compute-works"]
     assert item.status == "not-observable-in-simulation", item
     assert "not observable in simulation" in item.observed and item.simulated
-    assert checklist.overall(checklist.evaluate(o)) == "pass"  # the card adds "(simulated lab)"
+    assert (
+        checklist.overall(checklist.evaluate(LabOutputs.from_json(o))) == "pass"
+    )  # the card adds "(simulated lab)"
     # The pack says so after up, without blocking it.
     assert "[compute-works] not observable in the simulated lab" in up.stdout + up.stderr
 

@@ -18,6 +18,7 @@ import yaml
 
 from gpulab import diagnose
 from gpulab.core import outputs as out
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import card, checklist
 from tests.support.sandbox import Project, kube_api, shared_chart
 
@@ -80,9 +81,9 @@ def _topology_shown_dcgm_not_observable(o: dict[str, Any]) -> None:
     assert out.HOST_TOPOLOGY in o[out.SIMULATED_FIELDS]
     # Nothing scraped: the outputs are null, which `pulumi stack output --json` leaves out.
     assert o.get(out.DCGM_METRICS) is None and o.get(out.DCGM_MEASURED_AT) is None
-    items = {i.id: i for i in checklist.evaluate(o)}
+    items = {i.id: i for i in checklist.evaluate(LabOutputs.from_json(o))}
     assert items["dcgm-reports-gpus"].status == checklist.NOT_OBSERVABLE, items["dcgm-reports-gpus"]
-    c = card.build_card(o)
+    c = card.build_card(LabOutputs.from_json(o))
     assert c["topology"]["simulated"] is True and c["dcgm"]["status"] == "not-observable-in-simulation"
     md = card.render_markdown(c)
     assert "read with capture:h200-1gpu (nvidia-smi topo -m) *(simulated)*" in md

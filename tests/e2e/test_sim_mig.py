@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from gpulab.core import outputs as out
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
 from tests.support.sandbox import Project, kube_api, shared_chart
 
@@ -38,7 +39,7 @@ def _check(project: Project, card_stdout: str) -> None:
     assert o[out.SMOKE_RESOURCE] == MIG and o[out.SMOKE_PHASE] == "Succeeded"
     assert o[out.ALLOCATABLE_GPUS] == 0 and o[out.HOST_PROBE_SOURCE] == "capture:h200-1gpu-mig"
     assert [g["migMode"] for g in o[out.HOST_GPUS]] == ["Enabled"]
-    items = checklist.evaluate(o)
+    items = checklist.evaluate(LabOutputs.from_json(o))
     by_id = {i.id: i for i in items}
     assert by_id["allocatable-matches-gpus"].status == "pass", by_id["allocatable-matches-gpus"]
     assert "nvidia.com/mig-1g.18gb=7" in by_id["allocatable-matches-gpus"].observed

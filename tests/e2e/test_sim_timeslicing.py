@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from gpulab.core import outputs as out
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
 from tests.support.sandbox import Project, shared_chart
 
@@ -40,7 +41,7 @@ def test_the_time_slicing_lab_goes_up_passes_and_comes_down(project: Project, st
         assert o[out.HOST_GPU_COUNT] == 2 and o[out.ALLOCATABLE_GPUS] == 8
         assert o[out.GPU_RESOURCE_NAME] == resource and o[out.SMOKE_RESOURCE] == resource
         assert o[out.SMOKE_GPUS] == 1 and o[out.SMOKE_PHASE] == "Succeeded"
-        items = checklist.evaluate(o, time_slicing_replicas=4)
+        items = checklist.evaluate(LabOutputs.from_json(o, time_slicing_replicas=4))
         by_id = {i.id: i for i in items}
         assert by_id["allocatable-matches-gpus"].status == "pass", by_id["allocatable-matches-gpus"]
         assert by_id["pods-see-every-gpu"].status == "not-tested", by_id["pods-see-every-gpu"]

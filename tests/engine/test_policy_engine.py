@@ -18,6 +18,7 @@ import shutil
 import pytest
 
 from gpulab.core import outputs as out
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
 
 from .conftest import Project, shared_chart
@@ -83,7 +84,7 @@ def test_up_of_the_simulated_lab_passes_every_item_or_marks_it_not_observable(pr
         # The same verdict from the outputs the card is made of.
         outputs = project.outputs("sim")
         assert outputs[out.SIMULATED] is True
-        items = checklist.evaluate(outputs)
+        items = checklist.evaluate(LabOutputs.from_json(outputs))
         assert {i.id: i.status for i in items} == {
             "device-plugin-stable": checklist.PASS,
             "allocatable-matches-gpus": checklist.PASS,

@@ -165,9 +165,10 @@ def unhealthy_gate_facts(run: Path) -> dict[str, Any]:
 
 def card(outputs: Mapping[str, Any]) -> dict[str, Any]:
     """The baseline card (gpulab.verdict.card) of ``outputs``."""
+    from gpulab.core.outputs import LabOutputs
     from gpulab.verdict.card.model import build_card
 
-    return build_card(dict(outputs))
+    return build_card(LabOutputs.from_json(outputs))
 
 
 def main(argv: list[str]) -> int:

@@ -351,7 +351,7 @@ def leftover_census(
     except (ApiException, OSError) as exc:
         raise ClusterError(f"the API server of context {context!r} did not answer: {exc}") from exc
     doc["promised"] = [str(x) for x in outputs.get(out.LEFTOVERS) or []]
-    doc["item"] = checklist_leftovers.evaluate(outputs, doc).to_json()
+    doc["item"] = checklist_leftovers.evaluate(out.LabOutputs.from_json(outputs), doc).to_json()
     return doc
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core.errors import os_error_fix
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict.card.html import render_html
 from gpulab.verdict.card.markdown import render_markdown
 from gpulab.verdict.card.model import build_card
@@ -69,13 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("gpulab.verdict.card: --time-slicing-replicas must be >= 1", file=sys.stderr)
         return 2
     try:
-        outputs = _read_json(args.outputs, "--outputs")
+        raw = _read_json(args.outputs, "--outputs")
         tflops = _read_json(args.tflops, "--tflops") if args.tflops else None
+        outputs = LabOutputs.from_json(raw, time_slicing_replicas=args.time_slicing_replicas)
         card = build_card(
             outputs,
             tflops=tflops,
             tool_versions=_tool_versions(),
-            time_slicing_replicas=args.time_slicing_replicas,
             cluster_down=args.cluster_down,
         )
     except ValueError as exc:

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from gpulab.core import outputs as o
 from gpulab.core.names import GPU_RESOURCE
+from gpulab.core.outputs import LabOutputs
 
 #: ``migStrategy`` values under which the nodes advertise MIG devices.
 MIG_ON: Final = ("single", "mixed")
@@ -43,12 +44,12 @@ def _counts(value: Any) -> dict[str, int]:
     }
 
 
-def resources(outputs: Mapping[str, Any], is_simulated: Callable[[str], bool]) -> list[dict[str, Any]]:
+def resources(outputs: LabOutputs, is_simulated: Callable[[str], bool]) -> list[dict[str, Any]]:
     """One entry per resource MIG makes the nodes advertise (allocatable or expected), sorted."""
-    strategy = outputs.get(o.MIG_STRATEGY)
-    have = _counts(outputs.get(o.MIG_RESOURCES))
-    want = _counts(outputs.get(o.EXPECTED_MIG_RESOURCES))
-    alloc = outputs.get(o.ALLOCATABLE_GPUS)
+    strategy = outputs.mig_strategy
+    have = _counts(outputs.mig_resources)
+    want = _counts(outputs.expected_mig_resources)
+    alloc = outputs.allocatable_gpus
     if strategy == "single" and GPU_RESOURCE in want and isinstance(alloc, int):
         have.setdefault(GPU_RESOURCE, alloc)
     rows = []
@@ -65,8 +66,8 @@ def resources(outputs: Mapping[str, Any], is_simulated: Callable[[str], bool]) -
     return rows
 
 
-def _gpus(outputs: Mapping[str, Any], simulated: bool) -> list[dict[str, Any]]:
-    gpus = outputs.get(o.HOST_GPUS)
+def _gpus(outputs: LabOutputs, simulated: bool) -> list[dict[str, Any]]:
+    gpus = outputs.host_gpus
     out = []
     for g in gpus if isinstance(gpus, list) else []:
         if isinstance(g, Mapping) and (g.get("migMode") is not None or g.get("migModePending") is not None):
@@ -104,7 +105,7 @@ def mode_text(g: Mapping[str, Any]) -> str:
 
 
 def mig_section(
-    outputs: Mapping[str, Any],
+    outputs: LabOutputs,
     fact: Fact,
     is_simulated: Callable[[str], bool],
     gate: Mapping[str, Any],
@@ -112,7 +113,7 @@ def mig_section(
 ) -> dict[str, Any] | None:
     """The card's ``mig`` section (module docstring); ``gate`` and ``host`` are the
     measurements (``measuredAt``, ``freshness``) of the readiness gate and the host probe."""
-    if o.MIG_STRATEGY not in outputs:
+    if not outputs.has(o.MIG_STRATEGY):
         return None
     strategy = fact(o.MIG_STRATEGY)
     res = resources(outputs, is_simulated)

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from gpulab.core import outputs as o
 from gpulab.core.names import SHARED_GPU_RESOURCE
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
 from gpulab.verdict.card import hardware, mig, timing
 from gpulab.verdict.card.tflops import HOW_TO_MEASURE, tflops_section
@@ -87,28 +88,19 @@ def sanitize(value: Any, path: str = "", redacted: list[str] | None = None) -> A
 
 
 class _Facts:
-    def __init__(self, outputs: Mapping[str, Any], redacted: list[str], when: Mapping[str, Any]) -> None:
+    def __init__(self, outputs: LabOutputs, redacted: list[str], when: Mapping[str, Any]) -> None:
         self.outputs = outputs
         self.redacted = redacted
         self.groups: Mapping[str, Any] = when.get("groups") or {}
-        self.simulated_lab = outputs.get(o.SIMULATED) is True
-        fields = outputs.get(o.SIMULATED_FIELDS)
-        self.sim_fields: frozenset[str] | None = (
-            frozenset(str(f) for f in fields) if isinstance(fields, list) else None
-        )
-
-    def is_simulated(self, key: str) -> bool:
-        if self.sim_fields is None:
-            # Simulated lab without the list: label everything, never under-report.
-            return self.simulated_lab
-        return key in self.sim_fields
+        self.simulated_lab = outputs.simulated_lab
+        self.is_simulated = outputs.is_simulated
 
     def fact(
         self, key: str, value: Any = None, *, derived: bool = False, group: str | None = None
     ) -> dict[str, Any]:
         """One fact; ``group`` names its measurement (gpulab.verdict.card.timing.GROUPS), None for a
         configured value."""
-        known = not checklist.is_unknown(self.outputs, key)
+        known = not self.outputs.is_unknown(key)
         raw = value if derived else self.outputs.get(key)
         measured = self.groups.get(group) if group else None
         if group and measured is None:
@@ -129,31 +121,21 @@ def _memory_per_gpu(gpus: Any) -> list[int | None] | None:
     return [g.get("memoryMiB") if isinstance(g, Mapping) else None for g in gpus]
 
 
-def _replicas(outputs: Mapping[str, Any]) -> int:
-    comps = outputs.get(o.OPERATOR_COMPONENTS)
-    if isinstance(comps, Mapping):
-        value = comps.get("timeSlicingReplicas")
-        if isinstance(value, int) and value >= 1:
-            return value
-    return 1
-
-
-def _boundary(outputs: Mapping[str, Any]) -> list[dict[str, str]]:
+def _boundary(outputs: LabOutputs) -> list[dict[str, str]]:
     """The capability rows, the sharing and metrics rows as this lab is configured."""
-    comps = outputs.get(o.OPERATOR_COMPONENTS)
-    dcgm_off = isinstance(comps, Mapping) and comps.get("dcgmExporter") is False
-    replicas, strategy = _replicas(outputs), outputs.get(o.MIG_STRATEGY)
+    dcgm_off = outputs.component_off("dcgmExporter")
+    replicas, strategy = outputs.time_slicing_replicas, outputs.mig_strategy
     rows = []
     for capability, status, where in CAPABILITY_BOUNDARY:
         if capability.startswith("GPU sharing"):
-            renamed = outputs.get(o.GPU_RESOURCE_NAME) == SHARED_GPU_RESOURCE
+            renamed = outputs.gpu_resource == SHARED_GPU_RESOURCE
             here = f"here: {replicas} replica(s) per GPU" + (f" as {SHARED_GPU_RESOURCE}" if renamed else "")
             here += f", migStrategy {strategy or 'none'}"
             status = f"{status} ({here})"
         if capability.startswith("Metrics"):
             if dcgm_off:
                 status = "missing: DCGM exporter switched off in this lab (dcgmExporter=false)"
-            elif outputs.get(o.SIMULATED) is True:
+            elif outputs.simulated_lab:
                 status = f"{status}; not observable in simulation (no exporter runs in the simulated lab)"
         rows.append({"capability": capability, "status": status, "where": where})
     return rows
@@ -163,9 +145,8 @@ def _dcgm_section(facts: _Facts, group: str | None) -> dict[str, Any]:
     """The ``dcgm`` section: the ``dcgmMetrics`` fact, its ``status`` and ``why``
     (gpulab.verdict.card.hardware)."""
     outputs = facts.outputs
-    comps = outputs.get(o.OPERATOR_COMPONENTS)
     fact = facts.fact(o.DCGM_METRICS, group=group)
-    if isinstance(comps, Mapping) and comps.get("dcgmExporter") is False:
+    if outputs.component_off("dcgmExporter"):
         status, why = (
             hardware.NOT_TESTED,
             "not tested: the DCGM exporter is switched off (dcgmExporter=false)",
@@ -184,7 +165,7 @@ def _dcgm_section(facts: _Facts, group: str | None) -> dict[str, Any]:
 
 
 def build_card(
-    outputs: Mapping[str, Any],
+    outputs: LabOutputs,
     *,
     tflops: Mapping[str, Any] | None = None,
     tool_versions: Mapping[str, str] | None = None,
@@ -195,14 +176,15 @@ def build_card(
     """Build the card (schema in :mod:`gpulab.verdict.card`'s docstring) from stack outputs.
 
     Args:
-        outputs: ``pulumi stack output --json`` as a dict (secrets may print as
-            ``"[secret]"``; they are dropped).
+        outputs: the typed stack outputs (gpulab.core.outputs.LabOutputs.from_json of
+            ``pulumi stack output --json``; secrets may print as ``"[secret]"``: the kubeconfig
+            is dropped, other secret-looking strings redacted). Its ``time_slicing_replicas``
+            (the override given to from_json, else the outputs' ``timeSlicingReplicas``, else 1)
+            is the card's and the checklist's.
         tflops: a :mod:`gpulab.tflops` JSON document; without it the card uses
             ``outputs[MEASURED_TFLOPS]`` or says "not measured" and how to measure.
         tool_versions: e.g. ``{"pulumi": "3.272.0", "python": "3.11.9"}``.
         now: generation time (timezone-aware; default: the current UTC time).
-        time_slicing_replicas: replicas per GPU for the allocatable check (default: the
-            ``timeSlicingReplicas`` entry of ``outputs[OPERATOR_COMPONENTS]``, else 1).
         cluster_down: why the lab's cluster did not answer when the card was made (None: it
             answered, or was not asked). Then ``card["down"]`` is ``{"why", "factsFrom"
             (the last run's ``runAt``)}``, every rendering says the facts are the last run's
@@ -218,8 +200,8 @@ def build_card(
         raise ValueError("now must be timezone-aware")
     redacted: list[str] = []
     # The kubeconfig output is dropped before anything reads it.
-    clean = {k: v for k, v in outputs.items() if k != o.KUBECONFIG}
-    if o.KUBECONFIG in outputs:
+    clean = outputs.without(o.KUBECONFIG)
+    if outputs.has(o.KUBECONFIG):
         redacted.append(o.KUBECONFIG)
     facts = _Facts(clean, redacted, {})
     tflops_part = tflops_section(
@@ -233,17 +215,19 @@ def build_card(
     if "tflops" in when["groups"]:
         tflops_part["freshness"] = when["groups"]["tflops"]["freshness"]
     f = facts.fact
-    gpus = clean.get(o.HOST_GPUS)
+    gpus = clean.host_gpus
     # No compute Pod ran (computeCheck off): its facts are configuration, not measurements.
     compute_group = "compute" if "compute" in when["groups"] else None
 
-    eval_outputs = dict(clean)
+    eval_outputs = clean
     if tflops_part["status"] == "measured":
-        eval_outputs[o.MEASURED_TFLOPS] = {k: v["tflops"] for k, v in tflops_part["results"].items()}
-    replicas = time_slicing_replicas or _replicas(clean)
-    items = checklist.evaluate(eval_outputs, time_slicing_replicas=replicas)
+        eval_outputs = clean.with_values(
+            measured_tflops={k: v["tflops"] for k, v in tflops_part["results"].items()}
+        )
+    replicas = clean.time_slicing_replicas
+    items = checklist.evaluate(eval_outputs)
 
-    sim_fields = clean.get(o.SIMULATED_FIELDS)
+    sim_fields = clean.simulated_fields
     card: dict[str, Any] = {
         "schema": SCHEMA,
         "generatedAt": now.isoformat(timespec="seconds"),
@@ -313,7 +297,7 @@ def build_card(
         "down": None,
     }
     if cluster_down:
-        card["down"] = {"why": cluster_down, "factsFrom": clean.get(o.RUN_AT)}
+        card["down"] = {"why": cluster_down, "factsFrom": clean.run_at}
         card["checklist"]["exitCode"] = max(1, int(card["checklist"]["exitCode"]))
     if card["compute"]["result"]["value"] == timing.NOT_TESTED:
         card["compute"]["result"]["note"] = "computeCheck off: no compute Pod ran"

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from gpulab.core import outputs as o
+from gpulab.core.outputs import LabOutputs
 from gpulab.tflops import peaks
 from gpulab.tflops import report as tflops_report
 
@@ -97,7 +98,7 @@ def _results(
 
 
 def tflops_section(
-    outputs: Mapping[str, Any],
+    outputs: LabOutputs,
     tflops: Mapping[str, Any] | None,
     *,
     output_simulated: bool,
@@ -116,7 +117,7 @@ def tflops_section(
         ValueError: ``tflops`` is not a tflops document (no ``results`` object, or a
             non-numeric rate).
     """
-    models = outputs.get(o.HOST_GPU_MODELS)
+    models = outputs.host_gpu_models
     host_model = models[0] if isinstance(models, list) and models and isinstance(models[0], str) else None
     if tflops is not None:
         doc_results = _validate(tflops)
@@ -137,13 +138,13 @@ def tflops_section(
         warnings = []
         if host_model and gpu and gpu != host_model:
             warnings.append(f"measured on {gpu}, but the host's GPU is {host_model}")
-        host_driver = outputs.get(o.HOST_DRIVER_VERSION)
+        host_driver = outputs.host_driver_version
         if tflops.get("driver") and host_driver and tflops.get("driver") != host_driver:
             warnings.append(f"measured with driver {tflops.get('driver')}, the host's is {host_driver}")
         if warnings:
             section["warning"] = "; ".join(warnings)
     else:
-        stored = outputs.get(o.MEASURED_TFLOPS)
+        stored = outputs.measured_tflops
         if not isinstance(stored, Mapping) or not stored:
             return {"status": "not measured", "simulated": False, "howTo": HOW_TO_MEASURE}
         gpu = host_model or ""
@@ -153,7 +154,7 @@ def tflops_section(
             "source": f"stack output {o.MEASURED_TFLOPS}",
             "simulated": output_simulated,
             "gpu": gpu or None,
-            "measuredAt": outputs.get(o.TFLOPS_MEASURED_AT),
+            "measuredAt": outputs.tflops_measured_at,
             "peakSource": peak_source(gpu),
         }
     two_rates = any(r["burst"] or r["sustained"] for r in rows.values())

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from gpulab.core import outputs as o
+from gpulab.core.outputs import LabOutputs
 
 CURRENT: Final = "current"
 EARLIER_RUN: Final = "earlier-run"
@@ -63,7 +64,7 @@ def freshness(measured_at: Any, run_at: Any) -> str:
     return CURRENT if measured >= run else EARLIER_RUN
 
 
-def measurements(outputs: Mapping[str, Any], tflops: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def measurements(outputs: LabOutputs, tflops: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The card's ``measurements`` section.
 
     ``tflops`` is the card's ``measuredTflops`` section: its group is there only when its
@@ -75,7 +76,7 @@ def measurements(outputs: Mapping[str, Any], tflops: Mapping[str, Any] | None = 
     "what": str, "freshness": str}}}`` for the groups of :data:`GROUPS`. The host group has no
     time when the host was not probed (``hostProbeSource`` ``"off"``).
     """
-    run_at = outputs.get(o.RUN_AT) if parse_time(outputs.get(o.RUN_AT)) else None
+    run_at = outputs.run_at if parse_time(outputs.run_at) else None
     groups: dict[str, Any] = {}
     for group, (key, what) in GROUPS.items():
         if group == "tflops":
@@ -83,15 +84,15 @@ def measurements(outputs: Mapping[str, Any], tflops: Mapping[str, Any] | None = 
                 continue
             stamp = tflops.get("measuredAt")
         elif group == "compute":
-            if outputs.get(o.COMPUTE_RESULT) in (None, NOT_TESTED):
+            if outputs.compute_result in (None, NOT_TESTED):
                 continue
             stamp = outputs.get(key)
         elif group == "dcgm":
-            if not isinstance(outputs.get(o.DCGM_METRICS), Mapping):
+            if not isinstance(outputs.dcgm_metrics, Mapping):
                 continue  # nothing scraped (simulated lab, exporter off): no measurement
             stamp = outputs.get(key)
         elif group == "host":
-            stamp = None if outputs.get(o.HOST_PROBE_SOURCE) == "off" else run_at
+            stamp = None if outputs.host_probe_source == "off" else run_at
         else:
             stamp = outputs.get(key)
         stamp = stamp if parse_time(stamp) else None

@@ -37,13 +37,14 @@ reading of the outputs (the ``view``: ``outputs``, ``get``, ``unknown``, ``simul
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Protocol
+from collections.abc import Mapping
+from typing import Any, Final
 
 from gpulab.core import fixes
 from gpulab.core import outputs as o
 from gpulab.core.findings import Finding, Status
 from gpulab.core.names import COMPUTE_POD, GPU_RESOURCE, VECTORADD_PASSED
+from gpulab.core.outputs import LabOutputs
 from gpulab.kube import gpu_isolation
 
 ITEM: Final = "compute-works"
@@ -63,18 +64,8 @@ _FIX_ALL: Final = (
 _FIX_VERIFY: Final = "make verify: a fresh compute Pod with one vectorAdd container per GPU"
 
 
-class View(Protocol):
-    """What the item reads of the outputs (gpulab.verdict.checklist's reading)."""
-
-    outputs: Mapping[str, Any]
-    deployed: bool
-    simulated_lab: bool
-
-    def get(self, key: str) -> Any: ...
-
-    def unknown(self, key: str) -> bool: ...
-
-    def simulated(self, keys: Iterable[str]) -> bool: ...
+#: What the item reads: the typed outputs (gpulab.core.outputs.LabOutputs).
+View = LabOutputs
 
 
 def _fix() -> str:
@@ -93,7 +84,7 @@ def _int(value: Any) -> int | None:
 def _not_required(view: View, time_slicing_replicas: int) -> str | None:
     """Why the host's GPUs cannot all be in one Pod (so the item does not require them all);
     None where they can (whole ``nvidia.com/gpu``, no time-slicing, the host is the cluster)."""
-    resource, strategy = view.get(o.SMOKE_RESOURCE), view.get(o.MIG_STRATEGY)
+    resource, strategy = view.smoke_resource, view.mig_strategy
     if time_slicing_replicas > 1:
         return (
             f"time-slicing ({time_slicing_replicas} replicas per GPU): a container's replica need not be "
@@ -105,7 +96,7 @@ def _not_required(view: View, time_slicing_replicas: int) -> str | None:
         )
     if resource not in (None, GPU_RESOURCE):
         return f"resource {resource} (shared, not whole GPUs): a container's share need not be its own GPU"
-    if view.get(o.CLUSTER_KIND) == "existing":
+    if view.cluster_kind == "existing":
         return "an existing cluster: one Pod runs on one node"
     return None
 
@@ -113,13 +104,13 @@ def _not_required(view: View, time_slicing_replicas: int) -> str | None:
 def _ran(view: View, time_slicing_replicas: int) -> tuple[int, str]:
     """``(containers that passed, the sentence)``; a lab from before the per-GPU check (no
     ``computeGpus``) ran one container."""
-    count = _int(view.get(o.COMPUTE_GPUS))
+    count = _int(view.compute_gpus)
     if count is None:
         return (
             1,
             "vectorAdd passed in the compute Pod's one container (a lab deployed before the per-GPU check)",
         )
-    resource, strategy = view.get(o.SMOKE_RESOURCE) or GPU_RESOURCE, view.get(o.MIG_STRATEGY)
+    resource, strategy = view.smoke_resource or GPU_RESOURCE, view.mig_strategy
     whole = time_slicing_replicas == 1 and resource == GPU_RESOURCE and strategy in (None, "none")
     unit = "GPU" if whole else f"{resource}, MIG {strategy}" if strategy not in (None, "none") else resource
     return count, f"vectorAdd passed in {count} of {count} containers (one {unit} each)"
@@ -127,27 +118,27 @@ def _ran(view: View, time_slicing_replicas: int) -> tuple[int, str]:
 
 def _host_uuids(view: View) -> list[str]:
     """The host's GPU UUIDs (``hostGpus``); empty for an existing cluster or when unknown."""
-    if view.get(o.CLUSTER_KIND) == "existing":
+    if view.cluster_kind == "existing":
         return []
-    gpus = view.get(o.HOST_GPUS)
+    gpus = view.host_gpus
     return [str(g.get("uuid")) for g in gpus or [] if isinstance(g, Mapping) and g.get("uuid")]
 
 
 def _isolation(view: View, time_slicing_replicas: int) -> list[gpu_isolation.Problem]:
     """What ``computeGpuUuids`` shows wrong (gpulab.kube.gpu_isolation.problems); ``[]`` when it is
     right or was not recorded."""
-    recorded = view.get(o.COMPUTE_GPU_UUIDS)
+    recorded = view.compute_gpu_uuids
     if not isinstance(recorded, Mapping) or not recorded:
         return []
-    unit = gpu_isolation.unit_for(str(view.get(o.SMOKE_RESOURCE) or GPU_RESOURCE), time_slicing_replicas)
+    unit = gpu_isolation.unit_for(str(view.smoke_resource or GPU_RESOURCE), time_slicing_replicas)
     host = _host_uuids(view)
     return gpu_isolation.problems(gpu_isolation.from_outputs(recorded), unit, set(host) if host else None)
 
 
 def _coverage(view: View, covered: int, why: str | None) -> tuple[bool, str]:
     """``(every GPU the item can require was covered, what follows the sentence)``."""
-    host = _int(view.get(o.HOST_GPU_COUNT))
-    existing = view.get(o.CLUSTER_KIND) == "existing"
+    host = _int(view.host_gpu_count)
+    existing = view.cluster_kind == "existing"
     whose = "the cluster's (expectedGpus)" if existing else "the host's"
     if host is None or host < 1:
         return True, f"; not compared with {whose} GPUs (their count is not known)"
@@ -159,7 +150,7 @@ def _coverage(view: View, covered: int, why: str | None) -> tuple[bool, str]:
             else f", every GPU of the host ({host})",
         )
     uuids = _host_uuids(view)
-    recorded = view.get(o.COMPUTE_GPU_UUIDS)
+    recorded = view.compute_gpu_uuids
     if isinstance(recorded, Mapping) and recorded and uuids:
         seen = set(gpu_isolation.covered(gpu_isolation.from_outputs(recorded)))
         left = [u for u in uuids if u not in seen]
@@ -185,8 +176,8 @@ def compute_works(view: View, time_slicing_replicas: int = 1) -> Finding:
     def item(status: Status, observed: str, fix: str = "") -> Finding:
         return Finding(ITEM, status, observed, EXPECTED, fix or _fix(), simulated=sim, title=TITLE)
 
-    result, phase = view.get(o.COMPUTE_RESULT), view.get(o.COMPUTE_PHASE)
-    if result == "not-tested" or (o.COMPUTE_RESULT not in view.outputs and view.deployed):
+    result, phase = view.compute_result, view.compute_phase
+    if result == "not-tested" or (not view.has(o.COMPUTE_RESULT) and view.deployed):
         why = "computeCheck is off" if result == "not-tested" else "the lab was deployed without it"
         return item(
             Status.NOT_TESTED,
@@ -197,7 +188,7 @@ def compute_works(view: View, time_slicing_replicas: int = 1) -> Finding:
         return item(Status.NOT_EVALUATED, f"known after deployment ({o.COMPUTE_RESULT} not known yet)")
     observed = f"compute Pod {phase}, result {result}"
     passed = result == "passed" and phase == "Succeeded"
-    if passed and o.COMPUTE_GPUS in view.outputs and view.unknown(o.COMPUTE_GPUS):
+    if passed and view.has(o.COMPUTE_GPUS) and view.unknown(o.COMPUTE_GPUS):
         return item(Status.NOT_EVALUATED, f"known after deployment ({o.COMPUTE_GPUS} not known yet)")
     covered, ran = _ran(view, time_slicing_replicas)
     complete, note = _coverage(view, covered, _not_required(view, time_slicing_replicas))
@@ -220,8 +211,8 @@ def compute_works(view: View, time_slicing_replicas: int = 1) -> Finding:
         return item(Status.FAIL, observed)
     if complete:
         return item(Status.PASS, ran + note)
-    requested = _int(view.get(o.SMOKE_GPUS))
-    host = _int(view.get(o.HOST_GPU_COUNT)) or 0
+    requested = _int(view.smoke_gpus)
+    host = _int(view.host_gpu_count) or 0
     asked = requested is not None and requested < host
     return item(
         Status.NOT_TESTED,

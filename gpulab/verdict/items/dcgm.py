@@ -23,11 +23,12 @@ Registered in :func:`gpulab.verdict.checklist.evaluate`, which passes its view o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Protocol
+from collections.abc import Mapping
+from typing import Any, Final
 
 from gpulab.core import outputs as o
 from gpulab.core.findings import Finding, Status
+from gpulab.core.outputs import LabOutputs
 from gpulab.kube import dcgm_metrics as dcgm
 
 ITEM_ID: Final = "dcgm-reports-gpus"
@@ -40,16 +41,8 @@ EXPECTED: Final = (
 KEYS: Final = (o.DCGM_METRICS, o.HOST_GPUS, o.HOST_GPU_COUNT)
 
 
-class View(Protocol):
-    """The checklist's view of the outputs (gpulab.verdict.checklist._View)."""
-
-    simulated_lab: bool
-
-    def unknown(self, key: str) -> bool: ...
-
-    def get(self, key: str) -> Any: ...
-
-    def simulated(self, keys: Iterable[str]) -> bool: ...
+#: What the item reads: the typed outputs (gpulab.core.outputs.LabOutputs).
+View = LabOutputs
 
 
 def _item(status: Status, observed: str, sim: bool) -> Finding:
@@ -86,8 +79,7 @@ def dcgm_reports_gpus(view: View) -> Finding:
     """Evaluate the item on the checklist's view of the outputs (statuses in the module
     docstring)."""
     sim = view.simulated(KEYS)
-    comps = view.get(o.OPERATOR_COMPONENTS)
-    if isinstance(comps, Mapping) and comps.get("dcgmExporter") is False:
+    if view.component_off("dcgmExporter"):
         return _item(
             Status.NOT_TESTED,
             "not tested: the DCGM exporter is switched off in this lab (dcgmExporter=false)",
@@ -100,7 +92,7 @@ def dcgm_reports_gpus(view: View) -> Finding:
             "(kwok runs no containers), so there is no /metrics to read",
             True,
         )
-    metrics = view.get(o.DCGM_METRICS)
+    metrics = view.dcgm_metrics
     if view.unknown(o.DCGM_METRICS) or not isinstance(metrics, Mapping):
         why = "not known yet" if view.unknown(o.DCGM_METRICS) else "no scrape recorded"
         return _item(
@@ -113,7 +105,7 @@ def dcgm_reports_gpus(view: View) -> Finding:
     found = metrics.get("gpus")
     gpus: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     seen = set(gpus)
-    host = _host_uuids(view.get(o.HOST_GPUS))
+    host = _host_uuids(view.host_gpus)
     scrapes = f"{metrics.get('scrapes')} scrape(s) over {metrics.get('seconds')} s"
     if host is not None:
         if seen == host:
@@ -127,7 +119,7 @@ def dcgm_reports_gpus(view: View) -> Finding:
             f"the exporter reports {len(seen)} GPU(s), the host has {len(host)}: {'; '.join(parts)}",
             sim,
         )
-    count = _count(view.get(o.HOST_GPU_COUNT))
+    count = _count(view.host_gpu_count)
     if count is None:
         return _item(
             Status.NOT_EVALUATED,

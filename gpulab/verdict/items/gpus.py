@@ -30,12 +30,13 @@ Registered in :func:`gpulab.verdict.checklist.evaluate`, which passes its view o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Protocol
+from collections.abc import Mapping
+from typing import Any, Final
 
 from gpulab.core import outputs as o
 from gpulab.core.findings import Finding, Status
 from gpulab.core.names import DEVICE_PLUGIN_DS, GPU_RESOURCE, SMOKE_POD
+from gpulab.core.outputs import LabOutputs
 
 ITEM_ID: Final = "pods-see-every-gpu"
 TITLE: Final = f"A Pod sees every GPU of the host (nvidia-smi -L in {SMOKE_POD} lists the host's UUIDs)"
@@ -49,18 +50,8 @@ _FIX_PLUGIN: Final = (
 )
 
 
-class View(Protocol):
-    """The checklist's view of the outputs (gpulab.verdict.checklist._View)."""
-
-    simulated_lab: bool
-    deployed: bool
-    outputs: Mapping[str, Any]
-
-    def unknown(self, key: str) -> bool: ...
-
-    def get(self, key: str) -> Any: ...
-
-    def simulated(self, keys: Iterable[str]) -> bool: ...
+#: What the item reads: the typed outputs (gpulab.core.outputs.LabOutputs).
+View = LabOutputs
 
 
 def _item(status: Status, observed: str, sim: bool, fix: str = _FIX_PLUGIN) -> Finding:
@@ -76,7 +67,7 @@ _FIX_LEAK: Final = (
 
 def _more_than_allocated(view: View) -> str | None:
     """The observation when the smoke Pod listed more GPUs than it was allocated, else None."""
-    found, requested = view.get(o.SMOKE_GPU_UUIDS), view.get(o.SMOKE_GPUS)
+    found, requested = view.smoke_gpu_uuids, view.smoke_gpus
     if not isinstance(found, list) or isinstance(requested, bool) or not isinstance(requested, int):
         return None
     seen = sorted({str(u) for u in found})
@@ -102,7 +93,7 @@ def pods_see_every_gpu(view: View, time_slicing_replicas: int = 1) -> Finding:
     """Evaluate the item (statuses in the module docstring); ``time_slicing_replicas`` is the
     lab's ``timeSlicingReplicas`` (>= 1)."""
     sim = view.simulated(KEYS)
-    strategy, resource = view.get(o.MIG_STRATEGY), view.get(o.SMOKE_RESOURCE)
+    strategy, resource = view.mig_strategy, view.smoke_resource
     leaked = _more_than_allocated(view)
     if leaked:
         return _item(Status.FAIL, leaked, sim, _FIX_LEAK)
@@ -120,7 +111,7 @@ def pods_see_every_gpu(view: View, time_slicing_replicas: int = 1) -> Finding:
             "devices, not whole GPUs",
             sim,
         )
-    if view.deployed and o.SMOKE_GPU_UUIDS not in view.outputs:
+    if view.deployed and not view.has(o.SMOKE_GPU_UUIDS):
         return _item(
             Status.NOT_TESTED,
             f"not tested: this lab was deployed by a version without the check (no {o.SMOKE_GPU_UUIDS}); "
@@ -132,7 +123,7 @@ def pods_see_every_gpu(view: View, time_slicing_replicas: int = 1) -> Finding:
         return _item(
             Status.NOT_EVALUATED, f"known after deployment ({o.SMOKE_GPU_UUIDS}, {o.HOST_GPUS})", sim
         )
-    host = host_uuids(view.get(o.HOST_GPUS))
+    host = host_uuids(view.host_gpus)
     if host is None:
         return _item(
             Status.NOT_TESTED,
@@ -140,7 +131,7 @@ def pods_see_every_gpu(view: View, time_slicing_replicas: int = 1) -> Finding:
             "this host), so there is nothing to compare the Pod's GPUs with",
             sim,
         )
-    found = view.get(o.SMOKE_GPU_UUIDS)
+    found = view.smoke_gpu_uuids
     seen = {str(u) for u in found} if isinstance(found, list) and found else None
     if seen is None:
         if view.simulated_lab:
@@ -168,7 +159,7 @@ def pods_see_every_gpu(view: View, time_slicing_replicas: int = 1) -> Finding:
                 True,
             )
         return _item(Status.PASS, f"the smoke Pod saw the host's {len(seen)} GPU(s): {shown}", sim)
-    requested = view.get(o.SMOKE_GPUS)
+    requested = view.smoke_gpus
     parts = ([f"not in the Pod: {', '.join(missing)}"] if missing else []) + (
         [f"not on the host: {', '.join(extra)}"] if extra else []
     )

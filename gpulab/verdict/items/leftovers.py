@@ -14,7 +14,7 @@ promise, ``fail`` naming each unpromised leftover with the command that removes 
 ``not-evaluated`` before destroy (no census). :func:`items` is what the checklist adds: the
 item for an existing cluster when a census is given, else nothing.
 
-Inputs are plain JSON (the outputs keyed by :mod:`gpulab.core.outputs`, the census document);
+Inputs: the typed outputs (:class:`gpulab.core.outputs.LabOutputs`) and the census document;
 pure: no I/O.
 """
 
@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from gpulab.core import fixes_operator
-from gpulab.core import outputs as o
 from gpulab.core.findings import Finding, Status
+from gpulab.core.outputs import LabOutputs
 
 __all__ = ["ITEM_ID", "TITLE", "evaluate", "items"]
 
@@ -57,10 +57,10 @@ def _fix(census: Mapping[str, Any], unpromised: list[str]) -> str:
     return "; ".join(steps)
 
 
-def evaluate(outputs: Mapping[str, Any], census: Mapping[str, Any] | None) -> Finding:
+def evaluate(outputs: LabOutputs, census: Mapping[str, Any] | None) -> Finding:
     """The ``no-leftovers`` item from the stack ``outputs`` saved before destroy and the
     leftover ``census`` taken after it (None: not taken yet, ``not-evaluated``)."""
-    promised = [str(x) for x in outputs.get(o.LEFTOVERS) or []]
+    promised = [str(x) for x in outputs.leftovers or []]
     if census is None:
         return Finding(
             ITEM_ID,
@@ -95,11 +95,11 @@ def evaluate(outputs: Mapping[str, Any], census: Mapping[str, Any] | None) -> Fi
     )
 
 
-def items(outputs: Mapping[str, Any], census: Mapping[str, Any] | None) -> list[Finding]:
+def items(outputs: LabOutputs, census: Mapping[str, Any] | None) -> list[Finding]:
     """What the checklist adds: ``[evaluate(...)]`` for an existing cluster with a census,
     else ``[]`` (a lab that owns its cluster deletes it whole; before destroy there is
     nothing to count yet, and an item that can only be not-evaluated would fail every
     checklist run)."""
-    if outputs.get(o.CLUSTER_KIND) != "existing" or census is None:
+    if outputs.cluster_kind != "existing" or census is None:
         return []
     return [evaluate(outputs, census)]

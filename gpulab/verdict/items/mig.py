@@ -16,22 +16,19 @@ Pure: :mod:`gpulab.verdict.checklist` calls :func:`allocatable_mig` with its rea
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Protocol
+from collections.abc import Mapping
+from typing import Any, Final
 
 from gpulab.core import outputs as o
 from gpulab.core.findings import Finding, Status
 from gpulab.core.names import GPU_RESOURCE
+from gpulab.core.outputs import LabOutputs
 
 ITEM: Final = "allocatable-matches-gpus"
 
 
-class View(Protocol):
-    """What the item reads of the outputs (gpulab.verdict.checklist's reading)."""
-
-    def get(self, key: str) -> Any: ...
-    def unknown(self, key: str) -> bool: ...
-    def simulated(self, keys: Iterable[str]) -> bool: ...
+#: What the item reads: the typed outputs (gpulab.core.outputs.LabOutputs).
+View = LabOutputs
 
 
 def _counts(value: Any) -> dict[str, int] | None:
@@ -47,13 +44,13 @@ def _show(counts: Mapping[str, int] | None) -> str:
 def allocatable_mig(view: View, fix: str) -> Finding | None:
     """The item under ``migStrategy`` single or mixed; None for ``none`` (or a lab deployed
     before the lab knew MIG: no ``migStrategy`` output)."""
-    strategy = view.get(o.MIG_STRATEGY)
+    strategy = view.mig_strategy
     if strategy not in ("single", "mixed"):
         return None
     title = f"Nodes advertise the expected MIG devices (migStrategy {strategy}, step 4)"
     keys = [o.MIG_RESOURCES, o.ALLOCATABLE_GPUS, o.EXPECTED_MIG_RESOURCES]
     sim = view.simulated(keys)
-    expected = _counts(view.get(o.EXPECTED_MIG_RESOURCES))
+    expected = _counts(view.expected_mig_resources)
     want = _show(expected) if expected else ("some nvidia.com/mig-* > 0" if strategy == "mixed" else "> 0")
 
     def item(status: Status, observed: str) -> Finding:
@@ -63,11 +60,11 @@ def allocatable_mig(view: View, fix: str) -> Finding | None:
     if unknown:
         return item(Status.NOT_EVALUATED, f"known after deployment ({', '.join(unknown)} not known yet)")
     if strategy == "mixed":
-        have = _counts(view.get(o.MIG_RESOURCES)) or {}
-        observed = f"MIG resources {_show(have)}; {GPU_RESOURCE} {view.get(o.ALLOCATABLE_GPUS)}"
+        have = _counts(view.mig_resources) or {}
+        observed = f"MIG resources {_show(have)}; {GPU_RESOURCE} {view.allocatable_gpus}"
         ok = have == expected if expected else any(have.values())
         return item(Status.PASS if ok else Status.FAIL, observed)
-    alloc = view.get(o.ALLOCATABLE_GPUS)
+    alloc = view.allocatable_gpus
     alloc = int(alloc) if isinstance(alloc, (int, float)) else None
     target = (expected or {}).get(GPU_RESOURCE)
     ok = alloc is not None and (alloc == target if target is not None else alloc > 0)

@@ -3,22 +3,21 @@ device plugin (a stack policy: the owners are two resources)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Final
 
 from gpulab.config import lab as labconfig
 from gpulab.core import fixes
-from gpulab.core import outputs as out
-from gpulab.core.names import DEFAULT_PROFILE
+from gpulab.core.outputs import LabOutputs, OutputsError
 from gpulab.verdict import checklist
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
 from policy.validators.minikube.start_command import cli_flags, command_argv, minikube_start_argv
-from policy.validators.props import UNKNOWN, dig, has_unknown, lab_setting, show
+from policy.validators.props import UNKNOWN, dig, has_unknown, show
 from policy.validators.release.operator_release import is_operator_release
 from policy.validators.spec import MANDATORY, Settings, Spec
-from policy.validators.stack_view import Res, _of_type, _stack_outputs
+from policy.validators.stack_view import Res, _of_type, _stack_outputs, lab_outputs
 from policy.validators.tokens import (
     T_COMMAND,
     T_GPU_OPERATOR,
@@ -47,7 +46,7 @@ def _addon_state(resources: Sequence[Res]) -> tuple[Any, str]:
     return False, "no minikube addon"
 
 
-def _operator_plugin(resources: Sequence[Res], outputs: Mapping[str, Any]) -> tuple[Any, str]:
+def _operator_plugin(resources: Sequence[Res], outputs: LabOutputs) -> tuple[Any, str]:
     releases = [r for r in _of_type(resources, T_RELEASE) if r.props]
     for rel in releases:
         if not is_operator_release(rel.props):
@@ -61,7 +60,7 @@ def _operator_plugin(resources: Sequence[Res], outputs: Mapping[str, Any]) -> tu
         enabled = dig(op.props, "components", "devicePlugin")
         if isinstance(enabled, bool):
             return enabled, f"operator devicePlugin.enabled={show(enabled)} (GpuOperator component)"
-    enabled = dig(outputs, out.OPERATOR_COMPONENTS, "devicePlugin")
+    enabled = (outputs.operator_components or {}).get("devicePlugin")
     if isinstance(enabled, bool):
         return enabled, f"operator devicePlugin.enabled={show(enabled)} (stack output)"
     if _of_type(resources, T_RELEASE) or _of_type(resources, T_GPU_OPERATOR):
@@ -71,7 +70,10 @@ def _operator_plugin(resources: Sequence[Res], outputs: Mapping[str, Any]) -> tu
 
 def check_single_owner(resources: list[Res], cfg: Settings, ctx: StackContext) -> list[Finding]:
     item = "single-device-plugin-owner"
-    outputs, stack_urn = _stack_outputs(resources)
+    try:
+        outputs, stack_urn = lab_outputs(resources, ctx)
+    except OutputsError:  # the checklist's policies name every bad key; read no export here
+        outputs, stack_urn = LabOutputs(), _stack_outputs(resources)[1]
     addon, addon_note = _addon_state(resources)
     operator, operator_note = _operator_plugin(resources, outputs)
     if not (_of_type(resources, T_RELEASE) or _of_type(resources, T_GPU_OPERATOR) or addon):
@@ -80,7 +82,7 @@ def check_single_owner(resources: list[Res], cfg: Settings, ctx: StackContext) -
     expected = "exactly one of minikube's addon and the operator's device plugin" + (
         f", owned by {want}" if want else ""
     )
-    allocatable = fixes.allocatable(lab_setting(ctx, "profile") or DEFAULT_PROFILE)
+    allocatable = fixes.allocatable(outputs.profile)
     fix = (
         "scripts/pulumi config set gpu-lab:devicePluginOwner operator (the lab disables minikube's "
         "addon), or "

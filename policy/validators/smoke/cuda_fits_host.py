@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from gpulab.core import cuda, fixes
-from gpulab.core import outputs as out
 from gpulab.core.names import SMOKE_POD
+from gpulab.core.outputs import LabOutputs, OutputsError
 from policy.stack_context import StackContext
 from policy.validators.findings import FAIL, NOT_EVALUATED, PASS, Finding
 from policy.validators.props import _known, dig
 from policy.validators.spec import _STR, MANDATORY, Settings, Spec
-from policy.validators.stack_view import Res, _of_type, _stack_outputs
+from policy.validators.stack_view import Res, _of_type, _stack_outputs, lab_outputs
 from policy.validators.tokens import (
     T_HOST_PROBE,
     T_POD,
@@ -68,10 +68,10 @@ def host_facts(resources: Sequence[Res], cfg: Settings) -> HostFacts | None:
                 origin = f"host probe ({probe.props.get('source')})"
                 break
         if not origin:
-            outputs, _ = _stack_outputs(resources)
-            d, m = outputs.get(out.HOST_DRIVER_VERSION), outputs.get(out.HOST_MAX_CUDA)
-            if (_known(d) or _known(m)) and outputs.get(out.HOST_PROBE_SOURCE) != "off":
-                driver, max_cuda = (d if _known(d) else None), (m if _known(m) else None)
+            outputs = _outputs(resources)
+            d, m = outputs.host_driver_version, outputs.host_max_cuda
+            if (d or m) and outputs.host_probe_source != "off":
+                driver, max_cuda = d, m
                 origin = "stack outputs"
     if not driver and not max_cuda:
         return None
@@ -81,6 +81,15 @@ def host_facts(resources: Sequence[Res], cfg: Settings) -> HostFacts | None:
             max_cuda = derived
             origin += f"; max CUDA {derived} derived from driver {driver} (CUDA release notes table 3)"
     return HostFacts(str(driver) if driver else None, str(max_cuda) if max_cuda else None, origin)
+
+
+def _outputs(resources: Sequence[Res]) -> LabOutputs:
+    """The typed stack exports; empty when they have the wrong shape (the checklist's policies
+    report that, naming every key)."""
+    try:
+        return lab_outputs(resources, None)[0]
+    except OutputsError:
+        return LabOutputs()
 
 
 def smoke_images(resources: Sequence[Res], cfg: Settings) -> tuple[list[str], str | None]:
@@ -97,9 +106,8 @@ def smoke_images(resources: Sequence[Res], cfg: Settings) -> tuple[list[str], st
         image = smoke.props.get("image")
         if isinstance(image, str):
             return [image], smoke.urn
-    outputs, urn = _stack_outputs(resources)
-    image = outputs.get(out.SMOKE_IMAGE)
-    return ([image], urn) if isinstance(image, str) else ([], None)
+    image = _outputs(resources).smoke_image
+    return ([image], _stack_outputs(resources)[1]) if image else ([], None)
 
 
 def check_cuda_fits(resources: list[Res], cfg: Settings, ctx: StackContext) -> list[Finding]:

@@ -8,6 +8,7 @@ import pytest
 
 from gpulab.core import fixes
 from gpulab.core.names import DEFAULT_PROBE_IMAGE
+from gpulab.core.outputs import LabOutputs
 from gpulab.diagnose.record import Diagnosis
 from gpulab.host import preflight
 from gpulab.verdict import checklist
@@ -73,7 +74,7 @@ def test_toolkit_reaction() -> None:
 
 
 def test_checklist_quotes_the_same_texts() -> None:
-    items = {i.id: i for i in checklist.evaluate({}, profile="lab")}
+    items = {i.id: i for i in checklist.evaluate(LabOutputs.from_json({}, profile="lab"))}
     assert items["allocatable-matches-gpus"].fix == fixes.allocatable("lab")
     assert items["events-scheduled-and-pulled"].fix == fixes.toolkit()
     assert items["driver-version-matches"].fix == fixes.driver_mismatch("lab")

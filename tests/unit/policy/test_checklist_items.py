@@ -55,13 +55,24 @@ def test_allocatable_missing_key_and_zero_read_differently() -> None:
     assert "devices unhealthy, e.g. XID errors" in zero.text
 
 
-def test_allocatable_uses_time_slicing_replicas_from_pack_or_stack_config() -> None:
+def test_allocatable_uses_time_slicing_replicas_from_pack_config_else_the_outputs() -> None:
     four = [stack(good_outputs(**{out.ALLOCATABLE_GPUS: 4}))]
     assert check_stack("allocatable-matches-gpus", four, {"timeSlicingReplicas": 4}).passed
+    # The replicas come from the outputs as deployed (as the card reads them), not the stack's
+    # config now: one derivation, gpulab.core.outputs.LabOutputs.time_slicing_replicas.
     ctx = StackContext(dry_run=False, config={"gpu-lab:timeSlicingReplicas": "4"})
     with stack_context.overridden(ctx):
-        assert check_stack("allocatable-matches-gpus", four).passed
+        assert not check_stack("allocatable-matches-gpus", four).passed
+    sliced = good_outputs(**{out.ALLOCATABLE_GPUS: 4, out.OPERATOR_COMPONENTS: {"timeSlicingReplicas": 4}})
+    assert check_stack("allocatable-matches-gpus", [stack(sliced)]).passed
     assert check_stack("allocatable-matches-gpus", four, {"expectedGpus": 4}).passed
+
+
+def test_a_bad_output_shape_fails_naming_the_key() -> None:
+    bad = [stack(good_outputs(**{out.HOST_GPU_COUNT: "two"}))]
+    outcome = check_stack("allocatable-matches-gpus", bad)
+    assert not outcome.passed
+    assert "hostGpuCount: expected an integer, got 'two' (str)" in outcome.text
 
 
 @pytest.mark.parametrize("item", ITEMS)

@@ -251,6 +251,10 @@ def test_outputs_of_the_simulated_lab(chart: str) -> None:
         out.GPU_LABELS_BEFORE,
     }
     o = run.outputs
+    # What the Lab writes, the readers' model parses: every value has its declared shape.
+    model = out.LabOutputs.from_json(o)
+    assert model.absent == {out.MEASURED_TFLOPS, out.TFLOPS_MEASURED_AT, out.LEFTOVERS, out.GPU_LABELS_BEFORE}
+    assert model.to_json() == {k: v for k, v in o.items() if k in out.ALL_KEYS}
     assert o[out.CLUSTER_KIND] == "sim"
     assert o[out.SIMULATED] is True
     assert out.HOST_DRIVER_VERSION in o[out.SIMULATED_FIELDS]

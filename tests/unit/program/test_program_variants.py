@@ -18,6 +18,7 @@ import variants.kind.ctl
 import variants.minikube.host
 from gpulab.config.lab import DEFAULT_KIND_NODE_IMAGE, ConfigError
 from gpulab.core import outputs as out
+from gpulab.core.outputs import LabOutputs
 from gpulab.host.preflight import Finding, PreflightError
 from gpulab.verdict import checklist
 from policy import stack_context, validators
@@ -315,11 +316,11 @@ def test_existing_compares_allocatable_with_expected_gpus(kubeconfig: Path, char
     assert o[out.HOST_GPU_COUNT] == 1
     assert o[out.HOST_PROBE_SOURCE] == "config:expectedGpus"
     assert o[out.HOST_DRIVER_VERSION] is None  # hostProbe defaults to off: the cluster is not this host
-    items = {i.id: i for i in checklist.evaluate(o)}
+    items = {i.id: i for i in checklist.evaluate(LabOutputs.from_json(o))}
     assert items["allocatable-matches-gpus"].status == checklist.PASS  # the gate's fake saw 1
 
     run = run_program(existing(kubeconfig, chart, expectedGpus=2))
-    items = {i.id: i for i in checklist.evaluate(run.outputs)}
+    items = {i.id: i for i in checklist.evaluate(LabOutputs.from_json(run.outputs))}
     assert items["allocatable-matches-gpus"].status == checklist.FAIL
     assert "allocatable == 2" in items["allocatable-matches-gpus"].expected
 

@@ -93,3 +93,15 @@ def test_cli_missing_file_and_bad_tflops_exit_2(
 def test_cli_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert card.main([]) == 2
     assert "--outputs" in capsys.readouterr().err
+
+
+def test_cli_outputs_of_the_wrong_shape_exit_2_naming_each_key(
+    real: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = {**real, o.HOST_GPU_COUNT: "one", o.SMOKE_EVENTS: "Scheduled"}
+    rc = card.main(["--outputs", write(tmp_path, "o.json", bad), "--out-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "hostGpuCount: expected an integer, got 'one' (str)" in err
+    assert "smokeEvents: expected a list of strings, got 'Scheduled' (str)" in err
+    assert not (tmp_path / "baseline-card.md").exists()

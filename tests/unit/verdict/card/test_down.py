@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core import outputs as o
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import card
 from gpulab.verdict.card import cli
 from gpulab.verdict.card.summary import summary_line
@@ -17,7 +18,7 @@ WHY = "the sim lab's cluster does not answer: the API server at https://127.0.0.
 
 
 def test_the_summary_says_down_and_whose_facts_they_are(sim: dict[str, Any]) -> None:
-    c = card.build_card(sim, now=NOW, cluster_down=WHY)
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW, cluster_down=WHY)
     line = summary_line(c)
     assert line.endswith(
         f"checklist pass (simulated lab) in the last run ({sim[o.RUN_AT]}); "
@@ -28,13 +29,13 @@ def test_the_summary_says_down_and_whose_facts_they_are(sim: dict[str, Any]) -> 
 
 
 def test_markdown_and_html_say_so_first(sim: dict[str, Any]) -> None:
-    c = card.build_card(sim, now=NOW, cluster_down=WHY)
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW, cluster_down=WHY)
     md = card.render_markdown(c)
     assert "> **THE CLUSTER IS DOWN.**" in md and WHY in md and f"from the last run ({sim[o.RUN_AT]})" in md
     html = card.render_html(c)
     assert 'id="down-banner"' in html and "The cluster is down." in html
     # A card of a lab that answers has neither.
-    fine = card.build_card(sim, now=NOW)
+    fine = card.build_card(LabOutputs.from_json(sim), now=NOW)
     assert fine["down"] is None and "CLUSTER IS DOWN" not in card.render_markdown(fine)
     assert 'id="down-banner"' not in card.render_html(fine)
 

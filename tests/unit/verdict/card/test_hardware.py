@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from gpulab.core import outputs as o
+from gpulab.core.outputs import LabOutputs
 from gpulab.host import probe
 from gpulab.verdict import card
 from gpulab.verdict.card import hardware
@@ -17,7 +18,7 @@ H200 = "GPU-00000000-0000-4000-8000-000000000000"
 
 
 def test_real_lab_topology_in_json_markdown_and_html(real: dict[str, Any]) -> None:
-    c = card.build_card(real, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), now=NOW)
     topo = c["topology"]
     assert topo["source"] == o.HOST_TOPOLOGY and topo["simulated"] is False and topo["known"] is True
     assert topo["value"]["gpus"][0]["cpuAffinity"] == "0-15" and topo["freshness"] == "current"
@@ -33,7 +34,7 @@ def test_real_lab_topology_in_json_markdown_and_html(real: dict[str, Any]) -> No
 
 def test_simulated_two_gpu_topology_is_labelled_and_shows_nvlink(sim: dict[str, Any]) -> None:
     sim[o.HOST_TOPOLOGY] = probe.probe_capture("h200-2gpu").topology_json()
-    c = card.build_card(sim, now=NOW)
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW)
     assert c["topology"]["simulated"] is True
     rows = hardware.topology_rows(c["topology"])
     assert [r["links"] for r in rows] == ["GPU1 NV18 (18 NVLinks)", "GPU0 NV18 (18 NVLinks)"]
@@ -47,16 +48,20 @@ def test_simulated_two_gpu_topology_is_labelled_and_shows_nvlink(sim: dict[str, 
 
 def test_topology_not_read_says_why(real: dict[str, Any]) -> None:
     real[o.HOST_TOPOLOGY] = {"source": None, "gpus": [], "note": "topology not read: TopologyError: x"}
-    md = card.render_markdown(card.build_card(real, now=NOW))
+    md = card.render_markdown(card.build_card(LabOutputs.from_json(real), now=NOW))
     assert "not read: topology not read: TopologyError: x" in md and "| GPU0 |" not in md
     real[o.HOST_TOPOLOGY] = None
-    assert "not read (no host probe: hostProbe off)" in card.render_markdown(card.build_card(real, now=NOW))
+    assert "not read (no host probe: hostProbe off)" in card.render_markdown(
+        card.build_card(LabOutputs.from_json(real), now=NOW)
+    )
     del real[o.HOST_TOPOLOGY]
-    assert "not in this stack's outputs" in card.render_markdown(card.build_card(real, now=NOW))
+    assert "not in this stack's outputs" in card.render_markdown(
+        card.build_card(LabOutputs.from_json(real), now=NOW)
+    )
 
 
 def test_dcgm_metrics_in_json_markdown_and_html(real: dict[str, Any]) -> None:
-    c = card.build_card(real, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), now=NOW)
     d = c["dcgm"]
     assert d["status"] == hardware.MEASURED and d["why"] is None and d["source"] == o.DCGM_METRICS
     assert d["measuredAt"] == real[o.DCGM_MEASURED_AT] and d["freshness"] == "current"
@@ -83,24 +88,24 @@ def test_dcgm_metrics_in_json_markdown_and_html(real: dict[str, Any]) -> None:
 
 
 def test_dcgm_section_in_the_simulated_lab_and_with_the_exporter_off(sim: dict[str, Any]) -> None:
-    c = card.build_card(sim, now=NOW)
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW)
     assert c["dcgm"]["status"] == hardware.NOT_OBSERVABLE and "dcgm" not in c["measurements"]["groups"]
     md = card.render_markdown(c)
     assert "## DCGM metrics\n\nnot observable in simulation: no DCGM exporter runs" in md
     assert 'id="dcgm" data-status="not-observable-in-simulation"' in card.render_html(c)
     off = copy.deepcopy(sim)
     off[o.OPERATOR_COMPONENTS]["dcgmExporter"] = False
-    assert card.build_card(off, now=NOW)["dcgm"]["status"] == hardware.NOT_TESTED
+    assert card.build_card(LabOutputs.from_json(off), now=NOW)["dcgm"]["status"] == hardware.NOT_TESTED
 
 
 def test_dcgm_not_recorded_and_an_error(real: dict[str, Any]) -> None:
     none = copy.deepcopy(real)
     none[o.DCGM_METRICS] = None
-    c = card.build_card(none, now=NOW)
+    c = card.build_card(LabOutputs.from_json(none), now=NOW)
     assert c["dcgm"]["status"] == hardware.NOT_RECORDED
     assert "not recorded: no scrape of the DCGM exporter" in card.render_markdown(c)
     real[o.DCGM_METRICS] = {**real[o.DCGM_METRICS], "gpus": {}, "error": "HTTP 503 Service Unavailable"}
-    c = card.build_card(real, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), now=NOW)
     assert "; error: HTTP 503 Service Unavailable." in card.render_markdown(c)
     items = {i["id"]: i for i in c["checklist"]["items"]}
     assert items["dcgm-reports-gpus"]["status"] == "fail" and c["checklist"]["result"] == "fail"

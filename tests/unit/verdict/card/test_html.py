@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gpulab.core import outputs as o
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import card
 from gpulab.verdict.card.html import render_html, tflops_chart
 from tests import chromium
@@ -21,7 +22,7 @@ def rows(html: str) -> dict[str, str]:
 
 
 def test_every_checklist_item_coloured_by_status(sim: dict[str, Any]) -> None:
-    c = card.build_card(sim, now=NOW)
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW)
     html = render_html(c)
     assert rows(html) == {i["id"]: i["status"] for i in c["checklist"]["items"]}
     assert '<tr class="not-observable-in-simulation" data-item="events-scheduled-and-pulled"' in html
@@ -30,7 +31,7 @@ def test_every_checklist_item_coloured_by_status(sim: dict[str, Any]) -> None:
 
 
 def test_simulated_values_marked_and_banner(sim: dict[str, Any]) -> None:
-    html = render_html(card.build_card(sim, now=NOW))
+    html = render_html(card.build_card(LabOutputs.from_json(sim), now=NOW))
     assert 'id="simulated-banner"' in html
     sim_rows = re.findall(r'data-source="([A-Za-z]+)" data-freshness="[a-z-]+" data-simulated="true"', html)
     assert set(sim_rows) == set(sim[o.SIMULATED_FIELDS]) & set(sim_rows)
@@ -39,12 +40,12 @@ def test_simulated_values_marked_and_banner(sim: dict[str, Any]) -> None:
 
 
 def test_real_lab_has_no_simulated_marks(real: dict[str, Any]) -> None:
-    html = render_html(card.build_card(real, tflops=tflops_fixture(), now=NOW))
+    html = render_html(card.build_card(LabOutputs.from_json(real), tflops=tflops_fixture(), now=NOW))
     assert 'id="simulated-banner"' not in html and 'data-simulated="true"' not in html
 
 
 def test_chart_from_measured_tflops_only(real: dict[str, Any]) -> None:
-    c = card.build_card(real, tflops=tflops_fixture(), now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), tflops=tflops_fixture(), now=NOW)
     chart = tflops_chart(c["measuredTflops"])
     assert chart is not None
     bf16 = next(r for r in chart["rows"] if r["dtype"] == "bf16")
@@ -70,7 +71,7 @@ def test_chart_from_measured_tflops_only(real: dict[str, Any]) -> None:
 
 
 def test_html_table_says_which_rate_is_which_with_clock_and_power(real: dict[str, Any]) -> None:
-    html = render_html(card.build_card(real, tflops=tflops_fixture(), now=NOW))
+    html = render_html(card.build_card(LabOutputs.from_json(real), tflops=tflops_fixture(), now=NOW))
     assert "<th>Burst TFLOP/s (SM clock, power)</th><th>Sustained TFLOP/s (SM clock, power)</th>" in html
     row = re.search(r'<tr data-dtype="bf16">(.*?)</tr>', html)
     assert row is not None
@@ -86,7 +87,7 @@ def test_a_single_rate_document_draws_one_bar_per_dtype(real: dict[str, Any]) ->
     from tests.unit.samples import DATA
 
     v1 = json.loads((DATA / "tflops" / "h200-torch.json").read_text())
-    c = card.build_card(real, tflops=v1, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), tflops=v1, now=NOW)
     chart = tflops_chart(c["measuredTflops"])
     assert chart is not None
     assert {b["kind"] for r in chart["rows"] for b in r["bars"]} == {"measured"}
@@ -96,7 +97,7 @@ def test_a_single_rate_document_draws_one_bar_per_dtype(real: dict[str, Any]) ->
 
 
 def test_not_measured_says_so_and_draws_no_bars(sim: dict[str, Any]) -> None:
-    c = card.build_card(sim, now=NOW)
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW)
     assert tflops_chart(c["measuredTflops"]) is None
     html = render_html(c)
     assert 'id="tflops-not-measured"' in html and "Not measured." in html
@@ -106,14 +107,14 @@ def test_not_measured_says_so_and_draws_no_bars(sim: dict[str, Any]) -> None:
 def test_a_tflops_document_with_no_rate_draws_no_chart(real: dict[str, Any]) -> None:
     doc = tflops_fixture()
     doc["results"] = {"bf16": {"tflops": None}}
-    c = card.build_card(real, tflops=doc, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), tflops=doc, now=NOW)
     assert tflops_chart(c["measuredTflops"]) is None
     assert "<svg" not in render_html(c)
 
 
 def test_earlier_run_facts_flagged(sim: dict[str, Any]) -> None:
     sim[o.RUN_AT] = "2026-11-30T09:30:00+00:00"
-    html = render_html(card.build_card(sim, now=NOW))
+    html = render_html(card.build_card(LabOutputs.from_json(sim), now=NOW))
     assert 'id="stale-banner"' in html and "readiness gate, smoke test" in html
     assert 'data-source="smokePhase" data-freshness="earlier-run"' in html
     assert "2026-11-30 07:58:16 UTC (earlier run)" in html
@@ -121,7 +122,7 @@ def test_earlier_run_facts_flagged(sim: dict[str, Any]) -> None:
 
 def test_values_are_escaped_and_nothing_is_fetched(sim: dict[str, Any]) -> None:
     sim[o.SMOKE_NODE] = "<script>alert(1)</script>"
-    html = render_html(card.build_card(sim, now=NOW))
+    html = render_html(card.build_card(LabOutputs.from_json(sim), now=NOW))
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert not re.search(r"""(src|href)=|url\(|@import|<link""", html)
 
@@ -132,8 +133,8 @@ def pages(tmp_path: Path, sim: dict[str, Any], real: dict[str, Any]) -> dict[str
         pytest.skip(chromium.MISSING)
     out = {}
     for name, c in (
-        ("sim", card.build_card(sim, now=NOW)),
-        ("real", card.build_card(real, tflops=tflops_fixture(), now=NOW)),
+        ("sim", card.build_card(LabOutputs.from_json(sim), now=NOW)),
+        ("real", card.build_card(LabOutputs.from_json(real), tflops=tflops_fixture(), now=NOW)),
     ):
         path = tmp_path / f"{name}.html"
         path.write_text(render_html(c), encoding="utf-8")
@@ -147,7 +148,7 @@ def test_chromium_renders_every_item_and_the_chart(pages: dict[str, Path], tmp_p
         assert chromium.png_size(png) == (1200, 2400)
         assert png.stat().st_size > 50_000, "a blank page compresses to a few KiB"
         dom = chromium.dump_dom(page)
-        for item in card.build_card({}, now=NOW)["checklist"]["items"]:
+        for item in card.build_card(LabOutputs.from_json({}), now=NOW)["checklist"]["items"]:
             assert f'data-item="{item["id"]}"' in dom, (name, item["id"])
     real_dom = chromium.dump_dom(pages["real"])
     assert real_dom.count('class="burst"') == 4 and real_dom.count('class="sustained"') == 4

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import card
 from tests.unit.samples import NOW
 
 
 def test_simulated_markdown_has_banner_and_marks(sim: dict[str, Any]) -> None:
-    md = card.render_markdown(card.build_card(sim, now=NOW))
+    md = card.render_markdown(card.build_card(LabOutputs.from_json(sim), now=NOW))
     lines = md.splitlines()
     assert lines[0] == "# GPU lab baseline card"
     assert lines[2].startswith("> **SIMULATED.**")
@@ -26,6 +27,6 @@ def test_simulated_markdown_has_banner_and_marks(sim: dict[str, Any]) -> None:
 
 
 def test_real_markdown_has_no_banner(real: dict[str, Any]) -> None:
-    md = card.render_markdown(card.build_card(real, now=NOW))
+    md = card.render_markdown(card.build_card(LabOutputs.from_json(real), now=NOW))
     assert "SIMULATED" not in md
     assert "*(simulated)*" not in md

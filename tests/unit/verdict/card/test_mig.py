@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gpulab.core import outputs as o
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import card
 from gpulab.verdict.card.html import render_html
 from gpulab.verdict.card.markdown import render_markdown
@@ -22,7 +23,7 @@ def mig() -> dict[str, Any]:
 
 
 def test_mig_section_rows(mig: dict[str, Any]) -> None:
-    section = card.build_card(mig, now=NOW)["mig"]
+    section = card.build_card(LabOutputs.from_json(mig), now=NOW)["mig"]
     assert section["strategy"]["value"] == "mixed"
     assert section["resources"] == [
         {"resource": "nvidia.com/mig-1g.18gb", "allocatable": 7, "expected": 7, "simulated": True}
@@ -37,7 +38,7 @@ def test_mig_section_rows(mig: dict[str, Any]) -> None:
 
 
 def test_markdown_lists_each_mig_resource_and_the_smoke_resource(mig: dict[str, Any]) -> None:
-    md = render_markdown(card.build_card(mig, now=NOW))
+    md = render_markdown(card.build_card(LabOutputs.from_json(mig), now=NOW))
     assert "## MIG" in md and md.index("## Cluster") < md.index("## MIG") < md.index("## GPU Operator")
     assert "| `nvidia.com/mig-1g.18gb` | 7 allocatable / 7 expected *(simulated)* | " in md
     assert "`migResources`, `expectedMigResources` |" in md
@@ -51,7 +52,7 @@ def test_markdown_lists_each_mig_resource_and_the_smoke_resource(mig: dict[str, 
 
 
 def test_html_mig_rows(mig: dict[str, Any]) -> None:
-    html = render_html(card.build_card(mig, now=NOW))
+    html = render_html(card.build_card(LabOutputs.from_json(mig), now=NOW))
     assert 'id="facts-mig"' in html
     assert 'data-resource="nvidia.com/mig-1g.18gb" data-simulated="true"' in html
     assert "7 allocatable / 7 expected" in html
@@ -59,7 +60,7 @@ def test_html_mig_rows(mig: dict[str, Any]) -> None:
 
 
 def test_summary_under_mixed_is_never_zero_gpus(mig: dict[str, Any]) -> None:
-    line = summary_line(card.build_card(mig, now=NOW))
+    line = summary_line(card.build_card(LabOutputs.from_json(mig), now=NOW))
     assert line.startswith(
         "gpu-lab: MIG 7 nvidia.com/mig-1g.18gb allocatable / 7 expected (1 physical GPU, MIG, simulated); "
     )
@@ -70,14 +71,14 @@ def test_summary_mig_short_and_partly_mig(mig: dict[str, Any]) -> None:
     mig[o.MIG_RESOURCES] = {"nvidia.com/mig-1g.18gb": 5}
     mig[o.SIMULATED_FIELDS] = []
     mig[o.SIMULATED] = False
-    assert summary_line(card.build_card(mig, now=NOW)).startswith(
+    assert summary_line(card.build_card(LabOutputs.from_json(mig), now=NOW)).startswith(
         "gpu-lab: MIG 5 nvidia.com/mig-1g.18gb allocatable / 7 expected (1 physical GPU, MIG); "
     )
     # Two GPUs, one with MIG: the whole GPUs are counted first.
     gpu = dict(mig[o.HOST_GPUS][0], index=1, migMode="Disabled", migModePending="Disabled")
     mig[o.HOST_GPUS] = [mig[o.HOST_GPUS][0], gpu]
     mig[o.HOST_GPU_COUNT], mig[o.ALLOCATABLE_GPUS] = 2, 1
-    assert summary_line(card.build_card(mig, now=NOW)).startswith(
+    assert summary_line(card.build_card(LabOutputs.from_json(mig), now=NOW)).startswith(
         "gpu-lab: GPUs 1 allocatable, MIG 5 nvidia.com/mig-1g.18gb allocatable / 7 expected "
         "(2 physical GPUs, 1 with MIG); "
     )
@@ -92,7 +93,7 @@ def test_single_strategy_counts_mig_devices_as_gpus(mig: dict[str, Any]) -> None
             o.ALLOCATABLE_GPUS: 7,
         }
     )
-    c = card.build_card(mig, now=NOW)
+    c = card.build_card(LabOutputs.from_json(mig), now=NOW)
     assert c["mig"]["resources"][0] == {
         "resource": "nvidia.com/gpu",
         "allocatable": 7,
@@ -108,7 +109,7 @@ def test_single_strategy_counts_mig_devices_as_gpus(mig: dict[str, Any]) -> None
 def test_pending_mode_and_no_mig(mig: dict[str, Any]) -> None:
     mig[o.HOST_GPUS][0].update(migMode="Disabled", migModePending="Enabled")
     mig.update({o.MIG_STRATEGY: "none", o.MIG_RESOURCES: {}, o.EXPECTED_MIG_RESOURCES: None})
-    c = card.build_card(mig, now=NOW)
+    c = card.build_card(LabOutputs.from_json(mig), now=NOW)
     rows = {r["label"]: r["value"] for r in c["mig"]["rows"]}
     assert rows == {
         "MIG strategy": "none",
@@ -119,14 +120,14 @@ def test_pending_mode_and_no_mig(mig: dict[str, Any]) -> None:
 
 def test_a_stack_from_before_mig_has_no_mig_section(sim: dict[str, Any]) -> None:
     sim.pop(o.MIG_STRATEGY, None)
-    c = card.build_card(sim, now=NOW)
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW)
     assert c["mig"] is None
     assert "## MIG" not in render_markdown(c) and 'id="facts-mig"' not in render_html(c)
 
 
 def test_compute_not_tested_says_why(sim: dict[str, Any]) -> None:
     sim.update({o.COMPUTE_RESULT: "not-tested", o.COMPUTE_PHASE: None, o.COMPUTE_IMAGE: None})
-    md = render_markdown(card.build_card(sim, now=NOW))
+    md = render_markdown(card.build_card(LabOutputs.from_json(sim), now=NOW))
     assert "| Result (vector add on the GPU) | not-tested (computeCheck off: no compute Pod ran)" in md
 
 
@@ -134,7 +135,7 @@ def test_chromium_renders_the_mig_section(mig: dict[str, Any], tmp_path: Path) -
     if chromium.binary() is None:
         pytest.skip(chromium.MISSING)
     page = tmp_path / "mig.html"
-    page.write_text(render_html(card.build_card(mig, now=NOW)), encoding="utf-8")
+    page.write_text(render_html(card.build_card(LabOutputs.from_json(mig), now=NOW)), encoding="utf-8")
     png = chromium.screenshot(page, tmp_path / "mig.png", 1200, 2400)
     assert png.stat().st_size > 50_000, "a blank page compresses to a few KiB"
     dom = chromium.dump_dom(page)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from gpulab.core import outputs as o
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import card
 from tests.unit.samples import NOW, tflops_fixture
 
@@ -57,7 +58,7 @@ def all_facts(c: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_simulated_card_labels_every_simulated_value(sim: dict[str, Any]) -> None:
-    c = card.build_card(sim, now=NOW)
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW)
     assert c["schema"] == "gpulab.dev/baseline-card/v1"
     assert c["simulated"] is True
     sim_fields = set(sim[o.SIMULATED_FIELDS])
@@ -77,7 +78,7 @@ def test_simulated_card_labels_every_simulated_value(sim: dict[str, Any]) -> Non
 
 
 def test_simulated_card_checklist_has_pull_not_observable(sim: dict[str, Any]) -> None:
-    c = card.build_card(sim, now=NOW)
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW)
     items = {i["id"]: i for i in c["checklist"]["items"]}
     assert items["events-scheduled-and-pulled"]["status"] == "not-observable-in-simulation"
     assert all(i["simulated"] for i in items.values())
@@ -86,7 +87,7 @@ def test_simulated_card_checklist_has_pull_not_observable(sim: dict[str, Any]) -
 
 def test_simulated_lab_without_field_list_labels_everything(sim: dict[str, Any]) -> None:
     del sim[o.SIMULATED_FIELDS]
-    c = card.build_card(sim, now=NOW)
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW)
     assert all(f["simulated"] for f in all_facts(c).values())
 
 
@@ -97,7 +98,7 @@ def test_no_kubeconfig_or_pem_anywhere_in_card(sim: dict[str, Any], tmp_path: Pa
     sim[o.KUBECONFIG] = KUBECONFIG_TEXT
     sim[o.CHART_SOURCE] = PEM  # a secret where none belongs is still caught
     sim[o.SMOKE_IMAGE] = "[secret]"
-    c = card.build_card(sim, now=NOW, tool_versions={"kubeconfig": KUBECONFIG_TEXT})
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW, tool_versions={"kubeconfig": KUBECONFIG_TEXT})
     text_json = json.dumps(c)
     text_md = card.render_markdown(c)
     for marker in SECRET_MARKERS:
@@ -136,7 +137,7 @@ def test_sanitize_keeps_plain_values() -> None:
 
 
 def test_real_card_with_h200_tflops_fixture(real: dict[str, Any]) -> None:
-    c = card.build_card(real, tflops=tflops_fixture(), now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), tflops=tflops_fixture(), now=NOW)
     tf = c["measuredTflops"]
     assert tf["status"] == "measured"
     assert tf["simulated"] is False
@@ -163,7 +164,7 @@ def test_real_card_with_h200_tflops_fixture(real: dict[str, Any]) -> None:
 
 def test_tflops_from_stack_output_gets_peaks_from_the_host_model(real: dict[str, Any]) -> None:
     real[o.MEASURED_TFLOPS] = {"bf16": 791.4, "fp32": 51.0}
-    tf = card.build_card(real, now=NOW)["measuredTflops"]
+    tf = card.build_card(LabOutputs.from_json(real), now=NOW)["measuredTflops"]
     assert tf["source"] == "stack output measuredTflops"
     assert tf["results"]["bf16"] == {
         "tflops": 791.4,
@@ -179,12 +180,12 @@ def test_tflops_from_stack_output_gets_peaks_from_the_host_model(real: dict[str,
 def test_tflops_measured_elsewhere_is_flagged(real: dict[str, Any]) -> None:
     doc = tflops_fixture()
     doc["gpu"] = "NVIDIA A100-SXM4-80GB"
-    tf = card.build_card(real, tflops=doc, now=NOW)["measuredTflops"]
+    tf = card.build_card(LabOutputs.from_json(real), tflops=doc, now=NOW)["measuredTflops"]
     assert "measured on NVIDIA A100-SXM4-80GB" in tf["warning"]
 
 
 def test_no_tflops_says_how_to_measure(real: dict[str, Any]) -> None:
-    c = card.build_card(real, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), now=NOW)
     assert c["measuredTflops"]["status"] == "not measured"
     md = card.render_markdown(c)
     assert "Not measured. To measure: on the GPU host: .venv/bin/python -m gpulab.tflops --json" in md
@@ -194,14 +195,14 @@ def test_no_tflops_says_how_to_measure(real: dict[str, Any]) -> None:
 
 def test_bad_tflops_document_is_rejected(real: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="results"):
-        card.build_card(real, tflops={"gpu": "NVIDIA H200"}, now=NOW)
+        card.build_card(LabOutputs.from_json(real), tflops={"gpu": "NVIDIA H200"}, now=NOW)
 
 
 # --- the rest of the card ------------------------------------------------------------------
 
 
 def test_card_sections_and_boundary_table(real: dict[str, Any]) -> None:
-    c = card.build_card(real, now=NOW, tool_versions={"pulumi": "3.272.0"})
+    c = card.build_card(LabOutputs.from_json(real), now=NOW, tool_versions={"pulumi": "3.272.0"})
     assert c["generatedAt"] == "2026-11-30T08:00:00+00:00"
     assert c["host"]["memoryMiBPerGpu"]["value"] == [143771]
     assert c["cluster"]["variant"]["value"] == "minikube"
@@ -225,14 +226,14 @@ def test_card_sections_and_boundary_table(real: dict[str, Any]) -> None:
         assert needle in md, needle
     assert "semantics not built" not in md
     real[o.OPERATOR_COMPONENTS]["dcgmExporter"] = False
-    md_off = card.render_markdown(card.build_card(real, now=NOW))
+    md_off = card.render_markdown(card.build_card(LabOutputs.from_json(real), now=NOW))
     assert "missing: DCGM exporter switched off in this lab" in md_off
 
 
 def test_unknown_values_are_not_evaluated(real: dict[str, Any]) -> None:
     for key in (o.ALLOCATABLE_GPUS, o.SMOKE_DRIVER_VERSION, o.DEVICE_PLUGIN_PODS):
         del real[key]
-    c = card.build_card(real, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), now=NOW)
     statuses = {i["id"]: i["status"] for i in c["checklist"]["items"]}
     assert statuses["allocatable-matches-gpus"] == "not-evaluated"
     assert statuses["driver-version-matches"] == "not-evaluated"
@@ -252,4 +253,4 @@ def test_unknown_values_are_not_evaluated(real: dict[str, Any]) -> None:
 
 def test_build_card_rejects_naive_time(real: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="timezone"):
-        card.build_card(real, now=datetime(2026, 11, 30))  # naive on purpose
+        card.build_card(LabOutputs.from_json(real), now=datetime(2026, 11, 30))  # naive on purpose

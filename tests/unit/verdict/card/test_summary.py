@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 
 from gpulab.core import outputs as o
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import card
 from gpulab.verdict.card.summary import summary_line
 from tests.unit.samples import DATA, NOW, tflops_fixture
 
 
 def test_simulated_lab_summary(sim: dict[str, Any]) -> None:
-    assert summary_line(card.build_card(sim, now=NOW)) == (
+    assert summary_line(card.build_card(LabOutputs.from_json(sim), now=NOW)) == (
         "gpu-lab: GPUs 1 allocatable / 1 physical (simulated); smoke Succeeded (simulated); "
         "driver 580.159.04 in Pod / 580.159.04 on host (simulated); compute passed on 1 GPU (simulated); "
         "checklist pass (simulated lab)"
@@ -23,7 +24,7 @@ def test_simulated_lab_summary(sim: dict[str, Any]) -> None:
 
 
 def test_gpu_lab_summary_with_compute(real: dict[str, Any]) -> None:
-    line = summary_line(card.build_card(real, tflops=tflops_fixture(), now=NOW))
+    line = summary_line(card.build_card(LabOutputs.from_json(real), tflops=tflops_fixture(), now=NOW))
     assert line == (
         "gpu-lab: GPUs 1 allocatable / 1 physical; smoke Succeeded; "
         "driver 580.159.04 in Pod / 580.159.04 on host; "
@@ -39,7 +40,7 @@ def test_summary_flags_earlier_run_and_failures(real: dict[str, Any]) -> None:
     real[o.RUN_AT] = "2026-11-30T06:00:00+00:00"  # a later no-op run
     real[o.SMOKE_DRIVER_VERSION] = "570.195.03"
     real[o.ALLOCATABLE_GPUS] = None
-    line = summary_line(card.build_card(real, now=NOW))
+    line = summary_line(card.build_card(LabOutputs.from_json(real), now=NOW))
     assert "GPUs none allocatable / 1 physical (earlier run)" in line
     assert "smoke Succeeded (earlier run)" in line
     assert "driver 570.195.03 in Pod / 580.159.04 on host (earlier run)" in line
@@ -49,7 +50,7 @@ def test_summary_flags_earlier_run_and_failures(real: dict[str, Any]) -> None:
 def test_summary_unknown_values(real: dict[str, Any]) -> None:
     for key in (o.ALLOCATABLE_GPUS, o.SMOKE_PHASE, o.SMOKE_MEASURED_AT):
         del real[key]
-    line = summary_line(card.build_card(real, now=NOW))
+    line = summary_line(card.build_card(LabOutputs.from_json(real), now=NOW))
     assert "GPUs ? allocatable / 1 physical;" in line
     assert "smoke ? (time not recorded)" in line
     assert "checklist not-evaluated" in line
@@ -102,10 +103,10 @@ def with_compute(outputs: dict[str, Any], result: str, at: str | None) -> dict[s
 
 def test_compute_check_passed_with_and_without_tflops(real: dict[str, Any]) -> None:
     with_compute(real, "passed", "2026-11-29T23:32:30+00:00")
-    c = card.build_card(real, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), now=NOW)
     assert c["compute"]["result"]["freshness"] == "current"
     assert "; compute passed on 1 GPU; checklist pass" in summary_line(c)
-    line = summary_line(card.build_card(real, tflops=tflops_fixture(), now=NOW))
+    line = summary_line(card.build_card(LabOutputs.from_json(real), tflops=tflops_fixture(), now=NOW))
     assert "; compute passed on 1 GPU, bf16 667.9 (68% of peak; burst 790.9), " in line
     assert "| Result (vector add on the GPU) | passed | 2026-11-29 23:32:30 UTC (this run) |" in (
         card.render_markdown(c)
@@ -115,14 +116,14 @@ def test_compute_check_passed_with_and_without_tflops(real: dict[str, Any]) -> N
 def test_compute_check_from_an_earlier_run(real: dict[str, Any]) -> None:
     with_compute(real, "passed", "2026-11-29T23:32:30+00:00")
     real[o.RUN_AT] = "2026-11-30T06:00:00+00:00"
-    c = card.build_card(real, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), now=NOW)
     assert "compute" in c["measurements"]["groups"]
     assert "; compute passed on 1 GPU (earlier run); " in summary_line(c)
 
 
 def test_the_card_shows_how_many_gpus_the_compute_check_covered(real: dict[str, Any]) -> None:
     real.update({o.COMPUTE_GPUS: 2, o.HOST_GPU_COUNT: 2})
-    c = card.build_card(real, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), now=NOW)
     assert c["compute"]["gpus"]["value"] == 2 and c["compute"]["gpus"]["source"] == o.COMPUTE_GPUS
     assert "; compute passed on 2 GPUs; " in summary_line(c)
     md = card.render_markdown(c)
@@ -130,13 +131,13 @@ def test_the_card_shows_how_many_gpus_the_compute_check_covered(real: dict[str, 
     assert "GPUs covered (vectorAdd containers that passed, one GPU each)" in card.render_html(c)
     # Outputs from before the per-GPU check: the result alone, no invented count.
     del real[o.COMPUTE_GPUS]
-    c = card.build_card(real, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), now=NOW)
     assert c["compute"]["gpus"]["known"] is False
     assert "; compute passed; " in summary_line(c)
 
 
 def test_compute_check_off_is_not_tested(sim: dict[str, Any]) -> None:
-    c = card.build_card(with_compute(sim, "not-tested", None), now=NOW)
+    c = card.build_card(LabOutputs.from_json(with_compute(sim, "not-tested", None)), now=NOW)
     assert "compute" not in c["measurements"]["groups"]
     assert c["compute"]["result"]["freshness"] == "configured"
     assert "; compute not tested; " in summary_line(c)
@@ -147,7 +148,7 @@ def test_a_renamed_shared_resource_is_named_in_the_summary_card_and_boundary(sim
     sim[o.GPU_RESOURCE_NAME] = "nvidia.com/gpu.shared"
     sim[o.ALLOCATABLE_GPUS] = sim[o.CAPACITY_GPUS] = 4
     sim[o.OPERATOR_COMPONENTS] = {**sim[o.OPERATOR_COMPONENTS], "timeSlicingReplicas": 4}
-    built = card.build_card(sim, now=NOW)
+    built = card.build_card(LabOutputs.from_json(sim), now=NOW)
     assert summary_line(built).startswith("gpu-lab: GPUs 4 allocatable as nvidia.com/gpu.shared / 1 physical")
     assert built["cluster"]["gpuResource"]["value"] == "nvidia.com/gpu.shared"
     [row] = [r for r in built["capabilityBoundary"] if r["capability"].startswith("GPU sharing")]

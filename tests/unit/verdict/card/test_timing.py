@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from gpulab.core import outputs as o
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import card
 from gpulab.verdict.card import timing
 from tests.unit.samples import NOW, tflops_fixture
@@ -30,7 +31,7 @@ def test_freshness(measured: Any, run: Any, expected: str) -> None:
 
 
 def test_one_run_every_fact_is_current(sim: dict[str, Any]) -> None:
-    c = card.build_card(sim, now=NOW)
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW)
     groups = c["measurements"]["groups"]
     assert c["measurements"]["runAt"] == sim[o.RUN_AT]
     assert {g: m["freshness"] for g, m in groups.items()} == {
@@ -50,7 +51,7 @@ def test_one_run_every_fact_is_current(sim: dict[str, Any]) -> None:
 def test_a_no_op_run_flags_the_gate_and_smoke_facts(sim: dict[str, Any]) -> None:
     # `pulumi up` with nothing to change: the program ran (runAt), the gate and smoke did not.
     sim[o.RUN_AT] = "2026-11-30T09:30:00+00:00"
-    c = card.build_card(sim, now=NOW)
+    c = card.build_card(LabOutputs.from_json(sim), now=NOW)
     assert timing.stale(c["measurements"]) == ["gate", "smoke", "compute"]
     fact = c["smoke"]["driverVersion"]
     assert fact["freshness"] == "earlier-run" and fact["measuredAt"] == sim[o.SMOKE_MEASURED_AT]
@@ -67,7 +68,7 @@ def test_a_no_op_run_flags_the_gate_and_smoke_facts(sim: dict[str, Any]) -> None
 def test_outputs_without_stamps_are_never_current(real: dict[str, Any]) -> None:
     for key in (o.RUN_AT, o.GATE_MEASURED_AT, o.SMOKE_MEASURED_AT):
         del real[key]
-    c = card.build_card(real, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), now=NOW)
     assert {m["freshness"] for m in c["measurements"]["groups"].values()} == {"unknown"}
     assert c["cluster"]["allocatableGpus"]["measuredAt"] is None
     assert "**not recorded**" in card.render_markdown(c)
@@ -75,10 +76,12 @@ def test_outputs_without_stamps_are_never_current(real: dict[str, Any]) -> None:
 
 def test_tflops_from_before_the_run_is_an_earlier_runs(real: dict[str, Any]) -> None:
     tf = tflops_fixture()
-    c = card.build_card(real, tflops=tf, now=NOW)  # measured 12-01 09:12, after the run 11-29 23:30
+    c = card.build_card(
+        LabOutputs.from_json(real), tflops=tf, now=NOW
+    )  # measured 12-01 09:12, after the run 11-29 23:30
     assert c["measuredTflops"]["freshness"] == "current"
     real[o.RUN_AT] = "2026-12-02T06:00:00+00:00"
-    c = card.build_card(real, tflops=tf, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), tflops=tf, now=NOW)
     assert c["measuredTflops"]["freshness"] == "earlier-run"
     assert "tflops" in timing.stale(c["measurements"])
     assert "**(2026-12-01 09:12:11 UTC (earlier run))**" in card.render_markdown(c)
@@ -87,7 +90,7 @@ def test_tflops_from_before_the_run_is_an_earlier_runs(real: dict[str, Any]) -> 
 def test_benchmark_pod_stamp_dates_the_stack_output_tflops(real: dict[str, Any]) -> None:
     real[o.MEASURED_TFLOPS] = {"bf16": 791.4}
     real[o.TFLOPS_MEASURED_AT] = "2026-11-29T23:33:00+00:00"
-    c = card.build_card(real, now=NOW)
+    c = card.build_card(LabOutputs.from_json(real), now=NOW)
     assert c["measurements"]["groups"]["tflops"]["freshness"] == "current"
     assert c["measuredTflops"]["measuredAt"] == "2026-11-29T23:33:00+00:00"
 

@@ -7,13 +7,14 @@ from typing import Any
 import pytest
 
 from gpulab.core import outputs as o
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
 from gpulab.verdict.checklist import UNKNOWN
 from tests.unit.samples import load
 
 
 def compute_item(outputs: dict[str, Any]) -> checklist.Item:
-    return {i.id: i for i in checklist.evaluate(outputs)}["compute-works"]
+    return {i.id: i for i in checklist.evaluate(LabOutputs.from_json(outputs))}["compute-works"]
 
 
 def test_a_gpu_lab_whose_kernel_passed_passes() -> None:
@@ -22,7 +23,7 @@ def test_a_gpu_lab_whose_kernel_passed_passes() -> None:
     assert item.status == "pass" and not item.simulated
     assert item.observed == "vectorAdd passed in 1 of 1 containers (one GPU each), every GPU of the host (1)"
     assert "Test PASSED" in item.title and "Test PASSED" in item.expected
-    assert checklist.overall(checklist.evaluate(real)) == "pass"
+    assert checklist.overall(checklist.evaluate(LabOutputs.from_json(real))) == "pass"
 
 
 @pytest.mark.parametrize(
@@ -33,13 +34,13 @@ def test_a_failed_or_unfinished_kernel_fails(result: str, phase: str) -> None:
     real[o.COMPUTE_RESULT], real[o.COMPUTE_PHASE] = result, phase
     item = compute_item(real)
     assert item.status == "fail" and "kubectl logs gpu-compute" in item.fix
-    assert checklist.overall(checklist.evaluate(real)) == "fail"
+    assert checklist.overall(checklist.evaluate(LabOutputs.from_json(real))) == "fail"
 
 
 def test_compute_check_off_is_not_tested_and_the_verdict_says_so() -> None:
     real = load("minikube-h200-1gpu.json")
     real.update({o.COMPUTE_RESULT: "not-tested", o.COMPUTE_PHASE: None, o.COMPUTE_MEASURED_AT: None})
-    items = checklist.evaluate(real)
+    items = checklist.evaluate(LabOutputs.from_json(real))
     item = {i.id: i for i in items}["compute-works"]
     assert item.status == "not-tested" and "computeCheck is off" in item.observed
     assert "computeCheck true" in item.fix
@@ -54,12 +55,12 @@ def test_outputs_of_a_lab_without_the_compute_check_are_not_tested() -> None:
         del real[key]
     item = compute_item(real)
     assert item.status == "not-tested" and "deployed without it" in item.observed
-    assert checklist.overall(checklist.evaluate(real)) == "compute not tested"
+    assert checklist.overall(checklist.evaluate(LabOutputs.from_json(real))) == "compute not tested"
 
 
 def test_the_simulated_lab_is_not_observable_and_keeps_its_verdict() -> None:
     sim = load("sim-h200-1gpu.json")
-    items = checklist.evaluate(sim)
+    items = checklist.evaluate(LabOutputs.from_json(sim))
     item = {i.id: i for i in items}["compute-works"]
     assert item.status == "not-observable-in-simulation" and item.simulated
     assert item.observed.startswith(
@@ -73,7 +74,7 @@ def test_a_simulated_lab_with_the_check_off_is_not_tested() -> None:
     sim = load("sim-h200-1gpu.json")
     sim[o.COMPUTE_RESULT] = "not-tested"
     assert compute_item(sim).status == "not-tested"
-    assert checklist.overall(checklist.evaluate(sim)) == "compute not tested"
+    assert checklist.overall(checklist.evaluate(LabOutputs.from_json(sim))) == "compute not tested"
 
 
 def test_before_deployment_it_is_not_evaluated() -> None:
@@ -85,7 +86,7 @@ def test_before_deployment_it_is_not_evaluated() -> None:
 
 def test_the_verdict_needs_a_compute_item_that_passed() -> None:
     real = load("minikube-h200-1gpu.json")
-    others = [i for i in checklist.evaluate(real) if i.id != "compute-works"]
+    others = [i for i in checklist.evaluate(LabOutputs.from_json(real)) if i.id != "compute-works"]
     assert checklist.overall(others) == "compute not tested"
 
 
@@ -113,7 +114,7 @@ def test_every_gpu_of_the_host_covered_passes() -> None:
 
 def test_fewer_gpus_covered_than_the_host_has_is_not_tested_and_says_which() -> None:
     outputs = two_gpu_host(1, smoke=1)
-    items = checklist.evaluate(outputs)
+    items = checklist.evaluate(LabOutputs.from_json(outputs))
     item = {i.id: i for i in items}["compute-works"]
     assert item.status == "not-tested", item
     assert item.observed.startswith("not tested on every GPU: vectorAdd passed in 1 of 1 containers")
@@ -135,7 +136,9 @@ def test_a_lab_from_before_the_per_gpu_check_covered_one_gpu() -> None:
 
 def test_time_slicing_and_mig_pass_on_what_ran_without_the_comparison() -> None:
     real = two_gpu_host(1, smoke=1)
-    sliced = {i.id: i for i in checklist.evaluate(real, time_slicing_replicas=4)}["compute-works"]
+    sliced = {i.id: i for i in checklist.evaluate(LabOutputs.from_json(real, time_slicing_replicas=4))}[
+        "compute-works"
+    ]
     assert sliced.status == "pass", sliced
     assert "vectorAdd passed in 1 of 1 containers (one nvidia.com/gpu each)" in sliced.observed
     assert "not required: time-slicing (4 replicas per GPU)" in sliced.observed

@@ -6,18 +6,19 @@ import copy
 from typing import Any
 
 from gpulab.core import outputs as o
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
 
 H200 = "GPU-00000000-0000-4000-8000-000000000000"
 
 
 def item(outputs: dict[str, Any]) -> checklist.Item:
-    (found,) = [i for i in checklist.evaluate(outputs) if i.id == "dcgm-reports-gpus"]
+    (found,) = [i for i in checklist.evaluate(LabOutputs.from_json(outputs)) if i.id == "dcgm-reports-gpus"]
     return found
 
 
 def test_registered_after_compute_in_the_checklist() -> None:
-    ids = [i.id for i in checklist.evaluate({})]
+    ids = [i.id for i in checklist.evaluate(LabOutputs.from_json({}))]
     assert (
         ids.index("dcgm-reports-gpus")
         == ids.index("compute-works") + 1
@@ -58,7 +59,7 @@ def test_fails_when_the_exporter_did_not_answer(real: dict[str, Any]) -> None:
     assert found.status == checklist.FAIL
     assert found.observed == "DCGM exporter: no answer from x in 120s: HTTP 503"
     assert "logs ds/nvidia-dcgm-exporter" in found.fix
-    assert checklist.overall(checklist.evaluate(real)) == "fail"
+    assert checklist.overall(checklist.evaluate(LabOutputs.from_json(real))) == "fail"
 
 
 def test_compares_counts_where_the_host_uuids_are_unknown(real: dict[str, Any]) -> None:
@@ -77,7 +78,7 @@ def test_not_observable_in_the_simulated_lab(sim: dict[str, Any]) -> None:
     found = item(sim)
     assert found.status == checklist.NOT_OBSERVABLE and found.simulated
     assert found.observed.startswith("not observable in simulation: no DCGM exporter process runs")
-    assert checklist.overall(checklist.evaluate(sim)) == "pass"
+    assert checklist.overall(checklist.evaluate(LabOutputs.from_json(sim))) == "pass"
 
 
 def test_not_tested_with_the_exporter_off(real: dict[str, Any], sim: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from gpulab.core import outputs as o
 from gpulab.core.findings import Status
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
 
 GPU0, GPU1 = "GPU-00000000-0000-4000-8000-000000000000", "GPU-00000001-0000-4000-8000-000000000001"
@@ -18,7 +19,9 @@ GPU0, GPU1 = "GPU-00000000-0000-4000-8000-000000000000", "GPU-00000001-0000-4000
 
 def item(outputs: dict[str, Any], replicas: int = 1) -> checklist.Item:
     (found,) = [
-        i for i in checklist.evaluate(outputs, time_slicing_replicas=replicas) if i.id == "pods-see-every-gpu"
+        i
+        for i in checklist.evaluate(LabOutputs.from_json(outputs, time_slicing_replicas=replicas))
+        if i.id == "pods-see-every-gpu"
     ]
     return found
 

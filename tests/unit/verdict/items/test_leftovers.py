@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpulab.core import outputs as o
 from gpulab.core.findings import Status
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict.items import leftovers as cl
 
 CRD = "customresourcedefinition/clusterpolicies.nvidia.com"
@@ -11,13 +12,13 @@ OUTPUTS = {o.CLUSTER_KIND: "existing", o.LEFTOVERS: [CRD]}
 
 
 def test_exactly_the_promised_leftovers_pass() -> None:
-    item = cl.evaluate(OUTPUTS, {"leftovers": [CRD], "labels": {}, "namespace": None})
+    item = cl.evaluate(LabOutputs.from_json(OUTPUTS), {"leftovers": [CRD], "labels": {}, "namespace": None})
     assert (item.id, item.status) == ("no-leftovers", Status.PASS)
     assert CRD in item.observed and item.fix == ""
 
 
 def test_a_promised_crd_already_gone_still_passes_and_says_so() -> None:
-    item = cl.evaluate(OUTPUTS, {"leftovers": []})
+    item = cl.evaluate(LabOutputs.from_json(OUTPUTS), {"leftovers": []})
     assert item.status == Status.PASS and "already gone" in item.observed
 
 
@@ -37,7 +38,7 @@ def test_unpromised_leftovers_fail_with_the_commands_that_remove_them() -> None:
         },
         "labels": {"gpu-sim-node": ["nvidia.com/gpu.deploy.dcgm", "nvidia.com/gpu.product"]},
     }
-    item = cl.evaluate(OUTPUTS, census)
+    item = cl.evaluate(LabOutputs.from_json(OUTPUTS), census)
     assert item.status == Status.FAIL
     assert CRD not in item.observed.split(": ", 1)[1]
     assert "kubectl delete crd nvidiadrivers.nvidia.com" in item.fix
@@ -47,7 +48,7 @@ def test_unpromised_leftovers_fail_with_the_commands_that_remove_them() -> None:
 
 
 def test_before_destroy_the_item_is_not_evaluated_and_the_checklist_gets_nothing() -> None:
-    assert cl.evaluate(OUTPUTS, None).status == Status.NOT_EVALUATED
-    assert cl.items(OUTPUTS, None) == []
-    assert cl.items({o.CLUSTER_KIND: "sim"}, {"leftovers": []}) == []
-    assert [i.id for i in cl.items(OUTPUTS, {"leftovers": [CRD]})] == ["no-leftovers"]
+    assert cl.evaluate(LabOutputs.from_json(OUTPUTS), None).status == Status.NOT_EVALUATED
+    assert cl.items(LabOutputs.from_json(OUTPUTS), None) == []
+    assert cl.items(LabOutputs.from_json({o.CLUSTER_KIND: "sim"}), {"leftovers": []}) == []
+    assert [i.id for i in cl.items(LabOutputs.from_json(OUTPUTS), {"leftovers": [CRD]})] == ["no-leftovers"]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core import outputs as o
+from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "outputs"
@@ -30,7 +31,9 @@ def outputs(**change: Any) -> dict[str, Any]:
 
 
 def item(doc: dict[str, Any]) -> checklist.Item:
-    return next(i for i in checklist.evaluate(doc) if i.id == "allocatable-matches-gpus")
+    return next(
+        i for i in checklist.evaluate(LabOutputs.from_json(doc)) if i.id == "allocatable-matches-gpus"
+    )
 
 
 def test_mixed_passes_on_the_mig_devices_never_as_zero_gpus() -> None:
