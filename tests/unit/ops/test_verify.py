@@ -77,3 +77,12 @@ def test_cli_exit_2(
     monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
     assert verify.main(["targets"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_found_gpu_stacks_fleet_check_is_the_gate() -> None:
+    from gpulab.ops import verify as v
+
+    urn = "urn:pulumi:s::gpu-lab::gpulab:lab:Lab$gpulab:fleet:FoundGpuStack$command:local:Command::gpu-stack-gate"
+    assert v.role_of(urn) == "gate"
+    access = urn.replace("gpu-stack-gate", "gpu-stack-access")
+    assert v.role_of(access) is None
