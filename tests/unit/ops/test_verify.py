@@ -80,9 +80,6 @@ def test_cli_exit_2(
 
 
 def test_a_found_gpu_stacks_fleet_check_is_the_gate() -> None:
-    from gpulab.ops import verify as v
-
-    urn = "urn:pulumi:s::gpu-lab::gpulab:lab:Lab$gpulab:fleet:FoundGpuStack$command:local:Command::gpu-stack-gate"
-    assert v.role_of(urn) == "gate"
-    access = urn.replace("gpu-stack-gate", "gpu-stack-access")
-    assert v.role_of(access) is None
+    chain = "gpulab:lab:Lab$gpulab:fleet:FoundGpuStack$command:local:Command"
+    assert verify.role_of(f"urn:pulumi:s::gpu-lab::{chain}::gpu-stack-gate") == "gate"
+    assert verify.role_of(f"urn:pulumi:s::gpu-lab::{chain}::gpu-stack-access") is None
