@@ -35,6 +35,7 @@ STACK = "sim-fleet"
 PROFILE = "gpu-lab-fleet"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 SIM_TOOLS = ("kwokctl", "kwok", "kube-apiserver", "etcd", "kubectl")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _resource_types(project: Project, stack: str) -> set[str]:
@@ -191,5 +192,63 @@ def test_existing_with_the_gpu_stack_found_installs_nothing_and_leaves_nothing(
         # The found stack is untouched: the same DaemonSet object, its namespace still there.
         after = apps.read_namespaced_daemon_set("nvidia-device-plugin-daemonset", "gpu-operator").metadata.uid
         assert after == before
+    finally:
+        _sim(project, "down", *where)
+
+
+def test_a_guest_missing_a_permission_is_told_which_before_anything_is_created(
+    project: Project, tmp_path: Path
+) -> None:
+    """The ClusterRole of deploy/rbac/gpu-lab-guest.yaml bound, its namespaced Role not: the lab
+    stops at its access check, naming the Pod permissions it lacks in labNamespace, and the
+    namespace was never created (the sim control plane runs RBAC: --authorization-mode=Node,RBAC)."""
+    import yaml
+    from kubernetes import client
+
+    missing = [t for t in SIM_TOOLS if shutil.which(t, path=project.env["PATH"]) is None]
+    if missing:
+        pytest.skip(f"simulated control plane not built ({', '.join(missing)}): run `make toolchain`")
+    workdir = tmp_path / "sim"
+    where = ["--name", "e2e-guest", "--workdir", str(workdir)]
+    try:
+        up = _sim(
+            project, "up", *where, "--node-spec", "gpu-x=2", "--preinstalled", "--log-namespace", "gpu-lab"
+        )
+        admin = kube_api(up["kubeconfig"])
+        core: Any = client.CoreV1Api(admin)
+        rbac: Any = client.RbacAuthorizationV1Api(admin)
+        core.create_namespaced_service_account("default", {"metadata": {"name": "gpu-lab-guest"}})
+        docs = list(yaml.safe_load_all((ROOT / "deploy" / "rbac" / "gpu-lab-guest.yaml").read_text()))
+        role = next(d for d in docs if d["kind"] == "ClusterRole")
+        rbac.create_cluster_role(role)
+        subject = {"kind": "ServiceAccount", "name": "gpu-lab-guest", "namespace": "default"}
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": "gpu-lab-guest"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": role["metadata"]["name"],
+                },
+                "subjects": [subject],
+            }
+        )
+        token = core.create_namespaced_service_account_token(
+            "gpu-lab-guest", "default", {"spec": {"expirationSeconds": 3600}}
+        ).status.token
+        kc = yaml.safe_load(up["kubeconfig"])
+        kc["users"] = [{"name": kc["users"][0]["name"], "user": {"token": token}}]
+        path = tmp_path / "guest.yaml"
+        path.write_text(yaml.safe_dump(kc))
+        project.init("existing", kubeconfigPath=str(path), gpuStack="found", simulatedOperands="true")
+        run = project.pulumi("up", "--yes", "--skip-preview", "--stack", "existing", check=False, timeout=600)
+        assert run.returncode != 0
+        said = run.stdout + run.stderr
+        assert "create pods in namespace gpu-lab: the per-node smoke and compute Pods" in said, said[-3000:]
+        assert "get pods/log in namespace gpu-lab" in said and "deploy/rbac/gpu-lab-guest.yaml" in said
+        assert "nothing was created" in said
+        names = [n.metadata.name for n in core.list_namespace().items]
+        assert "gpu-lab" not in names, names
+        project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "existing", timeout=600)
     finally:
         _sim(project, "down", *where)
