@@ -189,7 +189,8 @@ DCGM_MEASURED_AT: Final = "dcgmMeasuredAt"
 GPU_STACK: Final = "gpuStack"
 #: One row per GPU node: ``[{"node", "pool", "product", "expected", "expectedSource",
 #: "allocatable", "capacity", "gate", "smoke", "compute", "dcgm", "status", "firstFailure",
-#: "fix", "smokeGpuUuids", "computeGpus", "driverVersion", "simulated"}]``; each check
+#: "fix", "smokeGpuUuids", "computeGpus", "driverVersion" (the smoke Pod's), "labelDriverVersion"
+#: (GFD's), "simulated"}]``; each check
 #: ``pass`` | ``fail`` | ``not-tested`` | ``not-observable-in-simulation``. None: no per-node
 #: check ran (a lab that installs the operator: its node is the single-Pod checks').
 NODES: Final = "nodes"
@@ -412,6 +413,7 @@ class NodeRow(TypedDict, total=False):
     smokeGpuUuids: list[str] | None
     computeGpus: int | None
     driverVersion: str | None
+    labelDriverVersion: str | None
     simulated: bool
 
 

@@ -570,7 +570,8 @@ def run_fleet(
                 "fix": None if g.ok else g.fix,
                 "smokeGpuUuids": None,
                 "computeGpus": None,
-                "driverVersion": labels.get(GFD_DRIVER),
+                "driverVersion": None,
+                "labelDriverVersion": labels.get(GFD_DRIVER),
                 "simulated": ((node.get("metadata") or {}).get("annotations") or {}).get(SIMULATED_ANNOTATION)
                 == "true",
             }
@@ -588,6 +589,7 @@ def run_fleet(
         results = list(pool.map(lambda r: check(api, r["node"], int(r["allocatable"]), spec), passing))
     for row, result in zip(passing, results, strict=True):
         row.update(result)
+        _driver_matches(row)
     for uuid, nodes_seen in duplicate_uuids(rows).items():
         for row in rows:
             if row["node"] in nodes_seen and not row.get("firstFailure"):
@@ -614,6 +616,24 @@ def run_fleet(
         "kubernetesVersion": str(client.VersionApi(api).get_code().git_version),
         "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _driver_matches(row: dict[str, Any]) -> None:
+    """The driver the node's smoke Pod printed must be the one GFD labelled the node with
+    (``nvidia.com/cuda.driver-version.full``); a row whose smoke passed fails otherwise."""
+    labelled, seen = row.get("labelDriverVersion"), row.get("driverVersion")
+    if row.get("smoke") == PASS and labelled and seen and labelled != seen:
+        row.update(
+            smoke=FAIL,
+            firstFailure=(
+                f"smoke: the Pod on {row['node']} printed driver {seen}; "
+                f"the node's {GFD_DRIVER} says {labelled}"
+            ),
+            fix=(
+                f"the driver on {row['node']} changed since GFD labelled it (an upgrade without a reboot?): "
+                "nvidia-smi on the node, then restart GPU Feature Discovery there"
+            ),
+        )
 
 
 def _plugin_row(pod: Json) -> dict[str, Any]:

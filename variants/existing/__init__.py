@@ -1,5 +1,9 @@
 """The existing variant: any cluster a kubeconfig reaches; the lab does not own it.
 
+It installs the GPU Operator (``gpuStack: install``) or finds the GPU stack installed
+(``gpuStack: found``: no chart, so no CRD of the lab's and no ``expectedGpus`` needed; every
+GPU node checked by components/fleet.py).
+
 Folder: ``component.py`` (ExistingCluster: the kubeconfig context flattened, a read-only
 census, the optional CRD clean-up), ``ctl.py`` (the helper: kubeconfig reading, census,
 CRD removal).

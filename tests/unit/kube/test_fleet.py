@@ -220,3 +220,12 @@ def test_no_node_passing_the_gate_fails_with_the_table(monkeypatch: pytest.Monke
     monkeypatch.setattr(client, "CoreV1Api", Core)
     with pytest.raises(GateError, match="no GPU node passed the gate:\n  gpu-z: fail"):
         fleet.run_fleet(_Api(), SPEC, check=lambda *a: {}, sleep=lambda s: None)
+
+
+def test_a_driver_other_than_gfds_label_fails_the_smoke() -> None:
+    row = {"node": "gpu-a", "smoke": "pass", "labelDriverVersion": "580.159.04", "driverVersion": "575.57.08"}
+    fleet._driver_matches(row)
+    assert row["smoke"] == "fail" and "printed driver 575.57.08" in row["firstFailure"]
+    same = {"node": "gpu-b", "smoke": "pass", "labelDriverVersion": "580.15", "driverVersion": "580.15"}
+    fleet._driver_matches(same)
+    assert same["smoke"] == "pass"
