@@ -65,7 +65,8 @@ GFD_SHARING: Final = "nvidia.com/gpu.sharing-strategy"
 GFD_MIG_STRATEGY: Final = "nvidia.com/mig.strategy"
 #: internal/lm/nvml.go (the driver the node's GPUs run).
 GFD_DRIVER: Final = "nvidia.com/cuda.driver-version.full"
-#: The GPU Operator's node label for a node with an NVIDIA PCI device.
+#: The GPU Operator's node label for a node with an NVIDIA PCI device (NVIDIA/gpu-operator v26.7.0
+#: controllers/state_manager.go ``commonGPULabelKey``).
 GPU_PRESENT: Final = "nvidia.com/gpu.present"
 #: The well-known label the smoke and compute Pods are pinned by.
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"

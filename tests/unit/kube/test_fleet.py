@@ -9,7 +9,10 @@ The label names are GPU Feature Discovery's, checked in NVIDIA/k8s-device-plugin
 (``nvidia.com/mig.strategy``). The device plugin chart's Pod label is
 ``app.kubernetes.io/name: {{ include "nvidia-device-plugin.name" . }}``, the chart's name
 ``nvidia-device-plugin`` (deployments/helm/nvidia-device-plugin/templates/_helpers.tpl and
-Chart.yaml at v0.20.0). The kubelet counts unhealthy devices in capacity and only healthy ones
+Chart.yaml at v0.20.0). The GPU Operator v26.7.0 labels a GPU node ``nvidia.com/gpu.present``
+(controllers/state_manager.go ``commonGPULabelKey``) and its device plugin's Pods
+``app: nvidia-device-plugin-daemonset`` (assets/state-device-plugin/0500_daemonset.yaml).
+The kubelet counts unhealthy devices in capacity and only healthy ones
 in allocatable (kubernetes pkg/kubelet/cm/devicemanager/manager.go ``GetCapacity``).
 """
 
