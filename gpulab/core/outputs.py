@@ -414,6 +414,7 @@ class NodeRow(TypedDict, total=False):
     computeGpus: int | None
     driverVersion: str | None
     labelDriverVersion: str | None
+    notTested: str | None
     simulated: bool
 
 

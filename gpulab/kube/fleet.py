@@ -485,19 +485,60 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> str:
         for r in rows
         if r.get("expected") is not None and r.get("allocatable") != r.get("expected")
     ]
-    failed = [r["node"] for r in rows if r.get("status") != PASS]
+    failed = [r["node"] for r in rows if r.get("status") == FAIL]
+    untested = [r["node"] for r in rows if r.get("status") == NOT_TESTED]
     head = f"{len(rows)} node{'s' if len(rows) != 1 else ''}, {expected} GPUs: {alloc} allocatable"
     if not rows:
         return "no GPU node found"
-    tail = short or ([f"failed: {', '.join(failed)}"] if failed else ["every node passed"])
+    tail = short or ([f"failed: {', '.join(failed)}"] if failed else [])
     if short and len(failed) > len(short):
         tail.append(f"failed: {', '.join(failed)}")
+    if untested:
+        tail.append(f"not tested (GPUs in use): {', '.join(untested)}")
+    tail = tail or ["every node passed"]
     return f"{head}; {'; '.join(tail)}"
 
 
 def _row_status(row: Mapping[str, Any], compute_on: bool) -> str:
+    """``pass`` when every check ran and passed; ``fail`` when one failed; else ``not-tested``
+    (a busy node's Pods did not run: proves nothing either way)."""
     wanted = ("gate", "smoke", "compute") if compute_on else ("gate", "smoke")
-    return PASS if all(row.get(k) == PASS for k in wanted) else FAIL
+    if all(row.get(k) == PASS for k in wanted):
+        return PASS
+    return FAIL if any(row.get(k) == FAIL for k in wanted) else NOT_TESTED
+
+
+def gpus_in_use(pods: Sequence[Json], resource: str) -> dict[str, int]:
+    """Node -> how many ``resource`` the node's Pods that have not finished hold (their
+    containers' limits, else requests), from Pods as JSON (``kubectl get pods -A -o json``)."""
+    used: dict[str, int] = {}
+    for p in pods:
+        node = (p.get("spec") or {}).get("nodeName")
+        if not node or (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        for c in (p.get("spec") or {}).get("containers") or []:
+            res = c.get("resources") or {}
+            value = (res.get("limits") or {}).get(resource) or (res.get("requests") or {}).get(resource)
+            if value is not None and str(value).isdigit():
+                used[node] = used.get(node, 0) + int(str(value))
+    return used
+
+
+def _busy(row: dict[str, Any], held: int, resource: str) -> None:
+    """Mark a node whose GPUs other Pods hold: its smoke and compute Pods would wait, so they are
+    not run, and the row says why (not a pass, not a failure of the node)."""
+    row.update(
+        smoke=NOT_TESTED,
+        compute=NOT_TESTED,
+        notTested=(
+            f"{held} of its {row['allocatable']} {resource} are held by other Pods: a Pod holding every "
+            "GPU of the node would wait for them"
+        ),
+        fix=(
+            f"run the lab when node {row['node']} is idle "
+            f"(scripts/kubectl describe node {row['node']}: Allocated resources)"
+        ),
+    )
 
 
 def run_fleet(
@@ -580,13 +621,19 @@ def run_fleet(
     passing = [r for r in rows if r["gate"] == PASS]
     if not passing:
         raise GateError("no GPU node passed the gate:\n" + table(rows))
+    # A guest on a cluster in use: a node whose GPUs others hold is not tested, never waited on.
+    held = gpus_in_use([sanitize(p, api) for p in core.list_pod_for_all_namespaces().items], spec.resource)
+    for row in passing:
+        if held.get(row["node"]):
+            _busy(row, held[row["node"]], spec.resource)
+    passing = [r for r in passing if not held.get(r["node"])]
     print(
         f"[gpulab] fleet: {len(passing)} of {len(rows)} GPU nodes passed the gate; smoke and compute "
         f"on each, {spec.parallelism} at a time",
         file=sys.stderr,
         flush=True,
     )
-    with ThreadPoolExecutor(max_workers=max(1, spec.parallelism)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(spec.parallelism, len(passing) or 1))) as pool:
         results = list(pool.map(lambda r: check(api, r["node"], int(r["allocatable"]), spec), passing))
     for row, result in zip(passing, results, strict=True):
         row.update(result)
@@ -662,5 +709,7 @@ def table(rows: Sequence[Mapping[str, Any]]) -> str:
         )
         if r.get("firstFailure"):
             line += f"\n    first failure: {r['firstFailure']}\n    fix: {r.get('fix')}"
+        elif r.get("notTested"):
+            line += f"\n    not tested: {r['notTested']}\n    fix: {r.get('fix')}"
         lines.append(line)
     return "\n".join(lines)

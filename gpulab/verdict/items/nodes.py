@@ -84,9 +84,19 @@ def items(view: View) -> list[Finding]:
     sim = view.simulated(list(KEYS))
     if not table:
         return [_finding(Status.FAIL, "no GPU node", "scripts/kubectl get nodes --show-labels", sim)]
-    failed = [r for r in table if r.get("status") != PASS]
+    failed = [r for r in table if r.get("status") == "fail"]
+    untested = [r for r in table if r.get("status") not in (PASS, "fail")]
     passed = [str(r.get("node")) for r in table if r.get("status") == PASS]
     head = view.nodes_summary or f"{len(table)} nodes"
+    if not failed and untested:
+        # Nothing failed, but not every node was tested: never a pass.
+        said = "; ".join(f"{r.get('node')}: {r.get('notTested') or 'not tested'}" for r in untested)
+        fixes_ = "; ".join(f"{r.get('node')}: {r.get('fix')}" for r in untested if r.get("fix"))
+        return [
+            _finding(
+                Status.NOT_TESTED, f"{head}; not tested: {said}; passed: {', '.join(passed)}", fixes_, sim
+            )
+        ]
     if not failed:
         return [_finding(Status.PASS, f"{head}; passed: {', '.join(passed)}", "", sim)]
     lines = [f"{r.get('node')}: {r.get('firstFailure') or 'failed'}" for r in failed]

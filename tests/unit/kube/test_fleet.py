@@ -163,6 +163,15 @@ def test_run_fleet_checks_every_node_and_a_failure_hides_none(monkeypatch: pytes
         node("gpu-b", {fleet.GFD_COUNT: "8"}, 8),
         node("gpu-c", {fleet.GFD_COUNT: "4"}, 3, cap=4),
         node("cpu-1", {}, None),
+        node("gpu-d", {fleet.GFD_COUNT: "2"}, 2),
+    ]
+    # Someone's training job holds one of gpu-d's GPUs; a finished Pod on gpu-a holds none.
+    busy = [
+        {"spec": {"nodeName": "gpu-d", "containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}},
+        {
+            "spec": {"nodeName": "gpu-a", "containers": [{"resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+            "status": {"phase": "Succeeded"},
+        },
     ]
 
     class Core:
@@ -170,8 +179,8 @@ def test_run_fleet_checks_every_node_and_a_failure_hides_none(monkeypatch: pytes
         def list_node(self) -> _Items:
             return _Items([_Obj(n) for n in nodes])
 
-        def list_pod_for_all_namespaces(self, label_selector: str) -> _Items:
-            return _Items([])
+        def list_pod_for_all_namespaces(self, label_selector: str = "") -> _Items:
+            return _Items([] if label_selector else [_Obj(p) for p in busy])
 
     class Version:
         def __init__(self, api: Any) -> None: ...
@@ -198,27 +207,35 @@ def test_run_fleet_checks_every_node_and_a_failure_hides_none(monkeypatch: pytes
 
     got = fleet.run_fleet(_Api(), SPEC, check=check, sleep=lambda s: None)
     rows = {r["node"]: r for r in got["nodes"]}
-    assert sorted(rows) == ["gpu-a", "gpu-b", "gpu-c"]  # the CPU node is no GPU node
+    assert sorted(rows) == ["gpu-a", "gpu-b", "gpu-c", "gpu-d"]  # the CPU node is no GPU node
     assert sorted(checked) == [("gpu-a", 8), ("gpu-b", 8)]  # gpu-c failed its gate: not smoke-tested
     assert rows["gpu-a"]["status"] == "pass"
     assert rows["gpu-b"]["status"] == "fail" and rows["gpu-b"]["firstFailure"] == "compute: x"
     assert rows["gpu-c"]["status"] == "fail" and rows["gpu-c"]["smoke"] == "not-tested"
     assert rows["gpu-c"]["firstFailure"].startswith("gate: node gpu-c advertises 3")
-    assert got["allocatableGpus"] == 19 and got["capacityGpus"] == 20 and got["expectedGpus"] == 20
+    # The busy node is not tested (its Pods would wait), never passed nor failed.
+    assert rows["gpu-d"]["status"] == "not-tested" and rows["gpu-d"]["smoke"] == "not-tested"
+    assert rows["gpu-d"]["notTested"].startswith("1 of its 2 nvidia.com/gpu are held by other Pods")
+    assert got["allocatableGpus"] == 21 and got["capacityGpus"] == 22 and got["expectedGpus"] == 22
     assert got["nodesPassed"] == 1 and got["devicePluginFound"] == []
-    assert "gpu-c has 3 of 4" in got["nodesSummary"]
+    assert got["nodesSummary"] == (
+        "4 nodes, 22 GPUs: 21 allocatable; node gpu-c has 3 of 4; failed: gpu-b, gpu-c; "
+        "not tested (GPUs in use): gpu-d"
+    )
 
 
 def test_no_node_passing_the_gate_fails_with_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
     from kubernetes import client
+
+    busy: list[dict[str, Any]] = []
 
     class Core:
         def __init__(self, api: Any) -> None: ...
         def list_node(self) -> _Items:
             return _Items([_Obj(node("gpu-z", {fleet.GFD_COUNT: "2"}, 1, cap=2))])
 
-        def list_pod_for_all_namespaces(self, label_selector: str) -> _Items:
-            return _Items([])
+        def list_pod_for_all_namespaces(self, label_selector: str = "") -> _Items:
+            return _Items([] if label_selector else [_Obj(p) for p in busy])
 
     monkeypatch.setattr(client, "CoreV1Api", Core)
     with pytest.raises(GateError, match="no GPU node passed the gate:\n  gpu-z: fail"):

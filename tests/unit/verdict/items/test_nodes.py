@@ -100,3 +100,19 @@ def test_a_single_host_card_shows_its_one_node(real: dict[str, Any]) -> None:
     section = built["nodes"]
     assert section["derived"] and len(section["rows"]) == 1
     assert "One node: derived from the single-Pod checks" in card.render_markdown(built)
+
+
+def test_a_busy_node_makes_the_item_not_tested_never_pass(sim: dict[str, Any]) -> None:
+    busy = _row(
+        "gpu-d",
+        2,
+        2,
+        "not-tested",
+        gate="pass",
+        notTested="1 of its 2 nvidia.com/gpu are held by other Pods",
+        fix="run the lab when node gpu-d is idle",
+    )
+    (item,) = nodes.items(_fleet(sim, [_row("gpu-a", 8, 8), busy], "2 nodes, 10 GPUs: 10 allocatable"))
+    assert item.status == "not-tested", item
+    assert "not tested: gpu-d: 1 of its 2 nvidia.com/gpu are held by other Pods" in item.observed
+    assert item.fix == "gpu-d: run the lab when node gpu-d is idle"
