@@ -59,7 +59,11 @@ def required(namespace: str) -> list[Permission]:
     ]
     return [
         *read_nodes,
-        Permission("list", "pods", why="the device plugin's Pods, found by label in any namespace"),
+        Permission(
+            "list",
+            "pods",
+            why="the device plugin's Pods (found by label) and the GPUs other Pods hold, any namespace",
+        ),
         Permission(
             "list",
             "customresourcedefinitions",
