@@ -33,7 +33,7 @@ help:
 	@echo "make test-unit  fast tests, no engine"
 	@echo "make toolchain  find (or build, offline) what this machine's stack needs"
 	@echo "make clean-state  delete the local state, refused while a stack still owns resources"
-	@echo "make bench      time up / no-op up / destroy against a plain script"
+	@echo "make bench      time up / no-op up / destroy against a plain script; a simulated fleet of 10 and 100 nodes"
 
 $(VENV_STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || python3 -m venv .venv
@@ -99,7 +99,7 @@ test: toolchain-tests lint
 	$(PYTEST) -q $(XDIST) --durations=15 tests
 
 bench: toolchain-tests
-	. scripts/env.sh && $(PY) bench/bench.py
+	. scripts/env.sh && rc=0 && { $(PY) bench/bench.py || rc=$$?; } && { $(PY) bench/fleet.py || rc=$$?; } && exit $$rc
 
 clean-state: venv
 	@scripts/lab clean-state

@@ -283,6 +283,10 @@ class GpuPodArgs:
             [*extra, f"image={self.image}", f"driver={self.host_driver or ''}"],
         )
 
+    #: The Pod's namespace (None: the lab's default, ``default``; a found GPU stack's lab:
+    #: ``labNamespace``, the only one it writes to).
+    namespace: str | None = None
+
     def isolation_args(self) -> list[str]:
         """The compute check's arguments for what each container must see (``--unit``, one
         ``--host-gpu-uuid`` per host GPU, ``--cluster``, ``--device-list-strategy`` and its

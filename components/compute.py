@@ -105,7 +105,7 @@ class ComputeCheck(pulumi.ComponentResource):
         inputs = args.inputs("compute", (POD_NAMESPACE, POD_NAME), extra)
         self.pod = run_once_pod(
             f"{name}-pod",
-            (POD_NAMESPACE, POD_NAME),
+            (args.namespace or POD_NAMESPACE, POD_NAME),
             spec,
             simulated=args.simulated,
             provider=provider,
@@ -116,7 +116,7 @@ class ComputeCheck(pulumi.ComponentResource):
             f"{name}-check",
             "compute",
             self.pod,
-            (POD_NAMESPACE, POD_NAME),
+            (args.namespace or POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
             timeout_seconds=args.timeout_seconds,
             extra=extra,

@@ -70,7 +70,7 @@ class SmokeTest(pulumi.ComponentResource):
         # the check's inputs change (a new Pod, never the old one re-read).
         self.pod = run_once_pod(
             f"{name}-pod",
-            (POD_NAMESPACE, POD_NAME),
+            (args.namespace or POD_NAMESPACE, POD_NAME),
             pod_spec(args.image, args.gpus, args.runtime_class, args.resource),
             simulated=args.simulated,
             provider=provider,
@@ -81,7 +81,7 @@ class SmokeTest(pulumi.ComponentResource):
             f"{name}-check",
             "smoke",
             self.pod,
-            (POD_NAMESPACE, POD_NAME),
+            (args.namespace or POD_NAMESPACE, POD_NAME),
             args.kubeconfig,
             timeout_seconds=args.timeout_seconds,
             extra=extra,

@@ -105,7 +105,7 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None, variant: Variant
     if cfg.host_probe == "off":
         return
     failed: list[Finding] = variant.missing_tools()
-    if cfg.operator.chart_path is None:
+    if cfg.operator.chart_path is None and not cfg.fleet.found:  # a found GPU stack installs no chart
         failed += chart_findings(cfg.operator.chart_repo, cfg.operator.chart_version)
     failed += [f for f in variant.host_findings(cfg) if not f.ok]
     if failed:

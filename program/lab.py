@@ -28,6 +28,7 @@ from components.cluster import identity_command
 from components.command import GpuPodArgs, parse_json_stdout
 from components.compute import ComputeCheck
 from components.dcgm import DcgmArgs, DcgmMetrics
+from components.fleet import FoundGpuStack, FoundStackArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
 from components.smoke import SmokeTest
@@ -100,22 +101,44 @@ class Lab(pulumi.ComponentResource):
         if facts is not None:  # preflight's MIG line per GPU (the failures stopped it already)
             for line in mig.mig_findings(facts.gpus, cfg.gpu.mig_strategy, facts.mig_devices):
                 pulumi.log.info(f"preflight [{line.id}] {line.observed}", resource=self.probe)
-        self.operator = GpuOperator(
-            "gpu-operator",
-            GpuOperatorArgs(
-                operator=cfg.operator,
-                variant=variant,
-                kubeconfig=self.check_kubeconfig,
-                device_plugin_owner=cfg.device_plugin_owner,
-                simulate_operands=cfg.simulated,
-                expect=self.mig_plan.expected,
-                grace_seconds=cfg.gpu.grace_seconds,
-                profile=cfg.profile,
-                release_after=self.cluster.release_after,
-            ),
-            provider=self.provider,
-            opts=child,
-        )
+        self.operator: GpuOperator | FoundGpuStack
+        if cfg.fleet.found:
+            # The GPU stack somebody else installed: read, never installed; every GPU node checked.
+            self.operator = FoundGpuStack(
+                "gpu-stack",
+                FoundStackArgs(
+                    fleet=cfg.fleet,
+                    kubeconfig=self.check_kubeconfig,
+                    smoke_image=cfg.smoke_image,
+                    compute_image=cfg.compute_image if cfg.compute_check else None,
+                    resource=cfg.operator.gpu_resource,
+                    runtime_class=cfg.smoke_runtime_class,
+                    timeout_seconds=cfg.smoke_timeout_seconds,
+                    grace_seconds=cfg.gpu.grace_seconds,
+                    simulated=cfg.simulated,
+                    profile=cfg.profile,
+                    release_after=tuple(self.cluster.release_after),
+                ),
+                provider=self.provider,
+                opts=child,
+            )
+        else:
+            self.operator = GpuOperator(
+                "gpu-operator",
+                GpuOperatorArgs(
+                    operator=cfg.operator,
+                    variant=variant,
+                    kubeconfig=self.check_kubeconfig,
+                    device_plugin_owner=cfg.device_plugin_owner,
+                    simulate_operands=cfg.simulated,
+                    expect=self.mig_plan.expected,
+                    grace_seconds=cfg.gpu.grace_seconds,
+                    profile=cfg.profile,
+                    release_after=self.cluster.release_after,
+                ),
+                provider=self.provider,
+                opts=child,
+            )
         # smokeGpus all: every GPU of this host where one Pod can hold them all. The smoke Pod
         # asks for them all; the compute Pod runs one vectorAdd container on each.
         pod_gpus = gpu_config.smoke_gpu_count(
@@ -136,6 +159,8 @@ class Lab(pulumi.ComponentResource):
             profile=cfg.profile,
             runtime_class=cfg.smoke_runtime_class,
             host_driver=facts.driver_version if facts else None,
+            # A found GPU stack's lab writes only in its own namespace.
+            namespace=cfg.fleet.namespace if cfg.fleet.found else None,
         )
         self.smoke = SmokeTest(
             "smoke",
@@ -225,7 +250,7 @@ class Lab(pulumi.ComponentResource):
             "cluster_identity": self.identity,
             "owns_cluster_flag": variant.owns_cluster,
             "host_is_cluster_flag": host_is_cluster,
-            "host_gpu_count": config_gpus if config_gpus is not None else probe.gpu_count,
+            "host_gpu_count": config_gpus if config_gpus is not None else self._found_gpus(probe),
             "host_gpu_models": probe.gpu_models,
             "host_gpus": probe.gpus,
             "host_driver_version": probe.driver_version,
@@ -254,6 +279,7 @@ class Lab(pulumi.ComponentResource):
             "gate_measured_at": operator.measured_at,
             "smoke_measured_at": smoke.measured_at,
             **self._compute_outputs(),
+            **self._fleet_outputs(),
             "dcgm_metrics": self.dcgm.metrics if self.dcgm else None,
             "dcgm_measured_at": self.dcgm.measured_at if self.dcgm else None,
         }
@@ -263,6 +289,19 @@ class Lab(pulumi.ComponentResource):
             values["tflops_measured_at"] = self.benchmark.result.apply(lambda r: r.get("measuredAt"))
         # The variant's own outputs (e.g. the existing cluster's leftovers), by output key.
         return LabOutputs.export(values, extra=self.cluster.extra_outputs)
+
+    def _found_gpus(self, probe: HostProbe) -> Any:
+        """The host GPU count where config gives none: the probe's, or with a found GPU stack the
+        GPUs its nodes' labels say, summed by the fleet check (gpulab.kube.fleet)."""
+        op = self.operator
+        return op.expected_gpus if isinstance(op, FoundGpuStack) else probe.gpu_count
+
+    def _fleet_outputs(self) -> dict[str, Any]:
+        """The node table, its summary and how the GPU stack got there (install: no table yet)."""
+        op = self.operator
+        if isinstance(op, FoundGpuStack):
+            return {"gpu_stack": op.gpu_stack, "nodes": op.nodes, "nodes_summary": op.nodes_summary}
+        return {"gpu_stack": {"mode": "install"}, "nodes": None, "nodes_summary": None}
 
     def _compute_outputs(self) -> dict[str, Any]:
         """The compute fields; with ``computeCheck`` off: result ``not-tested``, the others None."""

@@ -91,6 +91,9 @@ OPERATOR_FIELDS: Final[tuple[str, ...]] = (
     out.COMPUTE_RESULT,
     out.COMPUTE_GPUS,
     out.COMPUTE_GPU_UUIDS,
+    # The per-node checks read the same simulated nodes and logs (gpulab.kube.fleet).
+    out.NODES,
+    out.NODES_SUMMARY,
 )
 #: Output keys of the host probe; simulated when read from a capture (the sim lab).
 HOST_FIELDS: Final[tuple[str, ...]] = (
@@ -191,6 +194,9 @@ class Variant(ABC):
     exclusive_settings: ClassVar[tuple[tuple[str, object], ...]] = ()
     #: Config keys that apply to this variant only: set (non-empty) for another, refused.
     exclusive_keys: ClassVar[tuple[str, ...]] = ()
+    #: ``gpuStack: found`` is allowed: the variant can verify a GPU stack somebody else
+    #: installed (gpulab.config.fleet) instead of installing the GPU Operator.
+    finds_gpu_stack: ClassVar[bool] = False
     device_list_reason: ClassVar[str] = ""
 
     @property

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
+from gpulab.config import fleet as fleet_config
 from gpulab.config import gpus as gpu_config
 from gpulab.config import operand_images, schema
 from gpulab.config import time_slicing as slicing
@@ -180,6 +181,8 @@ class LabConfig:
     operator: OperatorConfig = field(default_factory=OperatorConfig)
     #: The gate's grace, MIG and the smoke Pod's resource (gpulab.config.gpus).
     gpu: gpu_config.GpuSettings = field(default_factory=gpu_config.GpuSettings)
+    #: The GPU stack found installed and the per-node checks (gpulab.config.fleet).
+    fleet: fleet_config.FleetSettings = field(default_factory=fleet_config.FleetSettings)
 
     #: ``hostProbe`` with ``auto`` resolved by the variant: ``capture`` for the sim lab,
     #: ``off`` for an existing cluster (it is not this host), ``nvidia-smi`` elsewhere.
@@ -216,6 +219,7 @@ BOUNDS: Final[dict[str, tuple[int, int]]] = {
     "timeSlicingReplicas": (1, 64),  # GPUs x replicas Pods sharing one device plugin's GPUs
     "expectedGpus": (0, 10_000),  # existing: every GPU node of a cluster, summed
     "smokeGpus": (1, 64),  # one Pod's GPUs on one node
+    **fleet_config.BOUNDS,  # fleetParallelism
 }
 
 
@@ -253,6 +257,8 @@ class VariantRules(Protocol):
     ) -> dict[str, Any]: ...
     def operator_toolkit(self, requested: bool | None) -> bool: ...
     def operator_cdi(self, requested: bool | None, get: Getter) -> bool: ...
+    @property
+    def finds_gpu_stack(self) -> bool: ...
     def simulated(self, get: Getter) -> bool: ...
     def default_host_probe(self) -> str: ...
     def runtime_class(self, cfg: LabConfig) -> str | None: ...
@@ -474,6 +480,12 @@ def parse_config(
     }
     pinned_operands = operand_images.parse(r.get, r.problems, NAMESPACE)
     gpu = gpu_config.parse(r.get, r.problems, NAMESPACE)
+    fleet = fleet_config.parse(r.get, r.problems, NAMESPACE)
+    if fleet.found and chosen is not None and not chosen.finds_gpu_stack:
+        r.problems.append(
+            f"{NAMESPACE}:gpuStack=found applies to a cluster the lab does not install the GPU stack on "
+            f"(existing, sim); cluster={cluster} installs it: unset gpuStack"
+        )
     simulated = chosen.simulated(r.get) if chosen else False
     if r.flag("benchmarkPod") and simulated:
         r.problems.append(
@@ -520,6 +532,7 @@ def parse_config(
             mig_strategy=gpu.mig_strategy,
         ),
         gpu=gpu,
+        fleet=fleet,
         effective_host_probe=host["host_probe"]
         if host["host_probe"] != "auto"
         else chosen.default_host_probe(),

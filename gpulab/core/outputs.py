@@ -191,6 +191,22 @@ DCGM_METRICS: Final = "dcgmMetrics"
 #: When the scrape ended (UTC ISO 8601); ``None`` where nothing was scraped.
 DCGM_MEASURED_AT: Final = "dcgmMeasuredAt"
 
+# --- every GPU node (gpulab.kube.fleet; a found GPU stack) ---------------------------------
+#: How the GPU stack got there: ``{"mode": "install"|"found", "namespace": the lab's own
+#: (labNamespace), "devicePlugin": ["ns/name"] found by labels, "clusterPolicyState":
+#: str|None}``; ``mode`` ``found``: no Helm release, nothing of the stack installed or deleted.
+GPU_STACK: Final = "gpuStack"
+#: One row per GPU node: ``[{"node", "pool", "product", "expected", "expectedSource",
+#: "allocatable", "capacity", "gate", "smoke", "compute", "dcgm", "status", "firstFailure",
+#: "fix", "smokeGpuUuids", "computeGpus", "driverVersion" (the smoke Pod's), "labelDriverVersion"
+#: (GFD's), "simulated"}]``; each check
+#: ``pass`` | ``fail`` | ``not-tested`` | ``not-observable-in-simulation``. None: no per-node
+#: check ran (a lab that installs the operator: its node is the single-Pod checks').
+NODES: Final = "nodes"
+#: The one-line summary: ``"3 nodes, 20 GPUs: 19 allocatable; node gpu-b has 7 of 8"``.
+NODES_SUMMARY: Final = "nodesSummary"
+
+
 ALL_KEYS: Final = (
     CLUSTER_KIND,
     KUBERNETES_VERSION,
@@ -244,6 +260,9 @@ ALL_KEYS: Final = (
     TFLOPS_MEASURED_AT,
     DCGM_METRICS,
     DCGM_MEASURED_AT,
+    GPU_STACK,
+    NODES,
+    NODES_SUMMARY,
 )
 
 
@@ -389,6 +408,31 @@ class HostGpu(TypedDict, total=False):
     pciBusId: str | None
 
 
+class NodeRow(TypedDict, total=False):
+    """One row of ``nodes`` (gpulab.kube.fleet.run_fleet): a GPU node and its checks."""
+
+    node: str
+    pool: str | None
+    product: str | None
+    expected: int | None
+    expectedSource: str
+    allocatable: int | None
+    capacity: int | None
+    gate: str
+    smoke: str
+    compute: str
+    dcgm: str
+    status: str
+    firstFailure: str | None
+    fix: str | None
+    smokeGpuUuids: list[str] | None
+    computeGpus: int | None
+    driverVersion: str | None
+    labelDriverVersion: str | None
+    notTested: str | None
+    simulated: bool
+
+
 class DevicePluginPod(TypedDict, total=False):
     """One entry of ``devicePluginPods`` (``simulated``: the sim lab's operand)."""
 
@@ -474,6 +518,9 @@ class LabOutputs:
     tflops_measured_at: str | None = _field(TFLOPS_MEASURED_AT, _str, some=True)
     dcgm_metrics: dict[str, Any] | None = _field(DCGM_METRICS, _object)
     dcgm_measured_at: str | None = _field(DCGM_MEASURED_AT, _str)
+    gpu_stack: dict[str, Any] | None = _field(GPU_STACK, _object)
+    nodes: list[NodeRow] | None = _field(NODES, _OBJECTS)
+    nodes_summary: str | None = _field(NODES_SUMMARY, _str)
 
     # --- the reading context (not exported) ---
     absent: frozenset[str] = frozenset()

@@ -209,12 +209,16 @@ def _active(stack: Sequence[_Frame]) -> tuple[bool | None, str]:
     return truth, " and ".join(conds)
 
 
+#: The fields that make a rendered document a Kubernetes object (its type).
+_TYPE_KEYS: Final = ("apiVersion", "kind")
+
+
 def _scan_template(text: str, values: Any, source: str) -> Iterator[Needed]:
     stack: list[_Frame] = []
     doc: dict[str, tuple[str, bool | None, str]] = {}
 
     def flush() -> Iterator[Needed]:
-        if "apiVersion" in doc and "kind" in doc:
+        if all(key in doc for key in _TYPE_KEYS):
             (api, t1, c1), (kind, t2, c2) = doc["apiVersion"], doc["kind"]
             truth = _and(t1, t2)
             if truth is not False:

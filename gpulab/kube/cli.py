@@ -40,7 +40,7 @@ from gpulab.core.names import (
     WORKLOAD_NAMESPACE,
 )
 from gpulab.diagnose.live import Context
-from gpulab.kube import benchmark, compute, dcgm, gate, identity, simulated, smoke
+from gpulab.kube import access, benchmark, compute, dcgm, fleet, gate, identity, simulated, smoke
 from gpulab.kube.client import KUBECONFIG_ENV, load_clients, ping
 
 
@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
             help="the whole-GPU resource counted (nvidia.com/gpu.shared: time-slicing's rename)",
         )
     dcgm.add_arguments(sub.add_parser("dcgm", help="sample the DCGM exporter's metrics per GPU"))
+    fleet_args(sub.add_parser("fleet", help="every GPU node: its gate, then smoke and compute Pods on it"))
+    acc = sub.add_parser(
+        "access", help="the permissions the lab needs, asked first (SelfSubjectAccessReview)"
+    )
+    acc.add_argument("--namespace", required=True, help="the lab's namespace (labNamespace)")
     c = sub.add_parser("simulate-clusterpolicy", help="sim lab: set ClusterPolicy status")
     c.add_argument("--state", default="ready")
     args = ap.parse_args(argv)
@@ -101,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
             out = simulated.simulate_clusterpolicy(api, args.state)
         elif args.cmd == "benchmark":
             out = benchmark.benchmark(api, args.namespace, args.pod, args.timeout, inputs=args.inputs)
+        elif args.cmd == "access":
+            out = access.check(access.ssar(api), args.namespace)
+        elif args.cmd == "fleet":
+            out = fleet.run_fleet(api, fleet_spec(args))
+            print(fleet.table(out["nodes"]), file=sys.stderr)
         elif args.cmd == "dcgm":
             out = dcgm.from_args(api, args)
         elif args.cmd == "compute":
@@ -133,3 +143,44 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(json.dumps(out, sort_keys=True))
     return 0
+
+
+def fleet_args(p: argparse.ArgumentParser) -> None:
+    """The ``fleet`` subcommand's options (:class:`gpulab.kube.fleet.FleetSpec`)."""
+    p.add_argument("--namespace", required=True, help="the lab's namespace (labNamespace)")
+    p.add_argument("--smoke-image", required=True)
+    p.add_argument("--compute-image", default=None, help="omit: no compute Pod (not tested)")
+    p.add_argument("--resource", choices=WHOLE_GPU_RESOURCES, default=GPU_RESOURCE)
+    p.add_argument("--runtime-class", default=None)
+    p.add_argument("--parallelism", type=int, default=4)
+    p.add_argument("--timeout", type=float, default=300, help="seconds each Pod may take")
+    p.add_argument("--grace", type=float, default=10, help="seconds a node may take to advertise")
+    p.add_argument("--pool-label", default="")
+    p.add_argument("--pool-gpus", action="append", default=[], help="POOL=GPUS per node (repeatable)")
+    p.add_argument("--simulated", action="store_true")
+    p.add_argument("--profile", default=DEFAULT_PROFILE)
+
+
+def fleet_spec(args: argparse.Namespace) -> fleet.FleetSpec:
+    """The :class:`gpulab.kube.fleet.FleetSpec` of ``fleet``'s parsed options (values validated
+    by config before they got here; a malformed ``--pool-gpus`` is a usage error)."""
+    pools: dict[str, int] = {}
+    for item in args.pool_gpus:
+        pool, _, count = item.partition("=")
+        if not pool or not count.isdigit():
+            raise ValueError(f"--pool-gpus {item!r} is not POOL=GPUS")
+        pools[pool] = int(count)
+    return fleet.FleetSpec(
+        namespace=args.namespace,
+        smoke_image=args.smoke_image,
+        compute_image=args.compute_image,
+        resource=args.resource,
+        runtime_class=args.runtime_class,
+        parallelism=max(1, args.parallelism),
+        timeout=args.timeout,
+        settle=args.grace,
+        pool_label=args.pool_label,
+        pool_gpus=pools,
+        simulated=args.simulated,
+        profile=args.profile,
+    )

@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 GATE_TYPE: Final = "gpulab:gpu_operator:GpuOperator$command:local:Command"
+#: A found GPU stack's gate: the per-node fleet check (components/fleet.py).
+FOUND_GATE_TYPE: Final = "gpulab:fleet:FoundGpuStack$command:local:Command"
 POD_TYPE: Final = "kubernetes:core/v1:Pod"
 #: Roles that must be there: without them the stack has no lab to verify.
 REQUIRED: Final = ("gate", "smoke")
@@ -54,7 +56,7 @@ def role_of(urn: str) -> str | None:
     """``gate`` for the gate command; for a Pod, its parent component's module (``smoke``,
     ``benchmark``, ...: ``gpulab:<module>:<Type>``); None for anything else."""
     chain, name = _split(urn)
-    if "$".join(chain).endswith(GATE_TYPE) and name.endswith("-gate"):
+    if "$".join(chain).endswith((GATE_TYPE, FOUND_GATE_TYPE)) and name.endswith("-gate"):
         return "gate"
     if chain and chain[-1] == POD_TYPE and len(chain) >= 2 and chain[-2].startswith("gpulab:"):
         return chain[-2].split(":")[1]

@@ -59,6 +59,7 @@ from gpulab.verdict.items import dcgm as checklist_dcgm
 from gpulab.verdict.items import gpus as checklist_gpus
 from gpulab.verdict.items import leftovers as checklist_leftovers
 from gpulab.verdict.items import mig as checklist_mig
+from gpulab.verdict.items import nodes as checklist_nodes
 
 __all__ = [
     "CARD_REQUIRED",
@@ -370,6 +371,8 @@ def evaluate(outputs: LabOutputs) -> list[Item]:
         checklist_dcgm.dcgm_reports_gpus(view),
         checklist_gpus.pods_see_every_gpu(view, replicas),
         *checklist_leftovers.items(outputs, outputs.leftover_census),
+        # A found GPU stack's per-node checks (gpulab.verdict.items.nodes): every node, each named.
+        *checklist_nodes.items(view),
     ]
 
 

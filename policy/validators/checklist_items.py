@@ -14,8 +14,9 @@ from typing import Final
 from gpulab.core import fixes
 from gpulab.core.outputs import LabOutputs, OutputsError
 from gpulab.verdict import checklist
+from gpulab.verdict.items import nodes
 from policy.stack_context import StackContext
-from policy.validators.findings import FAIL, NOT_EVALUATED, Finding
+from policy.validators.findings import FAIL, NOT_EVALUATED, PASS, Finding
 from policy.validators.spec import _STR, MANDATORY, Settings, Spec, _int
 from policy.validators.stack_view import Res, StackCheck, _stack_outputs, lab_outputs
 
@@ -74,6 +75,43 @@ def checklist_check(item_id: str) -> StackCheck:
         return [found]
 
     return check
+
+
+def nodes_check(resources: list[Res], cfg: Settings, ctx: StackContext) -> list[Finding]:
+    """``every-gpu-node-passes``, per node: one finding for each row of the node table
+    (gpulab.verdict.items.nodes), so a failing node is its own violation and never hides the
+    others; nothing where the lab ran no per-node check (it installs the operator)."""
+    try:
+        outputs, urn, any_output = checklist_outputs(resources, cfg, ctx)
+    except OutputsError as exc:
+        return [
+            Finding(nodes.ITEM_ID, FAIL, str(exc), "the stack outputs have the lab's shape", fixes.card())
+        ]
+    items = [i for i in checklist.evaluate(outputs) if i.id == nodes.ITEM_ID]
+    if not items or not any_output:
+        return []
+    if ctx.dry_run is True or items[0].status == NOT_EVALUATED:
+        return [
+            replace(items[0], subject=urn, status=NOT_EVALUATED, observed=checklist.KNOWN_AFTER_DEPLOYMENT)
+        ]
+    found = []
+    for row in outputs.nodes or []:
+        ok = row.get("status") == nodes.PASS
+        observed = (
+            f"node {row.get('node')}: {row.get('allocatable')} of {row.get('expected')} "
+            f"({row.get('expectedSource')}); smoke {row.get('smoke')}, compute {row.get('compute')}"
+            + ("" if ok else f"; {row.get('firstFailure')}")
+        )
+        found.append(
+            replace(
+                items[0],
+                subject=urn,
+                status=PASS if ok else FAIL,
+                observed=observed,
+                fix=row.get("fix") or "",
+            )
+        )
+    return found or [replace(items[0], subject=urn)]
 
 
 SPECS: Final[tuple[Spec, ...]] = (
@@ -143,5 +181,12 @@ SPECS: Final[tuple[Spec, ...]] = (
         MANDATORY,
         "stack",
         checklist_check("pods-see-every-gpu"),
+    ),
+    Spec(
+        nodes.ITEM_ID,
+        "Make every GPU node advertise what its labels say, and its pinned Pods see its GPUs.",
+        MANDATORY,
+        "stack",
+        nodes_check,
     ),
 )

@@ -1,5 +1,9 @@
 """The existing variant: any cluster a kubeconfig reaches; the lab does not own it.
 
+It installs the GPU Operator (``gpuStack: install``) or finds the GPU stack installed
+(``gpuStack: found``: no chart, so no CRD of the lab's and no ``expectedGpus`` needed; every
+GPU node checked by components/fleet.py).
+
 Folder: ``component.py`` (ExistingCluster: the kubeconfig context flattened, a read-only
 census, the optional CRD clean-up), ``ctl.py`` (the helper: kubeconfig reading, census,
 CRD removal).
@@ -25,6 +29,7 @@ class Existing(Variant):
 
     name = "existing"
     owns_cluster = False
+    finds_gpu_stack = True
     steps: ClassVar = {"census": "existing-census", "crd-plan": "existing-crd-cleanup"}
     exclusive_settings = (("simulatedOperands", True), ("removeCrds", True))
 
@@ -41,7 +46,14 @@ class Existing(Variant):
         from variants.existing.config import resolve_kubeconfig
 
         expected = int(get("expectedGpus"))  # type: ignore[call-overload]
-        if expected < 1:
+        found = get("gpuStack") == "found"
+        if found and bool(get("removeCrds")):
+            problems.append(
+                "gpu-lab:removeCrds=true with gpuStack=found: the lab installs no chart, so it has no CRD "
+                "of its own to remove (the found stack's are someone else's); unset removeCrds"
+            )
+        # A found stack: each node's expectation comes from its labels (gpulab.kube.fleet).
+        if expected < 1 and not found:
             problems.append(
                 f"gpu-lab:expectedGpus={expected}: cluster=existing needs the number of physical GPUs its "
                 "nodes should advertise in total (>= 1); allocatable is compared with it"
@@ -69,7 +81,8 @@ class Existing(Variant):
             ExistingArgs(
                 kubeconfig_path=cfg.kubeconfig_path,
                 context=cfg.kube_context,
-                crds=ctl.operator_crds(cfg.operator.chart_path, cfg.operator.nfd),
+                # A found GPU stack: no chart goes in, so none of its CRDs is the lab's.
+                crds=() if cfg.fleet.found else ctl.operator_crds(cfg.operator.chart_path, cfg.operator.nfd),
                 remove_crds=cfg.remove_crds,
                 timeout_seconds=cfg.operator.timeout_seconds,
             ),
@@ -77,7 +90,10 @@ class Existing(Variant):
         )
 
     def gpu_expectation(self, cfg: LabConfig, facts: HostFacts | None) -> GpuExpectation:
-        # The cluster is not this host: the config promises the count.
+        # The cluster is not this host: the config promises the count; with a found stack and
+        # no expectedGpus, each node's labels do (gpulab.kube.fleet), summed by the fleet check.
+        if cfg.fleet.found and cfg.expected_gpus < 1:
+            return GpuExpectation(None, True, "node labels (gpulab.kube.fleet)")
         return GpuExpectation(cfg.expected_gpus, True, "config:expectedGpus" if facts is None else None)
 
 

@@ -332,14 +332,22 @@ def leftover_census(
     """
     from kubernetes.client.rest import ApiException
 
-    if not crds:
+    raw_stack = outputs.get(out.GPU_STACK)
+    stack: Mapping[str, Any] = raw_stack if isinstance(raw_stack, Mapping) else {}
+    found = stack.get("mode") == "found"
+    # A found GPU stack: the lab installed no chart (its CRDs and namespace are someone
+    # else's); what it created is its own namespace (labNamespace) and the Pods in it.
+    namespace = str(stack.get("namespace") or "") if found else leftovers.OPERATOR_NAMESPACE
+    if found:
+        crds = ()
+    elif not crds:
         source = str(outputs.get(out.CHART_SOURCE) or "")
         nfd = bool((outputs.get(out.OPERATOR_COMPONENTS) or {}).get("nfd", True))
         crds = operator_crds(source[len("local:") :] if source.startswith("local:") else None, nfd)
     before = outputs.get(out.GPU_LABELS_BEFORE)
     api = _api(path, context)
     try:
-        doc = leftovers.read(api, crds, before if isinstance(before, Mapping) else None)
+        doc = leftovers.read(api, crds, before if isinstance(before, Mapping) else None, namespace)
     except (ApiException, OSError) as exc:
         raise ClusterError(f"the API server of context {context!r} did not answer: {exc}") from exc
     doc["promised"] = [str(x) for x in outputs.get(out.LEFTOVERS) or []]

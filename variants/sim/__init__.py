@@ -12,13 +12,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from variants.base import HOST_FIELDS, OPERATOR_FIELDS, Getter, Runner, Tool, Variant, run_quietly
+from gpulab.core import names
+from variants.base import (
+    HOST_FIELDS,
+    OPERATOR_FIELDS,
+    Getter,
+    GpuExpectation,
+    Runner,
+    Tool,
+    Variant,
+    run_quietly,
+)
 
 if TYPE_CHECKING:
     import pulumi
 
     from components.cluster import ClusterOutputs
     from gpulab.config.lab import LabConfig
+    from gpulab.host.facts import HostFacts
 
 _BUILD = "run `make toolchain` (builds the simulated control plane)"
 
@@ -37,11 +48,13 @@ class Sim(Variant):
         Tool("kubectl", _BUILD),
     )
     steps: ClassVar = {"up": "sim-cluster"}
-    exclusive_keys = ("simMigDevices",)
+    exclusive_keys = ("simMigDevices", "simNodes")
+    finds_gpu_stack = True
 
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
     ) -> dict[str, Any]:
+        _fleet_problems(get, problems)
         sim_gpus, replicas = (int(str(get(k))) for k in ("simGpus", "timeSlicingReplicas"))
         smoke = str(get("smokeGpus"))
         smoke_gpus = int(smoke) if smoke.isdigit() else 0  # "all": the node's own count
@@ -82,10 +95,24 @@ class Sim(Variant):
                 mig_strategy=cfg.gpu.mig_strategy,
                 capture=None if cfg.effective_capture == default_capture else cfg.effective_capture,
                 smoke_gpus=_smoke_listing(cfg),
+                fleet=cfg.fleet.sim_nodes,
+                preinstalled=cfg.fleet.found,
+                # A found stack: the lab's Pods live in its own namespace.
+                log_namespace=cfg.fleet.namespace if cfg.fleet.found else names.WORKLOAD_NAMESPACE,
                 **self.named_cluster(cfg),
             ),
             opts,
         )
+
+    def gpu_expectation(self, cfg: LabConfig, facts: HostFacts | None) -> GpuExpectation:
+        """A simulated fleet (``simNodes``): the GPUs its nodes' labels say, summed (simulated);
+        one node: the capture's, as every lab's host."""
+        if cfg.fleet.sim_nodes:
+            from variants.sim.ctl.fleet import parse_node_specs
+
+            total = sum(n.gpus for n in parse_node_specs(cfg.fleet.sim_nodes))
+            return GpuExpectation(total, True, "config:simNodes (simulated)")
+        return super().gpu_expectation(cfg, facts)
 
     def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
         workdir = root / self.workdir(profile)
@@ -134,6 +161,25 @@ class Sim(Variant):
         return (
             ["python", "-m", self.ctl, "down", "--name", profile, "--workdir", workdir],
             f"the sim cluster {profile!r} ({workdir})",
+        )
+
+
+def _fleet_problems(get: Getter, problems: list[str]) -> None:
+    """``simNodes``: each ``NAME=GPUS[/ADVERTISED]`` (variants.sim.ctl.fleet), only with
+    ``gpuStack: found`` (the simulated fleet's stack is found installed, as on a cluster the lab
+    does not own)."""
+    from variants.sim.ctl.fleet import parse_node_specs
+
+    items = [i.strip() for i in str(get("simNodes")).split(",") if i.strip()]
+    if not items:
+        return
+    try:
+        parse_node_specs(items)
+    except ValueError as exc:
+        problems.append(f"gpu-lab:simNodes={get('simNodes')!r}: {exc}")
+    if get("gpuStack") != "found":
+        problems.append(
+            "gpu-lab:simNodes needs gpu-lab:gpuStack=found (the fleet's GPU stack is found installed)"
         )
 
 

@@ -27,7 +27,9 @@ class SimArgs:
     ``mig_devices`` (``(("1g.18gb", 7),)``: the GPUs' MIG devices) under ``mig_strategy``,
     ``capture`` (the nvidia-smi capture served as the smoke Pod's log; None: by ``gpus``),
     ``rename`` (time-slicing's rename: the node advertises ``nvidia.com/gpu.shared``),
-    ``smoke_gpus`` (GPUs the smoke Pod is given, listed in its simulated log; None: all)."""
+    ``smoke_gpus`` (GPUs the smoke Pod is given, listed in its simulated log; None: all),
+    ``fleet`` (``simNodes``: ``NAME=GPUS[/ADVERTISED]`` per node, variants.sim.ctl.fleet;
+    empty: one node of ``gpus``), ``preinstalled`` (the GPU stack found installed)."""
 
     name: str
     gpus: int
@@ -41,6 +43,8 @@ class SimArgs:
     log_namespace: str = names.WORKLOAD_NAMESPACE
     log_pod: str = names.SMOKE_POD
     smoke_gpus: int | None = None
+    fleet: tuple[str, ...] = ()
+    preinstalled: bool = False
 
 
 class SimCluster(CommandCluster):
@@ -71,6 +75,8 @@ class SimCluster(CommandCluster):
                 *(["--capture", args.capture] if args.capture else []),
                 *(["--rename"] if args.rename else []),
                 *(["--smoke-gpus", str(args.smoke_gpus)] if args.smoke_gpus is not None else []),
+                *(a for spec in args.fleet for a in ("--node-spec", spec)),
+                *(["--preinstalled"] if args.preinstalled else []),
             ],
             # Another name, directory or node (GPUs, MIG) is another cluster (same name: delete first).
             triggers=[
@@ -83,6 +89,10 @@ class SimCluster(CommandCluster):
                     else []
                 ),
                 *(["rename"] if args.rename else []),
+                # Another fleet or a found stack is another cluster (left out when unset, so
+                # the triggers of a lab without them stay as they were).
+                *([",".join(args.fleet)] if args.fleet else []),
+                *(["preinstalled"] if args.preinstalled else []),
             ],
             timeout=args.timeout_seconds,
             opts=opts,

@@ -164,6 +164,47 @@ def _when_measured(card: Mapping[str, Any]) -> list[str]:
     return out
 
 
+#: The node table's columns: (row key, heading).
+NODE_COLUMNS: Final = (
+    ("node", "Node"),
+    ("product", "Product"),
+    ("expected", "Expected"),
+    ("allocatable", "Allocatable"),
+    ("smoke", "Smoke"),
+    ("compute", "Compute"),
+    ("dcgm", "DCGM"),
+    ("status", "Status"),
+    ("firstFailure", "First failure"),
+    ("fix", "Fix"),
+)
+
+
+def _nodes(section: Mapping[str, Any] | None) -> list[str]:
+    """The GPU nodes section: the summary line, then one row per node (gpulab.verdict.items.nodes)."""
+    if not section or not section.get("rows"):
+        return []
+    sim = " *(simulated)*" if section.get("simulated") else ""
+    lines = ["## GPU nodes", ""]
+    if section.get("summary"):
+        lines += [f"{_cell(section['summary'])}{sim}", ""]
+    if section.get("derived"):
+        lines += ["One node: derived from the single-Pod checks (no per-node check ran).", ""]
+    lines += [
+        "| " + " | ".join(h for _, h in NODE_COLUMNS) + " |",
+        "| " + " | ".join("---" for _ in NODE_COLUMNS) + " |",
+    ]
+    for row in section["rows"]:
+        cells = []
+        for key, _ in NODE_COLUMNS:
+            value = row.get(key)
+            if key == "expected" and row.get("expectedSource"):
+                value = f"{value} ({row['expectedSource']})"
+            cell = _cell(value if value is not None else "-")
+            cells.append(cell.upper() if key == "status" and value == "fail" else cell)
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def render_markdown(card: Mapping[str, Any]) -> str:
     """Render a card from :func:`build_card` as Markdown (tables; a SIMULATED banner first
     when the lab is simulated; every simulated value marked *(simulated)*)."""
@@ -200,6 +241,7 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         "",
         *_when_measured(card),
         "",
+        *_nodes(card.get("nodes")),
         *(
             line
             for key, title, labels in SECTIONS

@@ -15,6 +15,7 @@ from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
 from gpulab.verdict.card import hardware, mig, timing
 from gpulab.verdict.card.tflops import HOW_TO_MEASURE, tflops_section
+from gpulab.verdict.items import nodes as checklist_nodes
 
 __all__ = ["CAPABILITY_BOUNDARY", "HOW_TO_MEASURE", "REDACTED", "SCHEMA", "build_card", "sanitize"]
 
@@ -164,6 +165,19 @@ def _dcgm_section(facts: _Facts, group: str | None) -> dict[str, Any]:
     return {**fact, "status": status, "why": why}
 
 
+def _nodes_section(outputs: LabOutputs, facts: _Facts) -> dict[str, Any]:
+    """The node table (gpulab.verdict.items.nodes.rows): the fleet check's rows, or the fleet of
+    one derived from the single-Pod checks; ``summary`` the fleet check's line (None without),
+    ``simulated`` whether the rows were read from simulated nodes."""
+    table, derived = checklist_nodes.rows(outputs)
+    return {
+        "rows": table,
+        "derived": derived,
+        "summary": checklist_nodes.summary(outputs),
+        "simulated": bool(facts.is_simulated(o.NODES)) if not derived else bool(facts.simulated_lab),
+    }
+
+
 def build_card(
     outputs: LabOutputs,
     *,
@@ -283,6 +297,7 @@ def build_card(
         ),
         "topology": {**f(o.HOST_TOPOLOGY, group="host"), "shownNotUsed": hardware.TOPOLOGY_NOTE},
         "dcgm": _dcgm_section(facts, "dcgm" if "dcgm" in when["groups"] else None),
+        "nodes": _nodes_section(clean, facts),
         "checklist": {
             "result": checklist.overall(items),
             "exitCode": checklist.exit_code(items),

@@ -107,6 +107,10 @@ def summary_line(card: Mapping[str, Any]) -> str:
         _compute(card.get("compute") or {}, card.get("measuredTflops") or {}),
         f"checklist {card['checklist']['result']}" + (" (simulated lab)" if card.get("simulated") else ""),
     ]
+    nodes = card.get("nodes") or {}
+    if nodes.get("summary"):
+        # The fleet: how many nodes and GPUs, and which node is short.
+        parts.insert(0, str(nodes["summary"]) + (" (simulated)" if nodes.get("simulated") else ""))
     down = card.get("down")
     if down:
         # Never a bare "pass" for a lab that is not there: the verdict is the last run's.

@@ -95,7 +95,9 @@ def test_a_call_without_its_own_timeout_still_ends(silent: str, monkeypatch: pyt
     t0 = time.monotonic()
     with pytest.raises(Exception):  # noqa: B017 (urllib3's timeout error, whichever class)
         client.CoreV1Api(api).list_node()
-    assert time.monotonic() - t0 < 10
+    # Without the bound it would wait for ever (the server never answers); 30 s leaves room for
+    # a loaded machine running the suite in parallel.
+    assert time.monotonic() - t0 < 30
 
 
 def test_ping_of_a_server_that_never_answers_names_it_within_its_bound(silent: str) -> None:

@@ -77,3 +77,9 @@ def test_cli_exit_2(
     monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
     assert verify.main(["targets"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_found_gpu_stacks_fleet_check_is_the_gate() -> None:
+    chain = "gpulab:lab:Lab$gpulab:fleet:FoundGpuStack$command:local:Command"
+    assert verify.role_of(f"urn:pulumi:s::gpu-lab::{chain}::gpu-stack-gate") == "gate"
+    assert verify.role_of(f"urn:pulumi:s::gpu-lab::{chain}::gpu-stack-access") is None

@@ -21,7 +21,9 @@ CLI (``python -m variants.sim.ctl``; every diagnostic goes to stderr):
 * ``up --name N --workdir DIR [--gpus 1] [--replicas 1] [--mig 1g.18gb=7 --mig-strategy mixed]
   [--capture h200-1gpu-mig] [--nodes 1] [--bin-dir B] [--node-name gpu-sim-node]
   [--log-namespace default]... [--log-pod gpu-smoke]... [--timeout 300]
-  [--apiserver-advertise-address IP]`` prints one JSON object: ``{"kubeconfig",
+  [--apiserver-advertise-address IP] [--node-spec NAME=GPUS[/ADVERTISED]]... [--preinstalled]``
+  (a fleet of nodes of their own sizes, and the GPU stack found installed:
+  :mod:`~variants.sim.ctl.fleet`) prints one JSON object: ``{"kubeconfig",
   "kubernetesVersion", "apiServer", "node" (the first), "nodes", "gpus" (per node),
   "totalGpus", "workdir"}``. Idempotent: a healthy cluster of that name and configuration
   is reused (a new --gpus or --nodes is applied to the nodes and the log in place, extra

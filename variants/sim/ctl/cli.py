@@ -17,6 +17,7 @@ from gpulab.config.mig import STRATEGIES, parse_devices
 from gpulab.core.errors import GpuLabError, os_error_fix
 from variants.sim.ctl import supervise
 from variants.sim.ctl.cluster import Interrupted, UpOptions, down, status, up
+from variants.sim.ctl.fleet import parse_node_specs
 from variants.sim.ctl.render import (
     CAPTURES,
     DEFAULT_LOG_NAMESPACES,
@@ -82,6 +83,18 @@ def _parser() -> argparse.ArgumentParser:
         help=f"simulated GPU nodes, 1..{MAX_NODES}; named NODE_NAME, NODE_NAME-2, ... (each --gpus)",
     )
     sp_up.add_argument(
+        "--node-spec",
+        action="append",
+        default=None,
+        help="a fleet node NAME=GPUS[/ADVERTISED] (repeatable; replaces --nodes): GFD's labels say "
+        "GPUS, the node advertises ADVERTISED (default GPUS)",
+    )
+    sp_up.add_argument(
+        "--preinstalled",
+        action="store_true",
+        help="the GPU stack found installed: a simulated device-plugin DaemonSet of somebody else's install",
+    )
+    sp_up.add_argument(
         "--log-namespace",
         action="append",
         default=None,
@@ -135,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     capture=args.capture,
                     rename=args.rename,
                     smoke_gpus=args.smoke_gpus,
+                    fleet=parse_node_specs(args.node_spec or []),
+                    preinstalled=args.preinstalled,
                 )
             except ValueError as e:
                 print(f"simcluster: {e}", file=sys.stderr)

@@ -26,6 +26,7 @@ from typing import Any, Final
 import yaml
 
 from gpulab.kube import identity
+from variants.sim.ctl import fleet as sim_fleet
 from variants.sim.ctl import ports as lab_ports
 from variants.sim.ctl import supervise
 from variants.sim.ctl.gpus import NodeGpus
@@ -93,6 +94,23 @@ class UpOptions:
     rename: bool = False
     #: GPUs the smoke Pod is given (its simulated log lists that many); None: every one.
     smoke_gpus: int | None = None
+    #: A fleet of nodes of their own sizes (``--node-spec``: :mod:`variants.sim.ctl.fleet`);
+    #: empty: ``nodes`` nodes of ``gpus`` each.
+    fleet: tuple[sim_fleet.FleetNode, ...] = ()
+    #: The GPU stack found installed (``--preinstalled``): the device-plugin DaemonSet of
+    #: somebody else's install, simulated.
+    preinstalled: bool = False
+
+    def node_list(self) -> list[str]:
+        """The nodes' names: the fleet's, else ``node_name``, ``node_name-2``, ..."""
+        return [n.name for n in self.fleet] if self.fleet else node_names(self.node_name, self.nodes)
+
+    def gpus_of(self, node: str) -> NodeGpus:
+        """What node ``node`` advertises."""
+        for n in self.fleet:
+            if n.name == node:
+                return NodeGpus(n.advertised)
+        return self.node_gpus
 
     @property
     def node_gpus(self) -> NodeGpus:
@@ -103,6 +121,8 @@ class UpOptions:
         validate_name("cluster name", self.name)
         validate_name("node name", self.node_name)
         node_names(self.node_name, self.nodes)
+        if self.fleet and self.nodes != 1:
+            raise ValueError("--node-spec and --nodes exclude each other (the specs name every node)")
         if self.capture is None:
             capture_name(self.gpus)
         self.node_gpus  # noqa: B018 (validates the GPU settings)
@@ -198,6 +218,7 @@ def _config_for(
         apiserver_advertise_address=opts.apiserver_advertise_address,
         compute_log_file=paths.compute_log_file,
         ports=ports if ports is not None else _held_ports(paths),
+        extra_logs=sim_fleet.cluster_logs(paths.workdir, opts.fleet, opts.log_namespaces),
     )
 
 
@@ -301,9 +322,17 @@ def _create_once(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str)
 
 def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo, node_name: str) -> None:
     """Create or update one GPU node; its status capacity/allocatable are patched too,
-    because an existing node keeps its status on apply."""
-    manifest = render_node_manifest(node_name, opts.gpus, info, opts.node_gpus)
-    stale = opts.node_gpus.stale()  # merge-patch nulls: a key an earlier up set and this one has not
+    because an existing node keeps its status on apply. A fleet node's GFD count label says
+    what it has, its allocatable what it advertises (:mod:`variants.sim.ctl.fleet`)."""
+    gpus = opts.gpus_of(node_name)
+    manifest = render_node_manifest(node_name, opts.gpus, info, gpus)
+    for n in opts.fleet:
+        if n.name == node_name:
+            manifest["metadata"]["labels"]["nvidia.com/gpu.count"] = str(n.gpus)
+            # The kubelet counts unhealthy devices in capacity, healthy ones in allocatable
+            # (kubernetes pkg/kubelet/cm/devicemanager/manager.go GetCapacity).
+            manifest["status"]["capacity"][gpus.gpu_key] = str(n.gpus)
+    stale = gpus.stale()  # merge-patch nulls: a key an earlier up set and this one has not
     status = {"status": {k: {**manifest["status"][k], **stale} for k in ("capacity", "allocatable")}}
     proc = _kubectl(
         tools,
@@ -338,6 +367,16 @@ def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo,
         )
 
 
+def _apply(tools: Tools, paths: Paths, docs: list[dict[str, Any]], what: str) -> None:
+    """``kubectl apply --server-side`` of ``docs`` (a List)."""
+    doc = {"apiVersion": "v1", "kind": "List", "items": docs}
+    proc = _kubectl(
+        tools, paths, ["apply", "--server-side", "--force-conflicts", "-f", "-"], input_text=json.dumps(doc)
+    )
+    if proc.returncode != 0:
+        raise SimClusterError(f"creating {what} failed: {proc.stderr.strip()}", "check the API server log")
+
+
 def _node_state(tools: Tools, paths: Paths, node_name: str) -> tuple[bool, dict[str, str] | None]:
     """(Ready, status.allocatable) of the node, or (False, None) when absent."""
     proc = _kubectl(tools, paths, ["get", "node", node_name, "-o", "json"])
@@ -367,7 +406,8 @@ def _wait_usable(opts: UpOptions, tools: Tools, paths: Paths, names: Sequence[st
         ready, alloc = False, None
         while pending:
             ready, alloc = _node_state(tools, paths, pending[0])
-            if not (ready and alloc is not None and opts.node_gpus.advertised_by(alloc)):
+            want = opts.gpus_of(pending[0]).resources()
+            if not (ready and alloc is not None and opts.gpus_of(pending[0]).advertised_by(alloc)):
                 break
             pending.pop(0)
         sa = _kubectl(
@@ -510,6 +550,7 @@ def up(opts: UpOptions) -> dict[str, Any]:
             paths.compute_log_file.write_text(
                 render_cri_log(load_vectoradd(), dt.datetime.now(dt.UTC)), encoding="utf-8"
             )
+            _write_fleet_logs(opts, paths, capture)
             # Each compute container lists the one GPU it was given (render.compute_logs).
             own = compute_logs(opts.capture or capture_name(opts.gpus))
             for i in range(COMPUTE_CONTAINER_LOGS):
@@ -538,6 +579,25 @@ def up(opts: UpOptions) -> dict[str, Any]:
             + ("; the half-made cluster and its directory were removed" if creating else ""),
             "run `make lab` again",
         ) from None
+
+
+def _write_fleet_logs(opts: UpOptions, paths: Paths, capture: str) -> None:
+    """Each fleet node's smoke and compute logs (:mod:`variants.sim.ctl.fleet`), listing its GPUs."""
+    if not opts.fleet:
+        return
+    sim_fleet.log_dir(paths.workdir).mkdir(parents=True, exist_ok=True)
+    now = dt.datetime.now(dt.UTC)
+    vectoradd = load_vectoradd()
+    for n in opts.fleet:
+        # The Pod holds what the node advertises: its listing shows those.
+        uuids = sim_fleet.gpu_uuids(opts.name, n.name, n.advertised)
+        sim_fleet.smoke_log_file(paths.workdir, n.name).write_text(
+            render_cri_log(sim_fleet.smoke_log(capture, uuids), now), encoding="utf-8"
+        )
+        for i, u in enumerate(uuids):
+            sim_fleet.compute_log_file(paths.workdir, n.name, i).write_text(
+                render_cri_log(sim_fleet.compute_log(u, vectoradd), now), encoding="utf-8"
+            )
 
 
 def _reusable(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str) -> bool:
@@ -571,11 +631,13 @@ def _reusable(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str) ->
 
 
 def _finish(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo) -> dict[str, Any]:
-    names = node_names(opts.node_name, opts.nodes)
+    names = opts.node_list()
     for node in names:
         _ensure_node(opts, tools, paths, info, node)
     _remove_stale_nodes(opts, tools, paths, names)
     _wait_usable(opts, tools, paths, names)
+    if opts.preinstalled:
+        _apply(tools, paths, sim_fleet.preinstalled_manifests(), "the found GPU stack")
     # A component that lost a port race can exit after the API server answered; then a
     # stranger (e.g. another cluster's kwok) may be serving this node's kubelet endpoint.
     dead = _dead_components(paths)
@@ -592,7 +654,7 @@ def _finish(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo) -> d
         "node": names[0],
         "nodes": names,
         "gpus": opts.gpus,
-        "totalGpus": opts.gpus * len(names),
+        "totalGpus": sum(n.gpus for n in opts.fleet) if opts.fleet else opts.gpus * len(names),
         "workdir": str(paths.workdir),
         "identity": rec.to_json(),
         "ports": _held_ports(paths) or {},

@@ -1,0 +1,143 @@
+"""FoundGpuStack component: a GPU stack somebody else installed, verified on every GPU node.
+
+``gpuStack: found`` (``existing``, ``sim``): in place of the GPU Operator and its gate
+(components/gpu_operator.py), with the same outputs:
+
+* ``{name}-access`` (``python -m gpulab.kube access``): a SelfSubjectAccessReview per
+  permission the lab needs (gpulab.kube.access); a missing one stops the lab here, named,
+  before anything is created: every other child depends on it.
+* Namespace ``labNamespace``: the only place the lab writes (its Pods); destroy deletes it.
+* The gate (``python -m gpulab.kube fleet``): every GPU node gated against what its labels say,
+  then a smoke and a compute Pod pinned to each node that passed, ``fleetParallelism`` at a
+  time (gpulab.kube.fleet); its JSON is the node table. It installs and deletes nothing of the
+  GPU stack: no Helm release, no ClusterPolicy, no operand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.command import kube_command, parse_json_stdout
+from gpulab.config.fleet import FleetSettings
+from gpulab.core import names
+
+
+@dataclass(frozen=True)
+class FoundStackArgs:
+    """Inputs: ``fleet`` (gpulab.config.fleet.FleetSettings), ``kubeconfig`` (secret),
+    ``smoke_image``, ``compute_image`` (None: no compute Pods, "not tested"), ``resource``,
+    ``runtime_class``, ``timeout_seconds`` (each Pod), ``grace_seconds`` (a node's time to
+    advertise), ``simulated``, ``profile``, ``release_after`` (the census: before anything)."""
+
+    fleet: FleetSettings
+    kubeconfig: pulumi.Input[str]
+    smoke_image: str
+    compute_image: str | None
+    resource: str = names.GPU_RESOURCE
+    runtime_class: str | None = None
+    timeout_seconds: int = 300
+    grace_seconds: int = 10
+    simulated: bool = False
+    profile: str = names.DEFAULT_PROFILE
+    release_after: tuple[pulumi.Resource, ...] = ()
+
+
+class FoundGpuStack(pulumi.ComponentResource):
+    """A found GPU stack (see module docstring). Type token ``gpulab:fleet:FoundGpuStack``.
+
+    Outputs (GpuOperator's): ``chart_version`` / ``chart_source`` (None: no chart),
+    ``components``, ``allocatable_gpus`` / ``capacity_gpus`` (summed over the GPU nodes),
+    ``cluster_policy_state`` (None where no operator runs), ``device_plugin_pods``,
+    ``mig_resources``, ``server_version``, ``measured_at``; and ``nodes`` (the node table),
+    ``nodes_summary``, ``expected_gpus`` (summed expectations), ``gpu_stack`` (how it was found).
+    ``gate``: the fleet command (the smoke Pod depends on it).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        args: FoundStackArgs,
+        provider: k8s.Provider,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("gpulab:fleet:FoundGpuStack", name, None, opts)
+        fleet = args.fleet
+        self.access = kube_command(
+            f"{name}-access",
+            ["access", "--namespace", fleet.namespace],
+            args.kubeconfig,
+            triggers=[fleet.namespace],
+            timeout=120,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.release_after) or None),
+        )
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={
+                "name": fleet.namespace,
+                "labels": {"app.kubernetes.io/managed-by": names.PROJECT},
+            },
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.access]),
+        )
+        self.gate = kube_command(
+            f"{name}-gate",
+            [
+                "fleet",
+                "--namespace",
+                fleet.namespace,
+                "--smoke-image",
+                args.smoke_image,
+                *(["--compute-image", args.compute_image] if args.compute_image else []),
+                "--resource",
+                args.resource,
+                *(["--runtime-class", args.runtime_class] if args.runtime_class else []),
+                "--parallelism",
+                str(fleet.parallelism),
+                "--timeout",
+                str(args.timeout_seconds),
+                "--grace",
+                str(args.grace_seconds),
+                *fleet.pool_args(),
+                *(["--simulated"] if args.simulated else []),
+                "--profile",
+                args.profile,
+            ],
+            args.kubeconfig,
+            # Re-measured by make verify (gpulab.ops.verify replaces the gate).
+            triggers=[fleet.namespace],
+            timeout=args.timeout_seconds * 2 + 600,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
+        )
+        facts = parse_json_stdout(self.gate.stdout, "gpulab.kube fleet")
+        self.chart_version = pulumi.Output.from_input(None)
+        self.chart_source = pulumi.Output.from_input(None)
+        self.components = pulumi.Output.from_input({"found": True})
+        self.allocatable_gpus = facts.apply(lambda f: f.get("allocatableGpus"))
+        self.capacity_gpus = facts.apply(lambda f: f.get("capacityGpus"))
+        self.cluster_policy_state = facts.apply(lambda f: f.get("clusterPolicyState"))
+        self.device_plugin_pods = facts.apply(lambda f: f.get("devicePluginPods"))
+        self.mig_resources = facts.apply(lambda f: f.get("migResources"))
+        self.server_version = facts.apply(lambda f: f.get("kubernetesVersion"))
+        self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
+        self.nodes = facts.apply(lambda f: f.get("nodes"))
+        self.nodes_summary = facts.apply(lambda f: f.get("nodesSummary"))
+        self.expected_gpus = facts.apply(lambda f: f.get("expectedGpus"))
+        self.gpu_stack = facts.apply(
+            lambda f: {
+                "mode": "found",
+                "namespace": fleet.namespace,
+                "devicePlugin": f.get("devicePluginFound") or [],
+                "clusterPolicyState": f.get("clusterPolicyState"),
+            }
+        )
+        self.register_outputs(
+            {
+                "allocatableGpus": self.allocatable_gpus,
+                "capacityGpus": self.capacity_gpus,
+                "nodes": self.nodes,
+                "nodesSummary": self.nodes_summary,
+                "measuredAt": self.measured_at,
+            }
+        )

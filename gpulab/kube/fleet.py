@@ -1,0 +1,715 @@
+"""Every GPU node, one row each (``python -m gpulab.kube fleet``): the per-node gate, smoke and compute.
+
+The single-host lab is a fleet of one; a cluster somebody else runs is a fleet of many. For
+each GPU node this module
+
+1. decides what it should advertise (:func:`expectation`): GPU Feature Discovery's
+   ``nvidia.com/gpu.count`` (times ``nvidia.com/gpu.replicas`` under time-slicing), else the
+   count configured for the node's pool (``nodePoolLabel`` / ``nodePoolGpus``), else its own
+   capacity (then the row says so: a count taken from the node proves only that the plugin
+   registered what it registered);
+2. gates it (:func:`gate_node`): Ready, allocatable equal to the expectation, and the device
+   plugin's Pod on it Running and Ready where a device-plugin DaemonSet was found by its labels
+   (the GPU Operator's ``app=nvidia-device-plugin-daemonset``, or the device plugin chart's
+   ``app.kubernetes.io/name=nvidia-device-plugin``);
+3. runs a smoke Pod and a compute Pod pinned to it (``nodeSelector kubernetes.io/hostname``:
+   the scheduler still checks the node's allocatable), through the single-Pod checks
+   :func:`gpulab.kube.smoke.smoke` and :func:`gpulab.kube.compute.compute`, at most
+   ``parallelism`` nodes at a time, and compares the UUIDs the Pods saw with what the node
+   advertises: the smoke Pod lists exactly its allocatable count of distinct GPUs, each compute
+   container one of them, and no UUID is seen on two nodes.
+
+A node that fails never hides the others: every row is kept, with its first failure and its
+fix, and nodes that failed the gate are "not tested" for smoke and compute, never "pass". The
+DCGM column is "not tested" (no per-node DCGM reading yet), "not observable in simulation" in
+the sim lab.
+
+The label names are GFD's, checked in NVIDIA/k8s-device-plugin v0.20.0
+(``internal/lm/resource.go``: ``<resource>.count``, ``.product``, ``.replicas``,
+``.sharing-strategy``; ``internal/lm/nvml.go``: ``nvidia.com/cuda.driver-version.full``;
+``internal/lm/mig-strategy.go``: ``nvidia.com/mig.strategy``); tests/unit/kube/test_fleet.py
+cites them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from gpulab.core.names import (
+    COMPUTE_CONTAINER_PREFIX,
+    DEVICE_PLUGIN_DS,
+    GPU_RESOURCE,
+    PROJECT,
+    SIMULATED_ANNOTATION,
+)
+from gpulab.diagnose.live import Context
+from gpulab.kube import compute, smoke, smoke_gpus
+from gpulab.kube.client import GateError, is_transient, sanitize
+
+Json = Mapping[str, Any]
+
+#: GFD's labels (NVIDIA/k8s-device-plugin v0.20.0 internal/lm/resource.go: ``<resource>.<suffix>``
+#: for the full-GPU resource ``nvidia.com/gpu``).
+GFD_COUNT: Final = "nvidia.com/gpu.count"
+GFD_PRODUCT: Final = "nvidia.com/gpu.product"
+GFD_REPLICAS: Final = "nvidia.com/gpu.replicas"
+GFD_SHARING: Final = "nvidia.com/gpu.sharing-strategy"
+#: internal/lm/mig-strategy.go.
+GFD_MIG_STRATEGY: Final = "nvidia.com/mig.strategy"
+#: internal/lm/nvml.go (the driver the node's GPUs run).
+GFD_DRIVER: Final = "nvidia.com/cuda.driver-version.full"
+#: The GPU Operator's node label for a node with an NVIDIA PCI device (NVIDIA/gpu-operator v26.7.0
+#: controllers/state_manager.go ``commonGPULabelKey``).
+GPU_PRESENT: Final = "nvidia.com/gpu.present"
+#: The well-known label the smoke and compute Pods are pinned by.
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+#: Device-plugin DaemonSets the lab recognises by their Pods' labels: the GPU Operator's
+#: (its state-device-plugin: ``app: nvidia-device-plugin-daemonset``) and the device plugin's
+#: own chart (NVIDIA/k8s-device-plugin v0.20.0 deployments/helm/nvidia-device-plugin,
+#: ``app.kubernetes.io/name: nvidia-device-plugin``, the chart's name).
+DEVICE_PLUGIN_SELECTORS: Final = (f"app={DEVICE_PLUGIN_DS}", "app.kubernetes.io/name=nvidia-device-plugin")
+#: Label on every Pod this module creates (value: the node's short hash), and its prefixes.
+CHECK_LABEL: Final = "gpulab.dev/node-check"
+SMOKE_PREFIX: Final = "gpu-smoke-"
+COMPUTE_PREFIX: Final = "gpu-compute-"
+
+PASS: Final = "pass"
+FAIL: Final = "fail"
+NOT_TESTED: Final = "not-tested"
+NOT_OBSERVABLE: Final = "not-observable-in-simulation"
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    """What the fleet check does.
+
+    Attributes:
+        namespace: the lab's namespace (``labNamespace``): its Pods go there, nowhere else.
+        smoke_image, compute_image: pinned images; ``compute_image`` None: no compute Pod
+            (``computeCheck=false``: "not tested").
+        resource: the whole-GPU resource counted and asked for.
+        runtime_class: the Pods' ``runtimeClassName`` (None: the node's default).
+        parallelism: nodes checked at once (``fleetParallelism``, >= 1).
+        timeout: seconds each Pod may take to finish.
+        settle: seconds the gate waits for a node to advertise its expectation before it
+            judges it (``gpuGraceSeconds``).
+        pool_label, pool_gpus: the node pool label key and GPUs per node of each pool
+            (``nodePoolLabel``, ``nodePoolGpus``).
+        simulated: the nodes are simulated (kwok): the Pods are annotated, DCGM is "not
+            observable in simulation".
+        profile: named in fixes.
+    """
+
+    namespace: str
+    smoke_image: str
+    compute_image: str | None = None
+    resource: str = GPU_RESOURCE
+    runtime_class: str | None = None
+    parallelism: int = 4
+    timeout: float = 300
+    settle: float = 10
+    pool_label: str = ""
+    pool_gpus: Mapping[str, int] = field(default_factory=dict)
+    simulated: bool = False
+    profile: str = PROJECT
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What one node should advertise: ``count`` of the resource (None: nothing says), and
+    ``source`` (``"gfd:nvidia.com/gpu.count=8"``, ``"config:nodePoolGpus[pool-a]=8"``,
+    ``"capacity"``)."""
+
+    count: int | None
+    source: str
+
+
+def _labels(node: Json) -> Mapping[str, str]:
+    return ((node.get("metadata") or {}).get("labels")) or {}
+
+
+def _name(node: Json) -> str:
+    return str((node.get("metadata") or {}).get("name") or "?")
+
+
+def _quantity(status: Json, key: str, resource: str) -> int | None:
+    value = (status.get(key) or {}).get(resource)
+    try:
+        return int(str(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _int_label(labels: Mapping[str, str], key: str) -> int | None:
+    value = labels.get(key)
+    return int(value) if value is not None and value.strip().isdigit() else None
+
+
+def expectation(node: Json, spec: FleetSpec) -> Expectation:
+    """The node's expected count of ``spec.resource`` (module docstring, step 1).
+
+    GFD's count is of physical GPUs; with ``nvidia.com/gpu.replicas`` > 1 and a sharing
+    strategy other than ``none`` the device plugin advertises count x replicas. A node
+    whose labels say MIG ``mixed`` advertises MIG resources, not whole GPUs: its expectation
+    then comes from capacity, and the row says so.
+    """
+    labels = _labels(node)
+    count = _int_label(labels, GFD_COUNT)
+    if count is not None and labels.get(GFD_MIG_STRATEGY) != "mixed":
+        replicas = _int_label(labels, GFD_REPLICAS) or 1
+        shared = replicas > 1 and labels.get(GFD_SHARING, "none") != "none"
+        total = count * replicas if shared else count
+        note = f" x {GFD_REPLICAS}={replicas}" if shared else ""
+        return Expectation(total, f"gfd:{GFD_COUNT}={count}{note}")
+    pool = labels.get(spec.pool_label) if spec.pool_label else None
+    if pool is not None and pool in spec.pool_gpus:
+        return Expectation(spec.pool_gpus[pool], f"config:nodePoolGpus[{pool}]={spec.pool_gpus[pool]}")
+    capacity = _quantity(node.get("status") or {}, "capacity", spec.resource)
+    return Expectation(capacity, "capacity" if capacity is not None else "none")
+
+
+def is_gpu_node(node: Json, spec: FleetSpec) -> bool:
+    """A node the lab checks: labelled by the operator/GFD, in a configured pool, or
+    advertising the resource at all (capacity present)."""
+    labels = _labels(node)
+    if labels.get(GPU_PRESENT) == "true" or GFD_COUNT in labels:
+        return True
+    if spec.pool_label and labels.get(spec.pool_label) in spec.pool_gpus:
+        return True
+    return _quantity(node.get("status") or {}, "capacity", spec.resource) is not None
+
+
+def _ready(node: Json) -> bool:
+    conds = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One node's gate: ``ok``, ``cause`` and ``fix`` when not, and what it read."""
+
+    ok: bool
+    allocatable: int | None
+    capacity: int | None
+    cause: str = ""
+    fix: str = ""
+
+
+def gate_node(
+    node: Json, exp: Expectation, resource: str, plugin_pod: Json | None, plugin_found: bool
+) -> GateResult:
+    """Judge one node (module docstring, step 2). ``plugin_pod``: the device plugin's Pod on
+    it (None: none there); ``plugin_found``: a device-plugin DaemonSet was found at all (else
+    only allocatable is read, and the row says the plugin was not found)."""
+    name = _name(node)
+    status = node.get("status") or {}
+    alloc = _quantity(status, "allocatable", resource)
+    cap = _quantity(status, "capacity", resource)
+    describe = f"scripts/kubectl describe node {name}"
+    if not _ready(node):
+        return GateResult(False, alloc, cap, f"node {name} is not Ready", f"{describe} (Conditions)")
+    if plugin_found and plugin_pod is None:
+        return GateResult(
+            False,
+            alloc,
+            cap,
+            f"no device-plugin Pod runs on node {name}",
+            f"{describe}: its labels and taints against the device-plugin DaemonSet's nodeSelector",
+        )
+    if plugin_pod is not None:
+        statuses = (plugin_pod.get("status") or {}).get("containerStatuses") or []
+        if not statuses or not all(cs.get("ready") for cs in statuses):
+            pod = (plugin_pod.get("metadata") or {}).get("name")
+            ns = (plugin_pod.get("metadata") or {}).get("namespace")
+            return GateResult(
+                False,
+                alloc,
+                cap,
+                f"the device-plugin Pod {ns}/{pod} on node {name} is not Ready",
+                f"scripts/kubectl -n {ns} logs {pod}",
+            )
+    if exp.count is None:
+        return GateResult(
+            False, alloc, cap, f"node {name} advertises no {resource}; nothing says how many it has", describe
+        )
+    if alloc != exp.count:
+        have = "no" if alloc is None else str(alloc)
+        cause = (
+            f"node {name} advertises {have} {resource} allocatable of the {exp.count} expected ({exp.source})"
+        )
+        unhealthy = cap is not None and alloc is not None and alloc < cap
+        fix = (
+            f"{describe}; the device plugin marked {cap - alloc} GPU(s) unhealthy (an XID error): "
+            "its log on that node, then nvidia-smi -q on the node"
+            if unhealthy and cap is not None and alloc is not None
+            else f"{describe}; the device plugin's log on that node (did it register every GPU?)"
+        )
+        return GateResult(False, alloc, cap, cause, fix)
+    return GateResult(True, alloc, cap)
+
+
+def pod_name(prefix: str, node: str) -> str:
+    """The check Pod's name for ``node``: ``gpu-smoke-<node>``; a name past 63 characters is
+    cut and given the node's hash, so two nodes never share a Pod."""
+    full = f"{prefix}{node}"
+    if len(full) <= 63:
+        return full
+    return f"{full[:52]}-{_short(node)}"
+
+
+def _short(node: str) -> str:
+    return hashlib.sha256(node.encode()).hexdigest()[:10]
+
+
+def _pod_body(name: str, node: str, spec: FleetSpec, containers: list[dict[str, Any]]) -> dict[str, Any]:
+    annotations = {"gpulab.dev/simulated-execution": "true"} if spec.simulated else {}
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": spec.namespace,
+            "labels": {"app.kubernetes.io/part-of": PROJECT, CHECK_LABEL: _short(node)},
+            "annotations": annotations,
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            # Pinned, yet scheduled: the scheduler checks the node's allocatable.
+            "nodeSelector": {HOSTNAME_LABEL: node},
+            "containers": containers,
+        },
+    }
+    if spec.runtime_class:
+        body["spec"]["runtimeClassName"] = spec.runtime_class
+    return body
+
+
+def smoke_pod(node: str, spec: FleetSpec, gpus: int) -> dict[str, Any]:
+    """The node's smoke Pod: the lab's smoke command (``nvidia-smi && nvidia-smi -L``,
+    :data:`gpulab.kube.smoke_gpus.SMOKE_SCRIPT`) holding every GPU the node advertises."""
+    container = {
+        "name": "cuda",
+        "image": spec.smoke_image,
+        "command": ["sh", "-c", smoke_gpus.SMOKE_SCRIPT],
+        "resources": {"limits": {spec.resource: str(gpus)}},
+    }
+    return _pod_body(pod_name(SMOKE_PREFIX, node), node, spec, [container])
+
+
+def compute_pod(node: str, spec: FleetSpec, gpus: int) -> dict[str, Any]:
+    """The node's compute Pod: one vectorAdd container per GPU (``vectoradd-<i>``, one
+    ``resource`` each, :data:`gpulab.kube.compute.COMPUTE_SCRIPT`)."""
+    containers = [
+        {
+            "name": f"{COMPUTE_CONTAINER_PREFIX}{i}",
+            "image": spec.compute_image,
+            "command": ["sh", "-c", compute.COMPUTE_SCRIPT],
+            "resources": {"limits": {spec.resource: "1"}},
+        }
+        for i in range(gpus)
+    ]
+    return _pod_body(pod_name(COMPUTE_PREFIX, node), node, spec, containers)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "(no message)"
+
+
+def _fix_of(text: str, default: str) -> str:
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("fix:") or stripped.startswith("first fix:"):
+            return stripped.split(":", 1)[1].strip()
+    return default
+
+
+class PodRunner:
+    """Creates, replaces and deletes the check Pods through the API (``api``: an ApiClient)."""
+
+    def __init__(self, api: Any) -> None:
+        from kubernetes import client
+
+        self.api = api
+        self.core = client.CoreV1Api(api)
+
+    def replace(self, body: dict[str, Any], timeout: float = 60) -> None:
+        """Create ``body``, deleting a Pod of that name first (a re-run) and waiting until it is gone.
+
+        Raises:
+            GateError: the old Pod is still there after ``timeout`` seconds.
+        """
+        from kubernetes.client.rest import ApiException
+
+        name, ns = body["metadata"]["name"], body["metadata"]["namespace"]
+        self.delete(name, ns)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.core.read_namespaced_pod(name, ns)
+            except ApiException as exc:
+                if exc.status == 404:
+                    break
+                if not is_transient(exc):
+                    raise
+            if time.monotonic() > deadline:
+                raise GateError(f"Pod {ns}/{name} of an earlier run is still there after {timeout:.0f}s")
+            time.sleep(0.5)
+        self.core.create_namespaced_pod(ns, body)  # type: ignore[arg-type]  # a dict body is accepted
+
+    def delete(self, name: str, namespace: str) -> None:
+        """Delete the Pod now (grace 0); gone already is fine."""
+        from kubernetes.client.rest import ApiException
+
+        try:
+            self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+#: ``check(api, node_name, gpus, spec) -> dict``: the smoke and compute part of one row.
+NodeCheck = Callable[[Any, str, int, FleetSpec], dict[str, Any]]
+
+
+def check_node(api: Any, node: str, gpus: int, spec: FleetSpec) -> dict[str, Any]:
+    """Smoke and compute on one node (module docstring, step 3): the row's ``smoke``,
+    ``compute``, ``smokeGpuUuids``, ``computeGpus``, ``driverVersion`` and, on failure,
+    ``firstFailure`` and ``fix``. Never raises for the node's own failures."""
+    runner = PodRunner(api)
+    ctx = Context(gpus, None, spec.profile, gpu_resource=spec.resource)
+    row: dict[str, Any] = {"smoke": NOT_TESTED, "compute": NOT_TESTED}
+    sname = pod_name(SMOKE_PREFIX, node)
+    try:
+        runner.replace(smoke_pod(node, spec, gpus))
+        facts = smoke.smoke(api, spec.namespace, sname, spec.timeout, ctx)
+    except GateError as exc:
+        text = str(exc)
+        return {
+            **row,
+            "smoke": FAIL,
+            "firstFailure": f"smoke: {_first_line(text)}",
+            "fix": _fix_of(text, f"scripts/kubectl -n {spec.namespace} describe pod {sname}"),
+        }
+    finally:
+        runner.delete(sname, spec.namespace)
+    uuids = list(facts.get("smokeGpuUuids") or [])
+    row |= {"driverVersion": facts.get("smokeDriverVersion"), "smokeGpuUuids": uuids}
+    if len(uuids) != gpus or len(set(uuids)) != len(uuids):
+        return {
+            **row,
+            "smoke": FAIL,
+            "firstFailure": f"smoke: the Pod holding {gpus} {spec.resource} on {node} listed "
+            f"{len(set(uuids))} distinct GPU(s) (nvidia-smi -L)",
+            "fix": f"the node runtime's GPU injection on {node} (DEVICE_LIST_STRATEGY, the toolkit's config)",
+        }
+    row["smoke"] = PASS
+    if spec.compute_image is None:
+        return row
+    cname = pod_name(COMPUTE_PREFIX, node)
+    try:
+        runner.replace(compute_pod(node, spec, gpus))
+        isolation = compute.Isolation(host=tuple(uuids))
+        done = compute.compute(api, spec.namespace, cname, spec.timeout, ctx, isolation)
+    except GateError as exc:
+        text = str(exc)
+        return {
+            **row,
+            "compute": FAIL,
+            "firstFailure": f"compute: {_first_line(text)}",
+            "fix": _fix_of(
+                text, f"scripts/kubectl -n {spec.namespace} logs {cname} --all-containers --prefix"
+            ),
+        }
+    finally:
+        runner.delete(cname, spec.namespace)
+    return {**row, "compute": PASS, "computeGpus": done.get("computeGpus")}
+
+
+def _plugin_pods(api: Any) -> tuple[list[str], list[dict[str, Any]]]:
+    """(``namespace/name`` of the device-plugin DaemonSets found, their Pods), any namespace:
+    the Pods matching :data:`DEVICE_PLUGIN_SELECTORS` and the DaemonSets that own them."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    pods: list[dict[str, Any]] = []
+    for selector in DEVICE_PLUGIN_SELECTORS:
+        pods += [sanitize(p, api) for p in core.list_pod_for_all_namespaces(label_selector=selector).items]
+    owners = {
+        f"{(p.get('metadata') or {}).get('namespace')}/{o.get('name')}"
+        for p in pods
+        for o in (p.get("metadata") or {}).get("ownerReferences") or []
+        if o.get("kind") == "DaemonSet"
+    }
+    return sorted(owners), pods
+
+
+def _cluster_policy_state(api: Any) -> str | None:
+    """ClusterPolicy ``cluster-policy``'s ``status.state`` where the operator is installed; None otherwise."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    try:
+        doc = client.CustomObjectsApi(api).get_cluster_custom_object(
+            "nvidia.com", "v1", "clusterpolicies", "cluster-policy"
+        )
+    except ApiException as exc:
+        if exc.status in (403, 404):
+            return None
+        raise
+    return ((doc or {}).get("status") or {}).get("state") if isinstance(doc, dict) else None
+
+
+def duplicate_uuids(rows: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """UUID -> the nodes whose smoke Pods listed it, for UUIDs seen on two or more nodes."""
+    where: dict[str, list[str]] = {}
+    for row in rows:
+        for uuid in row.get("smokeGpuUuids") or []:
+            where.setdefault(uuid, []).append(row["node"])
+    return {u: nodes for u, nodes in where.items() if len(nodes) > 1}
+
+
+def summary(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The one-line summary: ``"3 nodes, 20 GPUs: 19 allocatable; node gpu-c has 3 of 4"``
+    (``"...; every node passed"`` when all did)."""
+    expected = sum(int(r.get("expected") or 0) for r in rows)
+    alloc = sum(int(r.get("allocatable") or 0) for r in rows)
+    short = [
+        f"node {r['node']} has {r.get('allocatable') or 0} of {r.get('expected')}"
+        for r in rows
+        if r.get("expected") is not None and r.get("allocatable") != r.get("expected")
+    ]
+    failed = [r["node"] for r in rows if r.get("status") == FAIL]
+    untested = [r["node"] for r in rows if r.get("status") == NOT_TESTED]
+    head = f"{len(rows)} node{'s' if len(rows) != 1 else ''}, {expected} GPUs: {alloc} allocatable"
+    if not rows:
+        return "no GPU node found"
+    tail = short or ([f"failed: {', '.join(failed)}"] if failed else [])
+    if short and len(failed) > len(short):
+        tail.append(f"failed: {', '.join(failed)}")
+    if untested:
+        tail.append(f"not tested (GPUs in use): {', '.join(untested)}")
+    tail = tail or ["every node passed"]
+    return f"{head}; {'; '.join(tail)}"
+
+
+def _row_status(row: Mapping[str, Any], compute_on: bool) -> str:
+    """``pass`` when every check ran and passed; ``fail`` when one failed; else ``not-tested``
+    (a busy node's Pods did not run: proves nothing either way)."""
+    wanted = ("gate", "smoke", "compute") if compute_on else ("gate", "smoke")
+    if all(row.get(k) == PASS for k in wanted):
+        return PASS
+    return FAIL if any(row.get(k) == FAIL for k in wanted) else NOT_TESTED
+
+
+def gpus_in_use(pods: Sequence[Json], resource: str) -> dict[str, int]:
+    """Node -> how many ``resource`` the node's Pods that have not finished hold (their
+    containers' limits, else requests), from Pods as JSON (``kubectl get pods -A -o json``)."""
+    used: dict[str, int] = {}
+    for p in pods:
+        node = (p.get("spec") or {}).get("nodeName")
+        if not node or (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        for c in (p.get("spec") or {}).get("containers") or []:
+            res = c.get("resources") or {}
+            value = (res.get("limits") or {}).get(resource) or (res.get("requests") or {}).get(resource)
+            if value is not None and str(value).isdigit():
+                used[node] = used.get(node, 0) + int(str(value))
+    return used
+
+
+def _busy(row: dict[str, Any], held: int, resource: str) -> None:
+    """Mark a node whose GPUs other Pods hold: its smoke and compute Pods would wait, so they are
+    not run, and the row says why (not a pass, not a failure of the node)."""
+    row.update(
+        smoke=NOT_TESTED,
+        compute=NOT_TESTED,
+        notTested=(
+            f"{held} of its {row['allocatable']} {resource} are held by other Pods: a Pod holding every "
+            "GPU of the node would wait for them"
+        ),
+        fix=(
+            f"run the lab when node {row['node']} is idle "
+            f"(scripts/kubectl describe node {row['node']}: Allocated resources)"
+        ),
+    )
+
+
+def run_fleet(
+    api: Any,
+    spec: FleetSpec,
+    check: NodeCheck = check_node,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Gate every GPU node, then smoke and compute the nodes that passed, ``spec.parallelism``
+    at a time.
+
+    Returns ``{"nodes": [row], "nodesSummary": str, "nodesPassed": int, "expectedGpus": int,
+    "allocatableGpus": int, "capacityGpus": int, "clusterPolicyState": str|None,
+    "devicePluginPods": [...], "devicePluginFound": [ns/name], "migResources": {},
+    "gpuResource", "kubernetesVersion", "measuredAt"}``; each row ``{"node", "pool",
+    "product", "expected", "expectedSource", "allocatable", "capacity", "gate", "smoke",
+    "compute", "dcgm", "status", "firstFailure", "fix", "smokeGpuUuids", "computeGpus",
+    "driverVersion", "simulated"}``.
+
+    Raises:
+        GateError: no GPU node at all, or no node passed its gate (the table of every node
+            is the message).
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    dss, pods = _plugin_pods(api)
+    plugin_found = bool(pods)
+    deadline = clock() + spec.settle
+
+    def read() -> list[dict[str, Any]]:
+        return [n for n in (sanitize(x, api) for x in core.list_node().items) if is_gpu_node(n, spec)]
+
+    # Wait (at most the grace) for every GPU node to advertise what it should; then judge.
+    while True:
+        nodes = read()
+        dss, pods = _plugin_pods(api) if plugin_found else (dss, pods)
+        gates = {}
+        for n in nodes:
+            name = _name(n)
+            on_node = next((p for p in pods if (p.get("spec") or {}).get("nodeName") == name), None)
+            exp = expectation(n, spec)
+            gates[name] = (n, exp, gate_node(n, exp, spec.resource, on_node, plugin_found))
+        if (nodes and all(g[2].ok for g in gates.values())) or clock() >= deadline:
+            break
+        sleep(1.0)
+    if not nodes:
+        raise GateError(
+            f"no GPU node: no node is labelled {GPU_PRESENT}=true or {GFD_COUNT}, none is in a "
+            f"configured pool, and none advertises {spec.resource}\n  fix: scripts/kubectl get nodes "
+            "--show-labels (is the GPU stack installed? is GPU Feature Discovery running?)"
+        )
+    rows: list[dict[str, Any]] = []
+    for name, (node, exp, g) in sorted(gates.items()):
+        labels = _labels(node)
+        rows.append(
+            {
+                "node": name,
+                "pool": labels.get(spec.pool_label) if spec.pool_label else None,
+                "product": labels.get(GFD_PRODUCT),
+                "expected": exp.count,
+                "expectedSource": exp.source,
+                "allocatable": g.allocatable,
+                "capacity": g.capacity,
+                "gate": PASS if g.ok else FAIL,
+                "smoke": NOT_TESTED,
+                "compute": NOT_TESTED,
+                "dcgm": NOT_OBSERVABLE if spec.simulated else NOT_TESTED,
+                "firstFailure": None if g.ok else f"gate: {g.cause}",
+                "fix": None if g.ok else g.fix,
+                "smokeGpuUuids": None,
+                "computeGpus": None,
+                "driverVersion": None,
+                "labelDriverVersion": labels.get(GFD_DRIVER),
+                "simulated": ((node.get("metadata") or {}).get("annotations") or {}).get(SIMULATED_ANNOTATION)
+                == "true",
+            }
+        )
+    passing = [r for r in rows if r["gate"] == PASS]
+    if not passing:
+        raise GateError("no GPU node passed the gate:\n" + table(rows))
+    # A guest on a cluster in use: a node whose GPUs others hold is not tested, never waited on.
+    held = gpus_in_use([sanitize(p, api) for p in core.list_pod_for_all_namespaces().items], spec.resource)
+    for row in passing:
+        if held.get(row["node"]):
+            _busy(row, held[row["node"]], spec.resource)
+    passing = [r for r in passing if not held.get(r["node"])]
+    print(
+        f"[gpulab] fleet: {len(passing)} of {len(rows)} GPU nodes passed the gate; smoke and compute "
+        f"on each, {spec.parallelism} at a time",
+        file=sys.stderr,
+        flush=True,
+    )
+    with ThreadPoolExecutor(max_workers=max(1, min(spec.parallelism, len(passing) or 1))) as pool:
+        results = list(pool.map(lambda r: check(api, r["node"], int(r["allocatable"]), spec), passing))
+    for row, result in zip(passing, results, strict=True):
+        row.update(result)
+        _driver_matches(row)
+    for uuid, nodes_seen in duplicate_uuids(rows).items():
+        for row in rows:
+            if row["node"] in nodes_seen and not row.get("firstFailure"):
+                others = ", ".join(n for n in nodes_seen if n != row["node"])
+                row["smoke"] = FAIL
+                row["firstFailure"] = f"smoke: GPU {uuid} was also listed on node {others}"
+                row["fix"] = "two nodes cannot hold one GPU: check the nodes' names and how they were cloned"
+    for row in rows:
+        row["status"] = _row_status(row, spec.compute_image is not None)
+    alloc = sum(int(r["allocatable"] or 0) for r in rows)
+    cap = sum(int(r["capacity"] or 0) for r in rows)
+    return {
+        "nodes": rows,
+        "nodesSummary": summary(rows),
+        "nodesPassed": sum(1 for r in rows if r["status"] == PASS),
+        "expectedGpus": sum(int(r["expected"] or 0) for r in rows),
+        "allocatableGpus": alloc,
+        "capacityGpus": cap,
+        "gpuResource": spec.resource,
+        "migResources": {},
+        "clusterPolicyState": _cluster_policy_state(api),
+        "devicePluginFound": dss,
+        "devicePluginPods": [_plugin_row(p) for p in pods],
+        "kubernetesVersion": str(client.VersionApi(api).get_code().git_version),
+        "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _driver_matches(row: dict[str, Any]) -> None:
+    """The driver the node's smoke Pod printed must be the one GFD labelled the node with
+    (``nvidia.com/cuda.driver-version.full``); a row whose smoke passed fails otherwise."""
+    labelled, seen = row.get("labelDriverVersion"), row.get("driverVersion")
+    if row.get("smoke") == PASS and labelled and seen and labelled != seen:
+        row.update(
+            smoke=FAIL,
+            firstFailure=(
+                f"smoke: the Pod on {row['node']} printed driver {seen}; "
+                f"the node's {GFD_DRIVER} says {labelled}"
+            ),
+            fix=(
+                f"the driver on {row['node']} changed since GFD labelled it (an upgrade without a reboot?): "
+                "nvidia-smi on the node, then restart GPU Feature Discovery there"
+            ),
+        )
+
+
+def _plugin_row(pod: Json) -> dict[str, Any]:
+    """One device-plugin Pod as the ``devicePluginPods`` output lists it (plus its node)."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    statuses = status.get("containerStatuses") or []
+    return {
+        "name": meta.get("name"),
+        "node": (pod.get("spec") or {}).get("nodeName"),
+        "phase": status.get("phase"),
+        "ready": bool(statuses) and all(cs.get("ready") for cs in statuses),
+        "restarts": sum(int(cs.get("restartCount") or 0) for cs in statuses),
+        "simulated": (meta.get("annotations") or {}).get(SIMULATED_ANNOTATION) == "true",
+    }
+
+
+def table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The rows as text, one line per node (stderr, and the message when no node passed)."""
+    lines = []
+    for r in rows:
+        line = (
+            f"  {r['node']}: {r.get('status', r.get('gate'))} (expected {r.get('expected')} from "
+            f"{r.get('expectedSource')}, allocatable {r.get('allocatable')}; gate {r.get('gate')}, "
+            f"smoke {r.get('smoke')}, compute {r.get('compute')})"
+        )
+        if r.get("firstFailure"):
+            line += f"\n    first failure: {r['firstFailure']}\n    fix: {r.get('fix')}"
+        elif r.get("notTested"):
+            line += f"\n    not tested: {r['notTested']}\n    fix: {r.get('fix')}"
+        lines.append(line)
+    return "\n".join(lines)
