@@ -526,6 +526,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout.flush()
     for problem in bundle.problems:
         print(f"gpu-lab: could not read {problem}", file=sys.stderr)
+    local = bundle.files.get("local/status.txt")
+    if local and any(p.startswith("cluster") for p in bundle.problems):
+        # Why the cluster did not answer, as this machine sees it (a stopped etcd, a control
+        # plane its supervisor took down): the API server's own answer cannot say.
+        print(f"gpu-lab: this machine says: {local.strip()}", file=sys.stderr)
     sys.stderr.flush()
     print(
         f"gpu-lab: secrets removed ({redactor.learned} known secret values, PEM blocks, tokens); "

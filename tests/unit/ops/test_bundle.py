@@ -133,3 +133,17 @@ def test_helm_release_status_without_values() -> None:
     assert status["revision"] == 2 and status["info"]["status"] == "deployed"
     assert status["chart"] == {"name": "gpu-operator", "version": "v26.7.0", "appVersion": "v26.7.0"}
     assert SENTINEL not in json.dumps(status) and "manifest" not in status and "config" not in status
+
+
+def test_cli_says_what_this_machine_knows_when_the_cluster_does_not_answer(
+    stack: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A frozen etcd (SIGSTOP) or a control plane its supervisor took down: the API server's
+    # answer (or its silence) cannot say which; the variant's local status can.
+    from variants.sim import Sim
+
+    monkeypatch.setattr(Sim, "local_status", lambda self, profile, root: "the sim cluster 'p': etcd stopped")
+    assert bundle.main(["--stack", "sim", "--out-dir", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "gpu-lab: could not read cluster:" in err
+    assert "gpu-lab: this machine says: the sim cluster 'p': etcd stopped" in err
