@@ -116,3 +116,26 @@ def test_device_plugin_go_tests() -> None:
         text=True,
     )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+
+
+def test_the_fleet_rendering_has_the_found_stacks_commands(rendered: dict) -> None:
+    """``gpuStack: found``: no gate; the access and fleet checks (the node's pool and GPUs from
+    config), the lab's Namespace, and the chapter's Pods in it."""
+    found = render.render(render.config(**render.FLEET))
+    assert "gate" not in found and found["access"] == ["access", "--namespace", "gpu-lab"]
+    argv = found["fleet"]
+    assert argv[0] == "fleet" and argv[argv.index("--pool-label") + 1] == render.POOL_LABEL
+    assert argv[argv.index("--pool-gpus") + 1] == f"{render.POOL}=1"
+    assert found["namespace"]["kind"] == "Namespace" and found["namespace"]["metadata"]["name"] == "gpu-lab"
+    assert found["smoke"]["pod"]["metadata"]["namespace"] == "gpu-lab"
+    assert node.FLEET_NODE_LABELS == {render.POOL_LABEL: render.POOL}
+
+
+def test_the_plugin_relabelled_for_the_fleet_keeps_its_selector(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpulab.kube import fleet
+
+    monkeypatch.setattr(node, "PLUGIN_LABELS", {**node.PLUGIN_LABELS, **node.FLEET_PLUGIN_LABELS})
+    ds = node.plugin_daemonset("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")
+    labels = ds["spec"]["template"]["metadata"]["labels"]
+    assert ds["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert any(f"{k}={v}" in fleet.DEVICE_PLUGIN_SELECTORS for k, v in labels.items())

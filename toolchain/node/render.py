@@ -6,6 +6,9 @@ Pod specs the program makes, not copies written by hand: this runs ``__main__.py
 unit tests' Pulumi mocks (tests/unit/program_harness.py) for the ``existing`` variant on the
 harness's images, and takes the commands' argv and the Pods' manifests from what the program
 registered. ``negative`` is the same with ``gpuGraceSeconds`` set for the unhealthy-GPU test.
+``fleet`` is the same variant with the GPU stack found installed (``gpuStack: found``, the
+node's pool and its GPUs in ``nodePoolLabel`` / ``nodePoolGpus``: :data:`FLEET`): the access
+check's and the fleet check's argv, the lab's namespace, the chapter's smoke and compute Pods.
 
     .venv/bin/python toolchain/node/render.py > rendered.json
 """
@@ -38,6 +41,11 @@ contexts: [{name: gpulab, context: {cluster: gpulab, user: admin}}]
 current-context: gpulab
 """
 MODULE = ["python", "-m", "gpulab.kube"]
+#: The node's pool label and its value (the kubelet's --node-labels in the fleet mode): no GPU
+#: Feature Discovery runs there, so the fleet check's expectation comes from config.
+POOL_LABEL, POOL = "gpulab.dev/node-pool", "h200"
+#: The found-stack mode's keys: the GPU stack found installed, the node's pool of 1 GPU.
+FLEET: dict[str, Any] = {"gpuStack": "found", "nodePoolLabel": POOL_LABEL, "nodePoolGpus": f"{POOL}=1"}
 
 
 def config(**extra: Any) -> dict[str, Any]:
@@ -75,6 +83,8 @@ def render(cfg: dict[str, Any]) -> dict[str, Any]:
     """The gate's argv, the smoke and compute Pods' manifests and their checks' argv (each
     argv after ``python -m gpulab.kube``) that the program registers for ``cfg``, and the
     existing variant's census (after ``python``; its kubeconfig path ``KUBECONFIG_PATH``).
+    With ``gpuStack: found`` there is no gate: ``access`` and ``fleet`` (argv) and
+    ``namespace`` (the lab's Namespace manifest) instead.
 
     Raises:
         RuntimeError: the program failed, or registered none of these.
@@ -91,7 +101,7 @@ def render(cfg: dict[str, Any]) -> dict[str, Any]:
         raise RuntimeError(f"the program failed under mocks: {run.error!r}")
 
     def full_argv(step: str) -> list[str]:
-        regs = [r for r in run.registrations if r.typ == program_harness.COMMAND and r.step == step]
+        regs = [r for r in run.registrations if r.typ == program_harness.COMMAND and _step(r) == step]
         if len(regs) != 1:
             raise RuntimeError(f"expected one {step} command, got {len(regs)}")
         return regs[0].argv()
@@ -102,29 +112,57 @@ def render(cfg: dict[str, Any]) -> dict[str, Any]:
             raise RuntimeError(f"{step} is not python -m gpulab.kube: {full}")
         return full[3:]
 
-    def pod(name: str) -> dict[str, Any]:
+    def manifest(typ: str, name: str, keys: tuple[str, ...]) -> dict[str, Any]:
         for r in run.registrations:
-            if r.typ == "kubernetes:core/v1:Pod" and (r.inputs.get("metadata") or {}).get("name") == name:
-                return {k: r.inputs[k] for k in ("apiVersion", "kind", "metadata", "spec")}
-        raise RuntimeError(f"no Pod {name} registered")
+            if r.typ == f"kubernetes:core/v1:{typ}" and (r.inputs.get("metadata") or {}).get("name") == name:
+                return {"apiVersion": "v1", "kind": typ, **{k: r.inputs[k] for k in keys if k in r.inputs}}
+        raise RuntimeError(f"no {typ} {name} registered")
+
+    def pod(name: str) -> dict[str, Any]:
+        return manifest("Pod", name, ("apiVersion", "kind", "metadata", "spec"))
 
     census = full_argv("existing-census")
     # The kubeconfig the program read was this rendering's own; the run passes the node's.
     census[census.index("--kubeconfig-path") + 1] = "KUBECONFIG_PATH"
-    return {
+    doc: dict[str, Any] = {
         "config": cfg,
         "census": census[1:],
-        "gate": argv("operator-gate"),
         "smoke": {"pod": pod("gpu-smoke"), "check": argv("smoke-check")},
         "compute": {"pod": pod("gpu-compute"), "check": argv("compute-check")},
     }
+    if cfg.get("gpuStack") == "found":
+        namespace = doc["smoke"]["pod"]["metadata"]["namespace"]
+        doc |= {
+            "access": argv("fleet-access"),
+            "fleet": argv("fleet-check"),
+            "namespace": manifest("Namespace", namespace, ("metadata",)),
+        }
+    else:
+        doc["gate"] = argv("operator-gate")
+    return doc
+
+
+def _step(reg: program_harness.Registration) -> str | None:
+    """A Command's step; the found stack's two commands, which gpulab.core.argv.STEPS does not
+    name, as ``fleet-access`` and ``fleet-check`` (by their subcommand)."""
+    if reg.step:
+        return reg.step
+    argv = reg.argv()
+    if argv[:3] == MODULE and len(argv) > 3 and argv[3] in ("access", "fleet"):
+        return f"fleet-{'check' if argv[3] == 'fleet' else 'access'}"
+    return None
 
 
 def main() -> int:
-    """Print both renderings as one JSON document."""
+    """Print the renderings as one JSON document: the variant as configured (``positive``,
+    ``negative``) and with the GPU stack found installed (``fleet``: the same two)."""
     doc = {
         "positive": render(config()),
         "negative": render(config(gpuGraceSeconds=NEGATIVE_GRACE)),
+        "fleet": {
+            "positive": render(config(**FLEET)),
+            "negative": render(config(**FLEET, gpuGraceSeconds=NEGATIVE_GRACE)),
+        },
     }
     print(json.dumps(doc, indent=1, sort_keys=True))
     return 0

@@ -19,7 +19,13 @@ is replayed instead is the checklist's judgement of the node as the failed gate 
 gate's facts with the allocatable and capacity the node then advertised (its recorded
 ``node-unhealthy.json``, summed by the gate's own :class:`gpulab.kube.gate_rules.Resources`).
 
+The fleet run (``run.sh fleet``: ``gpuStack: found``) is replayed the same way with the
+rendering's ``fleet`` configuration: the access check, the fleet check (the node table) and
+the chapter's smoke and compute checks print what they printed there. Its negative (the fleet
+check failed: no node passed its gate) stops a ``pulumi up``, so it has no outputs to replay.
+
     .venv/bin/python toolchain/node/replay.py tests/data/device-h200-node/run OUTDIR
+    .venv/bin/python toolchain/node/replay.py tests/data/device-h200-node/fleet OUTDIR
 """
 
 from __future__ import annotations
@@ -62,14 +68,18 @@ def _stdout(summary: Mapping[str, Any], key: str) -> str:
     return json.dumps(doc)
 
 
-def replay(run: Path, *, negative: bool = False) -> tuple[dict[str, Any], BaseException | None]:
+def replay(
+    run: Path, *, negative: bool = False, fleet: bool = False
+) -> tuple[dict[str, Any], BaseException | None]:
     """The program's outputs on the run recorded in ``run`` (a tests/data folder made by
     toolchain/node/record.py) and the program's error (None when it finished). ``negative``:
-    the node as the negative's failed gate saw it (:func:`unhealthy_gate_facts`).
+    the node as the negative's failed gate saw it (:func:`unhealthy_gate_facts`). ``fleet``:
+    the run of the GPU stack found installed (``run.sh fleet``; no negative).
 
     Raises:
         ReplayError: the record lacks the rendering, a check's output or the host probe.
     """
+    from gpulab.core.argv import decode
     from gpulab.host import facts as host_facts
     from program import edge
 
@@ -81,13 +91,36 @@ def replay(run: Path, *, negative: bool = False) -> tuple[dict[str, Any], BaseEx
         "smoke-check": _stdout(summary, "smoke"),
         "compute-check": _stdout(summary, "compute"),
     }
-    gate = summary.get("gate") or {}
-    if gate.get("rc") != 0 or not isinstance(gate.get("stdout"), dict):
-        raise ReplayError("the run recorded no passing gate")
-    gate_facts = dict(gate["stdout"])
+    section = rendered["positive"]
+    if fleet:
+        if negative:
+            raise ReplayError("the fleet run's negative stopped the lab: nothing to replay")
+        section = rendered["fleet"]["positive"]
+        stdout["fleet-access"] = _stdout(summary, "access")
+        stdout["fleet-check"] = json.dumps(((summary.get("fleet") or {}).get("check") or {}).get("stdout"))
+        if stdout["fleet-check"] == "null":
+            raise ReplayError("the run recorded no JSON stdout for the fleet check")
+        gate_facts: dict[str, Any] = {}
+    else:
+        gate = summary.get("gate") or {}
+        if gate.get("rc") != 0 or not isinstance(gate.get("stdout"), dict):
+            raise ReplayError("the run recorded no passing gate")
+        gate_facts = dict(gate["stdout"])
     if negative:
         gate_facts.update(unhealthy_gate_facts(run))
     original_fake, original_probe = program_harness.fake_stdout, edge.probe_host
+    original_step_of = program_harness.step_of
+
+    def step_of(command: str | None) -> str | None:
+        # The found stack's two commands have no step name (gpulab.core.argv.STEPS): by their
+        # subcommand, as toolchain/node/render.py names them.
+        step = original_step_of(command)
+        if step or not isinstance(command, str):
+            return step
+        argv = decode(command)
+        if argv[:3] == ["python", "-m", "gpulab.kube"] and argv[3:4] in (["access"], ["fleet"]):
+            return "fleet-check" if argv[3] == "fleet" else "fleet-access"
+        return None
 
     def fake(purpose: str, gpus: int = 1) -> str:
         if purpose == "operator-gate":
@@ -96,10 +129,11 @@ def replay(run: Path, *, negative: bool = False) -> tuple[dict[str, Any], BaseEx
             return stdout[purpose]
         return original_fake(purpose, gpus)
 
-    cfg = {**(rendered["negative" if negative else "positive"]["config"]), "hostProbe": "nvidia-smi"}
+    cfg = {**(rendered["negative"] if negative else section)["config"], "hostProbe": "nvidia-smi"}
     # The chart only feeds the release's and the CRD check's resources: this machine's copy.
     cfg["chartPath"] = os.environ.get("GPULAB_CHART_PATH") or cfg["chartPath"]
     program_harness.fake_stdout = fake
+    program_harness.step_of = step_of
     edge.probe_host = lambda *a, **k: facts  # type: ignore[assignment]
     try:
         with tempfile.NamedTemporaryFile("w", suffix=".yaml") as kubeconfig:
@@ -108,6 +142,7 @@ def replay(run: Path, *, negative: bool = False) -> tuple[dict[str, Any], BaseEx
             result = program_harness.run_program({**cfg, "kubeconfigPath": kubeconfig.name})
     finally:
         program_harness.fake_stdout, edge.probe_host = original_fake, original_probe
+        program_harness.step_of = original_step_of
     outputs = {k: v for k, v in result.outputs.items() if k not in NOT_RUN and k != out.KUBECONFIG}
     # The program stamps runAt when it runs (here: now); the run's program time is when its
     # first command, the census, started on the node (the host probe read the host there 3 s on).
@@ -173,13 +208,14 @@ def card(outputs: Mapping[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     """CLI: ``replay.py RUN OUTDIR``: outputs.json, baseline-card.{json,md} for the positive
-    run, and the same with ``-negative`` for the negative."""
+    run, and the same with ``-negative`` for the negative (not for a fleet run)."""
     from gpulab.verdict.card.markdown import render_markdown
 
     run, outdir = Path(argv[0]), Path(argv[1])
     outdir.mkdir(parents=True, exist_ok=True)
-    for negative, suffix in ((False, ""), (True, "-negative")):
-        outputs, error = replay(run, negative=negative)
+    fleet = json.loads((run / "summary.json").read_text()).get("mode") == "fleet"
+    for negative, suffix in ((False, ""),) if fleet else ((False, ""), (True, "-negative")):
+        outputs, error = replay(run, negative=negative, fleet=fleet)
         doc = card(outputs)
         (outdir / f"outputs{suffix}.json").write_text(json.dumps(outputs, indent=1, sort_keys=True) + "\n")
         (outdir / f"baseline-card{suffix}.json").write_text(json.dumps(doc, indent=1) + "\n")

@@ -6,8 +6,9 @@
 #   rendered.json        what the program renders for the node (toolchain/node/render.py)
 #   site.tar.xz          the kubernetes client and its dependencies for the machine's Python 3.12
 #                        (the versions this checkout's .venv pins; its unused asyncio client left out)
-#   lab/                 the lab's packages gpulab and variants from this checkout (the branch
-#                        under test; the device gets main's checkout)
+#   lab/                 the lab's packages gpulab and variants and its Pulumi.yaml (the config
+#                        schema) from this checkout (the branch under test; the device gets
+#                        main's checkout)
 #   node.py, run.sh, image.py   the harness
 #
 # Usage: toolchain/node/stage.sh [DEST]     (DEST: /work/main/.devwork/node)
@@ -48,7 +49,8 @@ fi
 cp "$site" "$dest/site.tar.xz"
 
 rm -rf "$dest/lab" && mkdir -p "$dest/lab"
-(cd "$root" && tar --exclude=__pycache__ -cf - gpulab variants) | tar -C "$dest/lab" -xf -
+# Pulumi.yaml too: the config schema the lab's commands read is its config block (gpulab.config.schema).
+(cd "$root" && tar --exclude=__pycache__ -cf - gpulab variants Pulumi.yaml) | tar -C "$dest/lab" -xf -
 cp "$here/device/node.py" "$here/device/run.sh" "$here/image.py" "$dest/"
 git -C "$root" rev-parse HEAD >"$dest/REVISION" 2>/dev/null || true
 total=$(du -sb "$dest" | cut -f1)

@@ -57,18 +57,31 @@ CNI_CONF_DIR = RUN / "cni" / "net.d"
 PLUGIN_NS, PLUGIN_DS = "kube-system", "gpulab-device-plugin"
 PLUGIN_LABELS = {
     "app.kubernetes.io/name": PLUGIN_DS,
+    # The DaemonSet's selector: a mode may relabel app.kubernetes.io/name (FLEET_PLUGIN_LABELS).
+    "app.kubernetes.io/instance": PLUGIN_DS,
     "app.kubernetes.io/component": "device-plugin",
     "app.kubernetes.io/part-of": "gpu-lab-node-harness",
 }
 # A lab that finds the device plugin by its labels may look for others: add them here
 # (JSON object in $GPULAB_NODE_PLUGIN_LABELS), on the DaemonSet and its pods.
 PLUGIN_LABELS.update(json.loads(os.environ.get("GPULAB_NODE_PLUGIN_LABELS") or "{}"))
+#: The fleet mode (``gpuStack: found``): the lab finds a device plugin by its Pods' labels
+#: (gpulab.kube.fleet DEVICE_PLUGIN_SELECTORS: the device plugin chart's
+#: ``app.kubernetes.io/name=nvidia-device-plugin``), so the harness's plugin wears that label;
+#: its name, image and binary stay the harness's own (``devicePluginFound`` names it).
+FLEET_PLUGIN_LABELS = {"app.kubernetes.io/name": "nvidia-device-plugin"}
+#: The node's pool label in the fleet mode (toolchain/node/render.py POOL_LABEL, POOL), set by
+#: the kubelet (--node-labels) as a node pool's nodes get theirs.
+FLEET_NODE_LABELS = {"gpulab.dev/node-pool": "h200"}
 IMAGES = {
     "pause": "gpulab.local/gpulab-pause:1",
     "plugin": "gpulab.local/gpulab-device-plugin:1",
     "smoke": "gpulab.local/node-smoke:1",
     "compute": "gpulab.local/vectoradd:1",
 }
+#: Where the lab's compute command runs the sample (gpulab.core.names VECTORADD_BINARY: the
+#: path in NVIDIA's cuda-sample image); the compute image holds the project's vector add there.
+VECTORADD_PATH = "/cuda-samples/vectorAdd"
 T0 = time.monotonic()
 #: Seconds the whole run may take before its steps are cut short so that teardown and the
 #: results still fit the device call (its limit is 600 s; the machine's start is not in it).
@@ -682,7 +695,8 @@ def images(gpu_host: bool = True) -> None:
     """The four images, made from this machine's files (image.py) and imported: the sandbox
     (gpulab-pause), the device plugin (its binary and the libraries it and libnvidia-ml need),
     the smoke image (a shell and the C library; nvidia-smi comes from the CDI spec), the
-    compute image (gpulab-vectoradd and what libcuda needs; libcuda comes from the CDI spec)."""
+    compute image (gpulab-vectoradd, also at :data:`VECTORADD_PATH`, a shell, and what libcuda
+    needs; libcuda and nvidia-smi come from the CDI spec)."""
     d = RUN / "images"
     d.mkdir(parents=True, exist_ok=True)
     if gpu_host:
@@ -708,7 +722,11 @@ def images(gpu_host: bool = True) -> None:
         ],
         "compute": [
             "--add", f"/usr/local/bin/gpulab-vectoradd={BIN / 'gpulab-vectoradd'}",
-            "--libs-of", cuda_lib, "--env", path_env, "--env", ld_env,
+            # The lab's compute command is `sh -c "nvidia-smi -L; exec /cuda-samples/vectorAdd"`
+            # (gpulab.kube.compute COMPUTE_SCRIPT, the path of NVIDIA's sample image): a shell,
+            # and the project's vector add at that path.
+            "--add", f"{VECTORADD_PATH}={BIN / 'gpulab-vectoradd'}", "--add", "/bin/sh=/bin/sh",
+            "--libs-of", cuda_lib, "--libs-of", "/bin/sh", "--env", path_env, "--env", ld_env,
             "--entrypoint", "/usr/local/bin/gpulab-vectoradd",
         ],
     }  # fmt: skip
@@ -722,9 +740,9 @@ def images(gpu_host: bool = True) -> None:
     ctr("images", "ls", name="images-ls")
 
 
-def kubelet(ip: str) -> None:
+def kubelet(ip: str, labels: dict[str, str] | None = None) -> None:
     """The kubelet: containerd's CRI, cgroupfs, webhook authn/authz against the API server,
-    x509 client CA; registers node gpulab-h200 with ``ip``."""
+    x509 client CA; registers node gpulab-h200 with ``ip`` (and ``labels``: --node-labels)."""
     conf = RUN / "conf"
     resolv = conf / "resolv.conf"
     resolv.write_text("search cluster.local\noptions ndots:1\n")
@@ -762,6 +780,7 @@ def kubelet(ip: str) -> None:
             f"--kubeconfig={conf / 'kubelet.kubeconfig'}",
             f"--hostname-override={NODE}",
             f"--node-ip={ip}",
+            *([f"--node-labels={','.join(f'{k}={v}' for k, v in labels.items())}"] if labels else []),
             "--v=2",
         ],
         env={"PATH": f"{BIN}:{os.environ.get('PATH', '')}"},
@@ -850,7 +869,7 @@ def plugin_daemonset(nvml_lib: str, fake_gpus: int = 0) -> dict[str, Any]:
         "kind": "DaemonSet",
         "metadata": {"name": PLUGIN_DS, "namespace": PLUGIN_NS, "labels": PLUGIN_LABELS},
         "spec": {
-            "selector": {"matchLabels": {"app.kubernetes.io/name": PLUGIN_DS}},
+            "selector": {"matchLabels": {"app.kubernetes.io/instance": PLUGIN_DS}},
             "template": {
                 "metadata": {"labels": PLUGIN_LABELS},
                 "spec": {
@@ -1004,18 +1023,8 @@ def events(namespace: str) -> Any:
 def positive(rendered: dict[str, Any], summary: dict[str, Any], smi: str = "nvidia-smi") -> None:
     """The gate, the smoke Pod and check, the compute Pod and check, as rendered (``smi``: the
     host's nvidia-smi; the rehearsal's stand-in)."""
-    from gpulab.kube import smoke_gpus
-
     pos = rendered["positive"]
-    with REC.step("census"):
-        # The existing variant's read-only census, as rendered, on the node's kubeconfig.
-        kc = RUN / "conf" / "admin.kubeconfig"
-        census = [str(kc) if a == "KUBECONFIG_PATH" else a for a in pos["census"]]
-        p = sh([sys.executable, *census], check=False, timeout=60, name="census", cwd=HERE / "lab")
-        (WORK / "census.stdout").write_text(p.stdout)
-        summary["census"] = {"argv": ["python", *census], "rc": p.returncode, "stderr": p.stderr[-2000:]}
-        with contextlib.suppress(ValueError):
-            summary["census"]["stdout"] = json.loads(p.stdout)
+    census(pos, summary)
     gate, changes = gate_argv(pos["gate"])
     summary["gateArgvChanges"] = changes
     with REC.step("gate"):
@@ -1023,6 +1032,27 @@ def positive(rendered: dict[str, Any], summary: dict[str, Any], smi: str = "nvid
         summary["gate"] = r
         if r["rc"] != 0:
             raise RuntimeError(f"the gate failed: {r['stderr'][-600:]}")
+    single_pods(pos, summary, smi)
+
+
+def census(pos: dict[str, Any], summary: dict[str, Any]) -> None:
+    """The existing variant's read-only census, as rendered, on the node's kubeconfig."""
+    with REC.step("census"):
+        kc = RUN / "conf" / "admin.kubeconfig"
+        argv = [str(kc) if a == "KUBECONFIG_PATH" else a for a in pos["census"]]
+        p = sh([sys.executable, *argv], check=False, timeout=60, name="census", cwd=HERE / "lab")
+        (WORK / "census.stdout").write_text(p.stdout)
+        summary["census"] = {"argv": ["python", *argv], "rc": p.returncode, "stderr": p.stderr[-2000:]}
+        with contextlib.suppress(ValueError):
+            summary["census"]["stdout"] = json.loads(p.stdout)
+
+
+def single_pods(pos: dict[str, Any], summary: dict[str, Any], smi: str = "nvidia-smi") -> None:
+    """The host's GPUs and the lab's host probe, then the chapter's one smoke Pod and its check
+    and the one compute Pod and its check, as rendered in ``pos``; the smoke log's driver and
+    UUIDs compared with the host's."""
+    from gpulab.kube import smoke_gpus
+
     host = host_gpus(smi)
     summary["host"] = host
     with (
@@ -1054,7 +1084,7 @@ def positive(rendered: dict[str, Any], summary: dict[str, Any], smi: str = "nvid
             raise RuntimeError(f"the smoke check failed: {r['stderr'][-600:]}")
         delete_pod(ns, name)
     with REC.step("compute"):
-        comp = rendered["positive"]["compute"]
+        comp = pos["compute"]
         create_pod(comp["pod"])
         r = lab(comp["check"], "compute-check", 400)
         summary["compute"] = r
@@ -1068,7 +1098,7 @@ def positive(rendered: dict[str, Any], summary: dict[str, Any], smi: str = "nvid
         if r["rc"] != 0:
             raise RuntimeError(f"the compute check failed: {r['stderr'][-600:]}")
         delete_pod(ns, name)
-    save_json("events-default.json", events("default"))
+    save_json(f"events-{ns}.json", events(ns))
     plugin_log("device-plugin-positive")
 
 
@@ -1077,7 +1107,7 @@ def plugin_log(name: str) -> None:
     with contextlib.suppress(Exception):
         _, core, _ = clients()
         for p in core.list_namespaced_pod(
-            PLUGIN_NS, label_selector=f"app.kubernetes.io/name={PLUGIN_DS}"
+            PLUGIN_NS, label_selector=f"app.kubernetes.io/instance={PLUGIN_DS}"
         ).items:
             (WORK / f"{name}.log").write_text(core.read_namespaced_pod_log(p.metadata.name, PLUGIN_NS))
 
@@ -1108,6 +1138,120 @@ def negative(rendered: dict[str, Any], summary: dict[str, Any]) -> None:
         neg["secondsToRecover"] = round(now() - t, 3)
     plugin_log("device-plugin-negative")
     save_json("events-kube-system.json", events(PLUGIN_NS))
+
+
+# ---------------------------------------------------------------- the GPU stack found installed
+
+
+def plugin_state() -> dict[str, Any]:
+    """The found GPU stack as the cluster has it: the plugin DaemonSet's uid, generation and
+    labels, its Pods (name, uid, restarts): the same before and after the lab's fleet check
+    when the lab installs and deletes nothing of it."""
+    _, core, apps = clients()
+    ds = apps.read_namespaced_daemon_set(PLUGIN_DS, PLUGIN_NS)
+    pods = core.list_namespaced_pod(PLUGIN_NS, label_selector=f"app.kubernetes.io/instance={PLUGIN_DS}").items
+    return {
+        "daemonset": f"{PLUGIN_NS}/{PLUGIN_DS}",
+        "uid": ds.metadata.uid,
+        "generation": ds.metadata.generation,
+        "labels": dict(ds.metadata.labels or {}),
+        "pods": sorted(
+            (p.metadata.name, p.metadata.uid, sum(c.restart_count for c in p.status.container_statuses or []))
+            for p in pods
+        ),
+    }
+
+
+def fleet_positive(rendered: dict[str, Any], summary: dict[str, Any], smi: str = "nvidia-smi") -> None:
+    """``gpuStack: found`` as rendered (``rendered["fleet"]["positive"]``): the census, the
+    access check, the lab's namespace, the fleet check (the node's row: expected from
+    ``nodePoolGpus``, the plugin found by its labels, a smoke and a compute Pod pinned to the
+    node), then the chapter's single smoke and compute Pods in the lab's namespace. The fleet
+    check's argv is used unchanged."""
+    pos = rendered["fleet"]["positive"]
+    fl: dict[str, Any] = {"argv": pos["fleet"]}
+    summary["fleet"] = fl
+    census(pos, summary)
+    with REC.step("access"):
+        r = lab(pos["access"], "access", 120)
+        summary["access"] = r
+        if r["rc"] != 0:
+            raise RuntimeError(f"the access check failed: {r['stderr'][-600:]}")
+    with REC.step("namespace"):
+        _, core, _ = clients()
+        core.create_namespace(pos["namespace"])
+        summary["namespace"] = pos["namespace"]["metadata"]["name"]
+    fl["pluginBefore"] = plugin_state()
+    with REC.step("fleet"):
+        r = lab(pos["fleet"], "fleet", 900)
+        fl["check"] = r
+        fl["pluginAfter"] = plugin_state()
+        fl["pluginUntouched"] = fl["pluginAfter"] == fl["pluginBefore"]
+        if r["rc"] != 0 or not isinstance(r.get("stdout"), dict):
+            raise RuntimeError(f"the fleet check failed: {r['stderr'][-600:]}")
+        rows = r["stdout"].get("nodes") or []
+        fl["rows"] = [
+            {k: row.get(k) for k in ("node", "expected", "expectedSource", "allocatable", "gate", "smoke",
+                                     "compute", "status", "driverVersion", "firstFailure")}
+            for row in rows
+        ]  # fmt: skip
+        fl["summary"] = r["stdout"].get("nodesSummary")
+        host = host_gpus(smi)
+        fl["comparison"] = {
+            row["node"]: {
+                "driverMatches": row.get("driverVersion") == host[0]["driver"],
+                "uuidsMatch": sorted(row.get("smokeGpuUuids") or []) == sorted(h["uuid"] for h in host),
+            }
+            for row in rows
+        }
+        if not fl["pluginUntouched"]:
+            raise RuntimeError(f"the fleet check changed the found device plugin: {fl}")
+    single_pods(pos, summary, smi)
+
+
+def fleet_negative(rendered: dict[str, Any], summary: dict[str, Any]) -> None:
+    """The plugin reports the GPU Unhealthy; the fleet check, as rendered with the negative's
+    grace, must fail within it naming the node and the cause (no node passed its gate); then
+    the GPU comes back, and the lab's namespace is deleted as ``make destroy`` deletes it."""
+    neg: dict[str, Any] = {}
+    summary["negative"] = neg
+    with REC.step("negative-unhealthy"):
+        t = now()
+        FAULT_FILE.write_text("all  # gpu-lab node harness: the negative test\n")
+        wait_for("allocatable nvidia.com/gpu 0", lambda: gpu(node_doc()) == "0", 60)
+        neg["secondsToAllocatableZero"] = round(now() - t, 3)
+        neg["nodeWhileUnhealthy"] = {"allocatable": gpu(node_doc()), "capacity": gpu(node_doc(), "capacity")}
+        save_json("node-unhealthy.json", node_doc())
+        r = lab(rendered["fleet"]["negative"]["fleet"], "fleet-unhealthy", 700)
+        neg["fleet"] = r
+        if r["rc"] == 0:
+            raise RuntimeError("the fleet check passed on an unhealthy GPU")
+    with REC.step("negative-recover"):
+        t = now()
+        FAULT_FILE.unlink()
+        wait_for("allocatable nvidia.com/gpu back to 1", lambda: gpu(node_doc()) == "1", 60)
+        neg["secondsToRecover"] = round(now() - t, 3)
+    plugin_log("device-plugin-negative")
+    save_json("events-kube-system.json", events(PLUGIN_NS))
+    with REC.step("namespace-delete"):
+        from kubernetes.client.rest import ApiException
+
+        name = rendered["fleet"]["positive"]["namespace"]["metadata"]["name"]
+        _, core, _ = clients()
+        save_json(f"events-{name}.json", events(name))
+        core.delete_namespace(name)
+
+        def gone() -> bool:
+            try:
+                core.read_namespace(name)
+                return False
+            except ApiException as exc:
+                return exc.status == 404
+
+        wait_for(f"namespace {name} gone", gone, 60)
+        summary["pluginAfterDestroy"] = plugin_state()
+        before = summary["fleet"]["pluginBefore"]
+        summary["pluginUntouchedAfterDestroy"] = summary["pluginAfterDestroy"] == before
 
 
 # ---------------------------------------------------------------- teardown
@@ -1224,7 +1368,7 @@ def fake_gpu() -> str:
     the lab's checks without a GPU; nothing of it is evidence about GPUs."""
     fake = RUN / "fake"
     fake.mkdir(parents=True, exist_ok=True)
-    table = (HERE / "lab" / "gpulab" / "captures" / "h200-1gpu" / "nvidia-smi.txt").read_text()
+    table = (HERE / "lab" / "gpulab" / "host" / "captures" / "h200-1gpu" / "nvidia-smi.txt").read_text()
     smi = fake / "nvidia-smi"
     smi.write_text(
         "#!/bin/sh\n"
@@ -1458,7 +1602,7 @@ def lab_up(summary: dict[str, Any], rehearsal: bool = False) -> None:
 
 def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else "whole"
-    gpu_host = mode not in ("rehearse", "rehearse-lab")
+    gpu_host = mode not in ("rehearse", "rehearse-lab", "rehearse-fleet")
     WORK.mkdir(parents=True, exist_ok=True)
     rendered = json.loads((HERE / "rendered.json").read_text())
     summary: dict[str, Any] = {
@@ -1489,10 +1633,29 @@ def main() -> int:
             containerd()
         with REC.step("images"):
             images(gpu_host)
+        fleet_mode = mode in ("fleet", "rehearse-fleet")
+        if fleet_mode:
+            PLUGIN_LABELS.update(FLEET_PLUGIN_LABELS)
         with REC.step("kubelet"):
-            kubelet(ip)
+            kubelet(ip, FLEET_NODE_LABELS if fleet_mode else None)
             wait_node_ready()
-        if mode in ("lab", "rehearse-lab"):
+        if fleet_mode:
+            smi = "nvidia-smi" if gpu_host else fake_gpu()
+            with REC.step("device-plugin"):
+                summary["secondsPluginToAllocatable"] = start_plugin(fake_gpus=0 if gpu_host else 1)
+            summary["pluginLabels"] = PLUGIN_LABELS
+            try:
+                fleet_positive(rendered, summary, smi)
+            except RuntimeError as exc:
+                # Without a GPU (no libcuda) the chapter's compute check fails: recorded, not raised.
+                if gpu_host or "compute check" not in str(exc):
+                    raise
+                summary["rehearsalComputeFailure"] = str(exc)[:600]
+                with contextlib.suppress(Exception):
+                    comp = rendered["fleet"]["positive"]["compute"]["pod"]["metadata"]
+                    delete_pod(comp["namespace"], comp["name"])
+            fleet_negative(rendered, summary)
+        elif mode in ("lab", "rehearse-lab"):
             if not gpu_host:
                 fake_gpu()
             with REC.step("device-plugin"):
