@@ -30,7 +30,9 @@ class FoundStackArgs:
     """Inputs: ``fleet`` (gpulab.config.fleet.FleetSettings), ``kubeconfig`` (secret),
     ``smoke_image``, ``compute_image`` (None: no compute Pods, "not tested"), ``resource``,
     ``runtime_class``, ``timeout_seconds`` (each Pod), ``grace_seconds`` (a node's time to
-    advertise), ``simulated``, ``profile``, ``release_after`` (the census: before anything)."""
+    advertise), ``simulated``, ``profile``, ``release_after`` (the census: before anything),
+    ``dcgm_exporter`` (the lab reads the DCGM exporter found there; False: its checklist item
+    is not tested, as with an operator installed without one)."""
 
     fleet: FleetSettings
     kubeconfig: pulumi.Input[str]
@@ -43,6 +45,7 @@ class FoundStackArgs:
     simulated: bool = False
     profile: str = names.DEFAULT_PROFILE
     release_after: tuple[pulumi.Resource, ...] = ()
+    dcgm_exporter: bool = False
 
 
 class FoundGpuStack(pulumi.ComponentResource):
@@ -113,7 +116,9 @@ class FoundGpuStack(pulumi.ComponentResource):
         facts = parse_json_stdout(self.gate.stdout, "gpulab.kube fleet")
         self.chart_version = pulumi.Output.from_input(None)
         self.chart_source = pulumi.Output.from_input(None)
-        self.components = pulumi.Output.from_input({"found": True})
+        # What the checklist asks of the operand set: a found stack installs nothing, and its
+        # DCGM exporter is read only when the config says so (gpulab.core.outputs component_off).
+        self.components = pulumi.Output.from_input({"found": True, "dcgmExporter": args.dcgm_exporter})
         self.allocatable_gpus = facts.apply(lambda f: f.get("allocatableGpus"))
         self.capacity_gpus = facts.apply(lambda f: f.get("capacityGpus"))
         self.cluster_policy_state = facts.apply(lambda f: f.get("clusterPolicyState"))

@@ -118,6 +118,7 @@ class Lab(pulumi.ComponentResource):
                     simulated=cfg.simulated,
                     profile=cfg.profile,
                     release_after=tuple(self.cluster.release_after),
+                    dcgm_exporter=cfg.operator.dcgm_exporter,
                 ),
                 provider=self.provider,
                 opts=child,
