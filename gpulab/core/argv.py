@@ -38,7 +38,7 @@ STEPS: Final[dict[tuple[str, str], str]] = {
     ("gpulab.kube", "benchmark"): "benchmark-result",
     ("gpulab.kube", "dcgm"): "dcgm-scrape",
     ("gpulab.kube", "simulate-clusterpolicy"): "sim-clusterpolicy-status",
-    ("gpulab.kube", "access"): "access-check",
+    ("gpulab.kube", "access"): "fleet-access",
     ("gpulab.kube", "fleet"): "fleet-check",
     ("gpulab.kube.identity", "record"): "cluster-identity",
     # A module without subcommands: "" matches any arguments.
