@@ -197,7 +197,12 @@ def test_the_feasibility_run_found_the_driver_under_usr_local_nvidia() -> None:
     assert doc("gate.stdout", FEASIBILITY)["allocatableGpus"] == 1
 
 
-def _replay():  # type: ignore[no-untyped-def]
+def load_replay(rendered: Any):  # type: ignore[no-untyped-def]
+    """toolchain/node/replay.py as a module, for a run whose rendering is ``rendered``
+    (``rendered.json``); skips the test when no GPU Operator chart is at hand."""
+    chart = os.environ.get("GPULAB_CHART_PATH") or rendered["positive"]["config"]["chartPath"]
+    if not Path(chart, "Chart.yaml").is_file():
+        pytest.skip("no GPU Operator chart (GPULAB_CHART_PATH): the program's preflight needs one offline")
     spec = importlib.util.spec_from_file_location("node_replay", ROOT / "toolchain" / "node" / "replay.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
@@ -208,10 +213,7 @@ def _replay():  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def replay():  # type: ignore[no-untyped-def]
-    chart = os.environ.get("GPULAB_CHART_PATH") or doc("rendered.json")["positive"]["config"]["chartPath"]
-    if not Path(chart, "Chart.yaml").is_file():
-        pytest.skip("no GPU Operator chart (GPULAB_CHART_PATH): the program's preflight needs one offline")
-    return _replay()
+    return load_replay(doc("rendered.json"))
 
 
 def test_the_programs_outputs_and_card_on_the_real_facts_pass(replay) -> None:  # type: ignore[no-untyped-def]

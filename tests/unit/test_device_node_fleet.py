@@ -12,10 +12,7 @@ what it recorded with the lab's own parsers and rules, and replay the program on
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +21,7 @@ import pytest
 from gpulab.host import nvsmi
 from gpulab.kube import access, fleet, smoke_gpus
 from gpulab.kube import compute as kube_compute
+from tests.unit.test_device_node import load_replay
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "data" / "device-h200-node" / "fleet"
@@ -150,21 +148,9 @@ def test_the_unhealthy_gpu_fails_the_fleet_check_naming_the_node() -> None:
     assert "fault injected" in text("device-plugin-negative.log")
 
 
-def _replay():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("node_replay", ROOT / "toolchain" / "node" / "replay.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["node_replay"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture
 def replay():  # type: ignore[no-untyped-def]
-    chart = os.environ.get("GPULAB_CHART_PATH") or doc("rendered.json")["positive"]["config"]["chartPath"]
-    if not Path(chart, "Chart.yaml").is_file():
-        pytest.skip("no GPU Operator chart (GPULAB_CHART_PATH): the program's preflight needs one offline")
-    return _replay()
+    return load_replay(doc("rendered.json"))
 
 
 def test_the_programs_node_table_and_checklist_on_the_real_facts(replay) -> None:  # type: ignore[no-untyped-def]
