@@ -38,19 +38,6 @@ NAME = "e2e-existing"
 CRD_PREFIX = "customresourcedefinition/"
 
 
-def _simcluster(project: Project, *args: str) -> dict[str, Any]:
-    p = subprocess.run(
-        ["python3", "-m", "variants.sim.ctl", *args],
-        cwd=project.dir,
-        env=project.env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout)  # type: ignore[no-any-return]
-
-
 @pytest.fixture
 def two_gpu_nodes(project: Project, tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """A simulated cluster with 2 nodes x 1 GPU; yields (kubeconfig file, kubeconfig text)."""
@@ -60,13 +47,13 @@ def two_gpu_nodes(project: Project, tmp_path: Path) -> Iterator[tuple[Path, str]
     workdir = tmp_path / "sim"
     where = ["--name", NAME, "--workdir", str(workdir)]
     try:
-        up = _simcluster(project, "up", *where, "--gpus", "1", "--nodes", "2")
+        up = project.sim_ctl("up", *where, "--gpus", "1", "--nodes", "2")
         assert up["nodes"] == ["gpu-sim-node", "gpu-sim-node-2"] and up["totalGpus"] == 2
         path = tmp_path / "kubeconfig.yaml"
         path.write_text(up["kubeconfig"])
         yield path, up["kubeconfig"]
     finally:
-        _simcluster(project, "down", *where)
+        project.sim_ctl("down", *where)
     assert not workdir.exists()
 
 

@@ -111,19 +111,6 @@ def test_a_node_short_of_its_labels_fails_named_and_the_others_pass(project: Pro
     assert not (project.dir / ".state" / "sim" / "gpu-lab-fleet-short").exists()
 
 
-def _sim(project: Project, *args: str) -> dict[str, Any]:
-    p = subprocess.run(
-        ["python3", "-m", "variants.sim.ctl", *args],
-        cwd=project.dir,
-        env=project.env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout)  # type: ignore[no-any-return]
-
-
 def test_existing_with_the_gpu_stack_found_installs_nothing_and_leaves_nothing(
     project: Project, tmp_path: Path
 ) -> None:
@@ -135,8 +122,7 @@ def test_existing_with_the_gpu_stack_found_installs_nothing_and_leaves_nothing(
     workdir = tmp_path / "sim"
     where = ["--name", "e2e-found", "--workdir", str(workdir)]
     try:
-        up = _sim(
-            project,
+        up = project.sim_ctl(
             "up",
             *where,
             "--node-spec",
@@ -193,7 +179,7 @@ def test_existing_with_the_gpu_stack_found_installs_nothing_and_leaves_nothing(
         after = apps.read_namespaced_daemon_set("nvidia-device-plugin-daemonset", "gpu-operator").metadata.uid
         assert after == before
     finally:
-        _sim(project, "down", *where)
+        project.sim_ctl("down", *where)
 
 
 def test_a_guest_missing_a_permission_is_told_which_before_anything_is_created(
@@ -211,8 +197,8 @@ def test_a_guest_missing_a_permission_is_told_which_before_anything_is_created(
     workdir = tmp_path / "sim"
     where = ["--name", "e2e-guest", "--workdir", str(workdir)]
     try:
-        up = _sim(
-            project, "up", *where, "--node-spec", "gpu-x=2", "--preinstalled", "--log-namespace", "gpu-lab"
+        up = project.sim_ctl(
+            "up", *where, "--node-spec", "gpu-x=2", "--preinstalled", "--log-namespace", "gpu-lab"
         )
         admin = kube_api(up["kubeconfig"])
         core: Any = client.CoreV1Api(admin)
@@ -251,4 +237,4 @@ def test_a_guest_missing_a_permission_is_told_which_before_anything_is_created(
         assert "gpu-lab" not in names, names
         project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "existing", timeout=600)
     finally:
-        _sim(project, "down", *where)
+        project.sim_ctl("down", *where)

@@ -26,19 +26,6 @@ from tests.support.sandbox import Project, kube_api, shared_chart
 pytestmark = pytest.mark.sim
 
 
-def _sim(project: Project, *args: str) -> dict[str, Any]:
-    p = subprocess.run(
-        ["python3", "-m", "variants.sim.ctl", *args],
-        cwd=project.dir,
-        env=project.env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout)  # type: ignore[no-any-return]
-
-
 @pytest.fixture
 def clusters(project: Project, tmp_path: Path) -> Iterator[dict[str, dict[str, Any]]]:
     """Clusters ``a`` and ``b``: {name: {"kubeconfig": path, "info": up's JSON}}."""
@@ -46,14 +33,14 @@ def clusters(project: Project, tmp_path: Path) -> Iterator[dict[str, dict[str, A
     try:
         for name in ("a", "b"):
             where = ["--name", f"wrong-{name}", "--workdir", str(tmp_path / f"sim-{name}")]
-            info = _sim(project, "up", *where, "--gpus", "1")
+            info = project.sim_ctl("up", *where, "--gpus", "1")
             path = tmp_path / f"kubeconfig-{name}.yaml"
             path.write_text(info["kubeconfig"])
             made[name] = {"kubeconfig": path, "info": info, "where": where}
         yield made
     finally:
         for c in made.values():
-            _sim(project, "down", *c["where"])
+            project.sim_ctl("down", *c["where"])
 
 
 def _lab(project: Project, action: str) -> subprocess.CompletedProcess[str]:

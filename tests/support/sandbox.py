@@ -189,6 +189,20 @@ class Project:
         assert not (self.dir / ".state" / "sim" / profile).exists()
         print(f"\ntimings: make lab {up_s:.1f}s, make destroy {down_s:.1f}s")
 
+    def sim_ctl(self, *args: str) -> dict[str, Any]:
+        """``python3 -m variants.sim.ctl ARGS`` in the copy (a cluster made beside the lab's own,
+        e.g. one for ``existing`` to point at), asserted to succeed; its JSON answer."""
+        p = subprocess.run(
+            ["python3", "-m", "variants.sim.ctl", *args],
+            cwd=self.dir,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert p.returncode == 0, p.stderr[-3000:]
+        return json.loads(p.stdout)  # type: ignore[no-any-return]
+
     def timed(self, *args: str, **kw: Any) -> tuple[float, subprocess.CompletedProcess[str]]:
         """:meth:`pulumi` and its wall time in seconds."""
         t0 = time.monotonic()
