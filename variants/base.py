@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from gpulab.config.lab import CAPTURES, NO_SETTINGS, VariantSettings, above_maximum
 from gpulab.core import outputs as out
 from gpulab.core import run as cmd
 from gpulab.core.errors import GpuLabError
@@ -40,6 +41,31 @@ if TYPE_CHECKING:
 
 #: ``get(key)``: a config key's parsed value, or its default.
 Getter = Callable[[str], object]
+
+
+def get_text(get: Getter, key: str) -> str:
+    """``get(key)`` of a string key."""
+    return str(get(key))
+
+
+def get_int(get: Getter, key: str) -> int:
+    """``get(key)`` of an integer key (already coerced by config parsing)."""
+    return int(str(get(key)))
+
+
+def get_flag(get: Getter, key: str) -> bool:
+    """``get(key)`` of a boolean key."""
+    return bool(get(key))
+
+
+def bound_problems(get: Getter, bounds: Mapping[str, tuple[int, int]], problems: list[str]) -> None:
+    """Append a line for each key of ``bounds`` whose value is above its highest (the text
+    of every bound: gpulab.config.lab.above_maximum); the lowest are the variant's to say,
+    with their reasons."""
+    for key, (_, highest) in bounds.items():
+        problems += above_maximum(key, get_int(get, key), highest)
+
+
 #: ``run(argv)``: a finished process (``returncode``, ``stdout``, ``stderr``), for status checks.
 Runner = Callable[[list[str]], cmd.Result]
 
@@ -179,6 +205,8 @@ class Variant(ABC):
             variant only and are refused for every other one.
         exclusive_keys: config keys that apply to this variant only; any non-empty value is
             refused for every other one.
+        bounds: the allowed range, ``(lowest, highest)`` inclusive, of each numeric key of this
+            variant's own (Pulumi.yaml states each highest); :meth:`check_keys` checks them.
         device_list_reason: why the node's runtime needs :meth:`device_list_strategy` (its
             upstream sources); ``""`` where the variant leaves the chart's choice.
     """
@@ -194,6 +222,7 @@ class Variant(ABC):
     exclusive_settings: ClassVar[tuple[tuple[str, object], ...]] = ()
     #: Config keys that apply to this variant only: set (non-empty) for another, refused.
     exclusive_keys: ClassVar[tuple[str, ...]] = ()
+    bounds: ClassVar[Mapping[str, tuple[int, int]]] = {}
     #: ``gpuStack: found`` is allowed: the variant can verify a GPU stack somebody else
     #: installed (gpulab.config.fleet) instead of installing the GPU Operator.
     finds_gpu_stack: ClassVar[bool] = False
@@ -221,15 +250,21 @@ class Variant(ABC):
     # --- config (pure) -------------------------------------------------------------
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:  # noqa: B027 (optional hook)
-        """Check the format of this variant's own keys, whichever variant is chosen (one
-        stack file may carry several); append one line per problem."""
+        """Check the format and :attr:`bounds` of this variant's own keys, whichever variant is
+        chosen (one stack file may carry several); append one line per problem."""
 
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
-    ) -> dict[str, Any]:
-        """Checks that apply when this variant is chosen; returns LabConfig fields it resolves
-        (e.g. ``kubeconfig_path``). Append one line per problem."""
-        return {}
+    ) -> VariantSettings:
+        """Checks that apply when this variant is chosen; returns its own settings (the frozen
+        dataclass of its ``settings.py``, with what it resolves, e.g. the kubeconfig), which
+        ``LabConfig.variant_settings`` carries and the variant reads back with
+        ``cfg.settings(<its type>)``. Append one line per problem. By default: no settings."""
+        return NO_SETTINGS
+
+    def default_capture(self, get: Getter) -> str:
+        """The capture ``hostProbe: capture`` reads when ``capture`` is empty."""
+        return CAPTURES[0]
 
     def operator_toolkit(self, requested: bool | None) -> bool:
         """Whether the operator's container toolkit is on, given ``gpu-lab:toolkit``: True or

@@ -9,7 +9,9 @@ unit test keeps the two in step.
 
 No Pulumi import here: this module is tested without the engine. The variants' own keys are
 checked by the variants passed in (:class:`VariantRules`: ``variants.registry.parse_config``
-passes them all); this module knows no variant by name.
+passes them all), and the chosen one parses its own settings (``variants/<name>/settings.py``),
+which :class:`LabConfig` carries as one field, :attr:`LabConfig.variant_settings`, without
+reading it; this module knows no variant by name, nor any variant's keys.
 """
 
 from __future__ import annotations
@@ -18,20 +20,14 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from gpulab.config import fleet as fleet_config
 from gpulab.config import gpus as gpu_config
 from gpulab.config import operand_images, schema
 from gpulab.config import time_slicing as slicing
 from gpulab.core.errors import GpuLabError
-from gpulab.core.names import (
-    DEFAULT_COMPUTE_IMAGE,
-    DEFAULT_PROBE_IMAGE,
-    MIN_CPUS,
-    MIN_MEMORY_MIB,
-    PROJECT,
-)
+from gpulab.core.names import DEFAULT_COMPUTE_IMAGE, DEFAULT_PROBE_IMAGE, PROJECT
 
 #: The stack config namespace: keys are ``gpu-lab:<key>``.
 NAMESPACE: Final = PROJECT
@@ -44,15 +40,6 @@ SAFE_NAME: Final = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 SAFE_TOKEN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,254}$")
 CHART_VERSION: Final = re.compile(r"^v\d+\.\d+\.\d+$")
 K8S_VERSION: Final = re.compile(r"^v1\.\d+\.\d+$")
-#: A k3s release as the installer's INSTALL_K3S_VERSION takes it, e.g. v1.34.1+k3s1.
-K3S_VERSION: Final = re.compile(r"^v1\.\d+\.\d+\+k3s\d+$")
-#: A kubeconfig context name: EKS (arn:aws:eks:...:cluster/x), GKE (gke_p_z_x), kind-x, ...
-KUBE_CONTEXT: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+=-]{0,252}$")
-#: A file path without whitespace, quotes or shell metacharacters.
-SAFE_PATH: Final = re.compile(r"^[A-Za-z0-9._/~+@=:-]{1,4096}$")
-#: kind v0.30.0's node image for Kubernetes v1.34.0 (kind release notes), pinned by digest:
-#: ``kindNodeImage``'s default in Pulumi.yaml (tests/contract/test_kind.py pins the value).
-DEFAULT_KIND_NODE_IMAGE: Final[str] = schema.default("kindNodeImage")
 # registry/repo:tag or registry/repo@sha256:<64 hex>; "latest" is not a pin.
 IMAGE: Final = re.compile(
     r"^(?P<repo>[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::\d+/[a-z0-9._/-]+)?)"
@@ -137,23 +124,41 @@ class OperatorConfig:
         return self.time_slicing.resource
 
 
+class VariantSettings(Protocol):
+    """A cluster variant's own settings: a frozen dataclass in ``variants/<name>/settings.py``
+    of the keys that mean something for that variant only (typed, with units and sources).
+
+    Deliberately empty: config parsing and the rest of the lab hold the object and never read
+    it; only its variant does (:meth:`LabConfig.settings`)."""
+
+
+@dataclass(frozen=True)
+class NoSettings:
+    """The settings of a variant with no keys of its own (and of a bare ``LabConfig()``)."""
+
+
+NO_SETTINGS: Final = NoSettings()
+S = TypeVar("S")
+
+
 @dataclass(frozen=True)
 class LabConfig:
     """The whole lab's settings (see Pulumi.yaml for each key's meaning).
 
-    Units: ``memory_mib`` in MiB, every ``*_seconds`` in seconds.
+    Units: every ``*_seconds`` in seconds. What one cluster variant alone means (minikube's
+    CPUs, kind's node image, an existing cluster's kubeconfig, ...) is not a field here: it is
+    the chosen variant's own settings, :attr:`variant_settings`, which only that variant reads
+    (:meth:`settings`).
     """
 
     cluster: str = schema.default("cluster")
     profile: str = schema.default("profile")
-    #: The default ask is the lab's minimum (gpulab.core.names).
-    cpus: int = schema.default("cpus")
-    memory_mib: int = schema.default("memoryMiB")
     kubernetes_version: str = schema.default("kubernetesVersion")
     device_plugin_owner: str = schema.default("devicePluginOwner")
     host_probe: str = schema.default("hostProbe")
+    #: The capture ``hostProbe: capture`` reads (gpulab/host/captures): ``capture`` as set,
+    #: else the variant's choice (``Variant.default_capture``: the sim lab's matches simGpus).
     capture: str = "h200-1gpu"
-    sim_gpus: int = schema.default("simGpus")
     smoke_image: str = schema.default("smokeImage")
     smoke_gpus: int = 0  # smokeGpus: 0 is "all" (gpulab.config.gpus.smoke_gpu_count)
     smoke_timeout_seconds: int = schema.default("smokeTimeoutSeconds")
@@ -161,20 +166,9 @@ class LabConfig:
     compute_check: bool = schema.default("computeCheck")
     compute_image: str = schema.default("computeImage")
     cluster_timeout_seconds: int = schema.default("clusterTimeoutSeconds")
-    docker_selftest: bool = schema.default("dockerSelfTest")
     #: Run the TFLOPS benchmark Pod (GPU labs only) in ``benchmark_image``.
     benchmark_pod: bool = schema.default("benchmarkPod")
     benchmark_image: str = schema.default("benchmarkImage")
-    kind_node_image: str = schema.default("kindNodeImage")
-    k3s_version: str = schema.default("k3sVersion")
-    #: existing: the kubeconfig file (absolute) and the context in it (resolved: never empty
-    #: once parsed for cluster=existing).
-    kubeconfig_path: str = ""
-    kube_context: str = ""
-    #: existing: physical GPUs the cluster's GPU nodes should advertise in total.
-    expected_gpus: int = schema.default("expectedGpus")
-    remove_crds: bool = schema.default("removeCrds")
-    simulated_operands: bool = schema.default("simulatedOperands")
     #: True when the operator's work is simulated (the sim variant, or an existing cluster
     #: with ``simulatedOperands``): decided by the variant (``Variant.simulated``).
     simulated: bool = False
@@ -190,11 +184,33 @@ class LabConfig:
     #: ``runtimeClassName`` of the smoke Pod, as the variant's node runtime needs it
     #: (``nvidia`` on kind and k3s, whose containerd keeps runc the default; None elsewhere).
     smoke_runtime_class: str | None = None
+    #: The chosen variant's own settings (its ``settings.py``: e.g. ``variants.kind.settings.
+    #: KindSettings``), parsed by the variant (``Variant.resolve``). Nothing outside that
+    #: variant reads them; it does through :meth:`settings`.
+    variant_settings: VariantSettings = NO_SETTINGS
 
     @property
     def effective_capture(self) -> str:
-        """The capture the sim lab reads: the one matching ``simGpus`` unless set explicitly."""
+        """The capture ``hostProbe: capture`` reads (:attr:`capture`, resolved when parsed)."""
         return self.capture
+
+    def settings(self, kind: type[S]) -> S:
+        """:attr:`variant_settings` as the variant's own type ``kind``: how a variant reads its
+        settings, typed, without a cast. A LabConfig built without settings (``LabConfig()``,
+        not parsed) gives ``kind()``: the variant's defaults, which are Pulumi.yaml's.
+
+        Raises:
+            TypeError: they are of another type (a LabConfig parsed for another variant).
+        """
+        own = self.variant_settings
+        if isinstance(own, NoSettings):
+            return kind()  # a LabConfig built bare (no parse): the variant's defaults, Pulumi.yaml's
+        if not isinstance(own, kind):
+            raise TypeError(
+                f"cluster={self.cluster}: the variant settings are {type(own).__name__}, not {kind.__name__} "
+                "(a LabConfig parsed for another variant)"
+            )
+        return own
 
 
 #: key -> (kind, default) of every key, as Pulumi.yaml's config block declares it
@@ -208,16 +224,14 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {k: (key.kind, key.default) for k
 #: each highest. The upper bounds keep a typo from reaching the lab: a huge replica count or
 #: timeout is accepted by the API server and then makes a start that never ends, silently.
 #: ``smokeGpus`` is ``all`` or a count in its range.
+#: A variant's own numeric keys are bounded by the variant (``Variant.bounds``, checked in its
+#: ``check_keys`` with :func:`above_maximum`).
 BOUNDS: Final[dict[str, tuple[int, int]]] = {
-    "cpus": (MIN_CPUS, 256),  # minikube --cpus: a node is at most the host
-    "memoryMiB": (MIN_MEMORY_MIB, 2_097_152),  # minikube --memory: 2 TiB
-    "simGpus": (0, 8),  # the largest capture-backed node: one 8-GPU server
     "smokeTimeoutSeconds": (1, 7200),  # a first pull of a large CUDA image included
     "clusterTimeoutSeconds": (1, 7200),
     "operatorTimeoutSeconds": (1, 7200),
     "gpuGraceSeconds": (1, 3600),
     "timeSlicingReplicas": (1, 64),  # GPUs x replicas Pods sharing one device plugin's GPUs
-    "expectedGpus": (0, 10_000),  # existing: every GPU node of a cluster, summed
     "smokeGpus": (1, 64),  # one Pod's GPUs on one node
     **fleet_config.BOUNDS,  # fleetParallelism
 }
@@ -228,14 +242,18 @@ def bound_problems(values: Mapping[str, object]) -> list[str]:
     the lowest values are checked with their reasons where each key is parsed)."""
     problems = []
     for key, (_, highest) in BOUNDS.items():
-        if key == "simGpus":
-            continue  # its own check says the whole range (0..8) and why
         value = values.get(key)
         if isinstance(value, str):
             value = int(value) if value.strip().isdigit() else None
-        if isinstance(value, int) and not isinstance(value, bool) and value > highest:
-            problems.append(f"{NAMESPACE}:{key}={value} is above its maximum {highest}")
+        if isinstance(value, int) and not isinstance(value, bool):
+            problems += above_maximum(key, value, highest)
     return problems
+
+
+def above_maximum(key: str, value: int, highest: int) -> list[str]:
+    """The one line saying ``key=value`` is above ``highest`` (empty when it is not): the text
+    of every bound, the variants' own keys' included."""
+    return [f"{NAMESPACE}:{key}={value} is above its maximum {highest}"] if value > highest else []
 
 
 #: ``get(key)``: a config key's parsed value, or its default.
@@ -254,7 +272,8 @@ class VariantRules(Protocol):
     def check_keys(self, get: Getter, problems: list[str]) -> None: ...
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
-    ) -> dict[str, Any]: ...
+    ) -> VariantSettings: ...
+    def default_capture(self, get: Getter) -> str: ...
     def operator_toolkit(self, requested: bool | None) -> bool: ...
     def operator_cdi(self, requested: bool | None, get: Getter) -> bool: ...
     @property
@@ -327,26 +346,18 @@ def _cluster(r: _Reader, known: Mapping[str, VariantRules]) -> tuple[str, Varian
 
 
 def _node(r: _Reader) -> dict[str, Any]:
-    """Section node: ``profile`` (safe in a command line), ``cpus`` and ``memoryMiB`` (the
-    chapter's minimums), ``kubernetesVersion``; LabConfig fields."""
+    """Section node: ``profile`` (safe in a command line), ``kubernetesVersion``; LabConfig
+    fields (the node's size is minikube's: variants/minikube/settings.py)."""
     profile = r.text("profile")
     if not SAFE_NAME.match(profile):
         r.problems.append(
             f"{NAMESPACE}:profile={profile!r} is not safe in a command line; allowed: "
             f"lowercase letters, digits and '-', 1-40 chars, pattern {SAFE_NAME.pattern}"
         )
-    cpus = r.number("cpus")
-    if cpus < MIN_CPUS:
-        r.problems.append(f"{NAMESPACE}:cpus={cpus} is below {MIN_CPUS} (the operator's pods sit Pending)")
-    memory = r.number("memoryMiB")
-    if memory < MIN_MEMORY_MIB:
-        r.problems.append(
-            f"{NAMESPACE}:memoryMiB={memory} is below {MIN_MEMORY_MIB} (8 GiB, the chapter's minimum)"
-        )
     kver = r.text("kubernetesVersion")
     if not K8S_VERSION.match(kver):
         r.problems.append(f"{NAMESPACE}:kubernetesVersion={kver!r} must look like v1.MINOR.PATCH")
-    return {"profile": profile, "cpus": cpus, "memory_mib": memory, "kubernetes_version": kver}
+    return {"profile": profile, "kubernetes_version": kver}
 
 
 def _device_plugin(r: _Reader) -> tuple[str, bool]:
@@ -371,20 +382,16 @@ def _device_plugin(r: _Reader) -> tuple[str, bool]:
     return owner, device_plugin
 
 
-def _host(r: _Reader) -> dict[str, Any]:
-    """Section host probe: ``hostProbe``, ``simGpus`` and ``capture`` (empty: the one matching
-    simGpus); LabConfig fields."""
+def _host(r: _Reader, chosen: VariantRules | None) -> dict[str, Any]:
+    """Section host probe: ``hostProbe`` and ``capture`` (empty: the chosen variant's
+    ``default_capture``, the sim lab's the one matching simGpus); LabConfig fields."""
     probe = r.text("hostProbe")
     if probe not in HOST_PROBES:
         r.problems.append(f"{NAMESPACE}:hostProbe={probe!r} is unknown; allowed: {', '.join(HOST_PROBES)}")
-    sim_gpus = r.number("simGpus")
-    if not 0 <= sim_gpus <= 8:
-        # 0: a node without nvidia.com/gpu (the device plugin never registered), for the gate.
-        r.problems.append(f"{NAMESPACE}:simGpus={sim_gpus} must be 0..8 (one simulated node)")
-    capture = r.text("capture") or ("h200-2gpu" if sim_gpus >= 2 else "h200-1gpu")
+    capture = r.text("capture") or (chosen.default_capture(r.get) if chosen else CAPTURES[0])
     if capture not in CAPTURES:
         r.problems.append(f"{NAMESPACE}:capture={capture!r} is unknown; allowed: {', '.join(CAPTURES)}")
-    return {"host_probe": probe, "sim_gpus": sim_gpus, "capture": capture}
+    return {"host_probe": probe, "capture": capture}
 
 
 def _images(r: _Reader) -> dict[str, Any]:
@@ -454,12 +461,12 @@ def parse_config(
 
     Raises:
         ConfigError: every problem at once: unknown keys, bad types, values above
-            :data:`BOUNDS`, unsafe names, cpus < 4, memory < 8192 MiB, a chart version not
-            ``vMAJOR.MINOR.PATCH``, an image without a pinned tag or digest, timeouts <= 0, an
-            unknown cluster kind; what the variants refuse of their own keys (a kind node
-            image without a digest, a k3s version not ``v1.x.y+k3sN``, for ``existing`` a
-            kubeconfig or context that cannot be used); a variant-only key set for another
-            variant (see :func:`_variant_settings`).
+            :data:`BOUNDS`, unsafe names, a chart version not ``vMAJOR.MINOR.PATCH``, an image
+            without a pinned tag or digest, timeouts <= 0, an unknown cluster kind; what the
+            variants refuse of their own keys (minikube's cpus < 4 or memory < 8192 MiB, a kind
+            node image without a digest, a k3s version not ``v1.x.y+k3sN``, for ``existing`` a
+            kubeconfig or context that cannot be used, each above its variant's bounds); a
+            variant-only key set for another variant (see :func:`_variant_settings`).
     """
     env = os.environ if env is None else env
     known = {v.name: v for v in variants}
@@ -467,11 +474,11 @@ def parse_config(
     cluster, chosen = _cluster(r, known)
     node = _node(r)
     owner, device_plugin = _device_plugin(r)
-    host = _host(r)
+    host = _host(r, chosen)
     images = _images(r)
     chart = _chart(r, env)
     smoke_gpus, sharing = _sharing(r, owner)
-    resolved = _variant_settings(known.values(), chosen, r.values, r.get, r.problems, env)
+    own_settings = _variant_settings(known.values(), chosen, r.values, r.get, r.problems, env)
     sharing_config_map = slicing.parse_config_map(
         r.text("sharingConfigMap"), sharing.replicas, r.problems, NAMESPACE
     )
@@ -505,15 +512,7 @@ def parse_config(
         smoke_timeout_seconds=timeouts["smokeTimeoutSeconds"],
         compute_check=r.flag("computeCheck"),
         cluster_timeout_seconds=timeouts["clusterTimeoutSeconds"],
-        docker_selftest=r.flag("dockerSelfTest"),
         benchmark_pod=r.flag("benchmarkPod"),
-        kind_node_image=r.text("kindNodeImage"),
-        k3s_version=r.text("k3sVersion"),
-        kubeconfig_path=str(resolved.get("kubeconfig_path", "")),
-        kube_context=str(resolved.get("kube_context", "")),
-        expected_gpus=r.number("expectedGpus"),
-        remove_crds=r.flag("removeCrds"),
-        simulated_operands=r.flag("simulatedOperands"),
         simulated=simulated,
         operator=OperatorConfig(
             **chart,
@@ -536,6 +535,7 @@ def parse_config(
         effective_host_probe=host["host_probe"]
         if host["host_probe"] != "auto"
         else chosen.default_host_probe(),
+        variant_settings=own_settings,
     )
     return replace(cfg, smoke_runtime_class=chosen.runtime_class(cfg))
 
@@ -600,12 +600,13 @@ def _variant_settings(
     get: Callable[[str], object],
     problems: list[str],
     env: Mapping[str, str],
-) -> dict[str, object]:
-    """The variants' own keys: each variant checks the format of its keys (one stack file
-    may carry several), a setting that means something for one variant only is refused for
-    the others, and the chosen variant resolves what it needs (e.g. the kubeconfig).
+) -> VariantSettings:
+    """The variants' own keys: each variant checks the format and bounds of its keys (one
+    stack file may carry several), a setting that means something for one variant only is
+    refused for the others, and the chosen variant parses its settings and resolves what it
+    needs (e.g. the kubeconfig).
 
-    Returns the LabConfig fields the chosen variant resolved.
+    Returns the chosen variant's settings (:data:`NO_SETTINGS` when the cluster is unknown).
     """
     cluster = chosen.name if chosen else str(get("cluster"))
     for v in variants:
@@ -623,7 +624,7 @@ def _variant_settings(
                 problems.append(
                     f"{NAMESPACE}:{key}={shown} applies to cluster={v.name} only (got cluster={cluster!r})"
                 )
-    return chosen.resolve(get, values, problems, env) if chosen else {}
+    return chosen.resolve(get, values, problems, env) if chosen else NO_SETTINGS
 
 
 def _coerce(kind: str, text: str) -> object:

@@ -7,14 +7,15 @@ the source tools here can fetch, so files were read at the commits the code inde
 
 from __future__ import annotations
 
-from gpulab.config.lab import LabConfig, OperatorConfig
+from gpulab.config.lab import OperatorConfig
 from variants.k3s import ctl
+from variants.k3s.settings import K3sSettings
 
 
 def test_the_pinned_release() -> None:
-    """The lab's default ``k3sVersion`` (gpulab.config.lab): v1.34.1+k3s1 (containerd >= 2.1, which
-    the NRI option needs: variants/k3s ``MIN_NRI_CHART``)."""
-    assert LabConfig().k3s_version == "v1.34.1+k3s1"
+    """The lab's default ``k3sVersion`` (Pulumi.yaml, variants/k3s/settings.py): v1.34.1+k3s1
+    (containerd >= 2.1, which the NRI option needs: variants/k3s ``MIN_NRI_CHART``)."""
+    assert K3sSettings().version == "v1.34.1+k3s1"
 
 
 def test_the_installer_and_its_files() -> None:

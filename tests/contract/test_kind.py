@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import yaml
 
-from gpulab.config.lab import DEFAULT_KIND_NODE_IMAGE
 from gpulab.core import fixes
 from variants.kind import ctl
+from variants.kind.settings import DEFAULT_NODE_IMAGE
 
 
 def test_create_get_and_delete_command_lines() -> None:
@@ -21,7 +21,7 @@ def test_create_get_and_delete_command_lines() -> None:
     pkg/cmd/kind/delete/cluster/deletecluster.go ``name``, ``kubeconfig``;
     pkg/cmd/kind/get/{clusters,nodes,kubeconfig}: ``get nodes --name``, ``get kubeconfig --name``."""
     assert ctl.create_argv(
-        "gpu-lab", "/w/kind-config.yaml", DEFAULT_KIND_NODE_IMAGE, "/w/kubeconfig.yaml", 600
+        "gpu-lab", "/w/kind-config.yaml", DEFAULT_NODE_IMAGE, "/w/kubeconfig.yaml", 600
     ) == [
         "kind",
         "create",
@@ -31,7 +31,7 @@ def test_create_get_and_delete_command_lines() -> None:
         "--config",
         "/w/kind-config.yaml",
         "--image",
-        DEFAULT_KIND_NODE_IMAGE,
+        DEFAULT_NODE_IMAGE,
         "--kubeconfig",
         "/w/kubeconfig.yaml",
         "--wait",
@@ -54,7 +54,7 @@ def test_create_get_and_delete_command_lines() -> None:
 def test_the_default_node_image_is_kind_v0_30_0_s() -> None:
     """kind v0.30.0 pkg/apis/config/defaults/image.go ``Image``: kindest/node:v1.34.0 pinned by
     this digest."""
-    assert DEFAULT_KIND_NODE_IMAGE == (
+    assert DEFAULT_NODE_IMAGE == (
         "kindest/node:v1.34.0@sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a"
     )
 

@@ -4,17 +4,20 @@ It installs the GPU Operator (``gpuStack: install``) or finds the GPU stack inst
 (``gpuStack: found``: no chart, so no CRD of the lab's and no ``expectedGpus`` needed; every
 GPU node checked by components/fleet.py).
 
-Folder: ``component.py`` (ExistingCluster: the kubeconfig context flattened, a read-only
-census, the optional CRD clean-up), ``ctl.py`` (the helper: kubeconfig reading, census,
-CRD removal).
+Folder: ``settings.py`` (its own config keys: ExistingSettings), ``config.py`` (the kubeconfig
+file and context resolved), ``component.py`` (ExistingCluster: the kubeconfig context
+flattened, a read-only census, the optional CRD clean-up), ``ctl.py`` (the helper: kubeconfig
+reading, census, CRD removal).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from variants.base import OPERATOR_FIELDS, Getter, GpuExpectation, Variant
+from variants.base import OPERATOR_FIELDS, Getter, GpuExpectation, Variant, get_int
+from variants.existing import settings
+from variants.existing.settings import ExistingSettings
 
 if TYPE_CHECKING:
     import pulumi
@@ -32,20 +35,19 @@ class Existing(Variant):
     finds_gpu_stack = True
     steps: ClassVar = {"census": "existing-census", "crd-plan": "existing-crd-cleanup"}
     exclusive_settings = (("simulatedOperands", True), ("removeCrds", True))
+    bounds = settings.BOUNDS
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
-        expected = int(get("expectedGpus"))  # type: ignore[call-overload]
-        if expected < 0:
-            problems.append(f"gpu-lab:expectedGpus={expected} must be >= 0")
+        settings.check(get, problems)
 
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
-    ) -> dict[str, Any]:
+    ) -> ExistingSettings:
         # Here, not at the top: it imports the helper, which `python -m variants.existing.ctl`
         # would otherwise run twice.
         from variants.existing.config import resolve_kubeconfig
 
-        expected = int(get("expectedGpus"))  # type: ignore[call-overload]
+        expected = get_int(get, "expectedGpus")
         found = get("gpuStack") == "found"
         if found and bool(get("removeCrds")):
             problems.append(
@@ -58,7 +60,8 @@ class Existing(Variant):
                 f"gpu-lab:expectedGpus={expected}: cluster=existing needs the number of physical GPUs its "
                 "nodes should advertise in total (>= 1); allocatable is compared with it"
             )
-        return resolve_kubeconfig(str(get("kubeconfigPath")), str(get("kubeContext")), env, problems)
+        reached = resolve_kubeconfig(str(get("kubeconfigPath")), str(get("kubeContext")), env, problems)
+        return settings.parse(get, reached["kubeconfig_path"], reached["kube_context"])
 
     def simulated(self, get: Getter) -> bool:
         # A cluster where no operator process runs (e.g. a kwok cluster): stand-ins, labelled.
@@ -76,14 +79,15 @@ class Existing(Variant):
         from variants.existing import ctl
         from variants.existing.component import ExistingArgs, ExistingCluster
 
+        own = cfg.settings(ExistingSettings)
         return ExistingCluster(
             "existing",
             ExistingArgs(
-                kubeconfig_path=cfg.kubeconfig_path,
-                context=cfg.kube_context,
+                kubeconfig_path=own.kubeconfig_path,
+                context=own.kube_context,
                 # A found GPU stack: no chart goes in, so none of its CRDs is the lab's.
                 crds=() if cfg.fleet.found else ctl.operator_crds(cfg.operator.chart_path, cfg.operator.nfd),
-                remove_crds=cfg.remove_crds,
+                remove_crds=own.remove_crds,
                 timeout_seconds=cfg.operator.timeout_seconds,
             ),
             opts,
@@ -92,9 +96,10 @@ class Existing(Variant):
     def gpu_expectation(self, cfg: LabConfig, facts: HostFacts | None) -> GpuExpectation:
         # The cluster is not this host: the config promises the count; with a found stack and
         # no expectedGpus, each node's labels do (gpulab.kube.fleet), summed by the fleet check.
-        if cfg.fleet.found and cfg.expected_gpus < 1:
+        expected = cfg.settings(ExistingSettings).expected_gpus
+        if cfg.fleet.found and expected < 1:
             return GpuExpectation(None, True, "node labels (gpulab.kube.fleet)")
-        return GpuExpectation(cfg.expected_gpus, True, "config:expectedGpus" if facts is None else None)
+        return GpuExpectation(expected, True, "config:expectedGpus" if facts is None else None)
 
 
 VARIANT = Existing()

@@ -1,12 +1,14 @@
-"""The existing variant's config: which kubeconfig file and context reach the cluster."""
+"""The existing variant's kubeconfig: which file and context reach the cluster, read now
+(its other settings: variants/existing/settings.py)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 
-from gpulab.config.lab import KUBE_CONTEXT, NAMESPACE, SAFE_PATH
+from gpulab.config.lab import NAMESPACE
 from variants.existing.ctl import KubeconfigError, load_kubeconfig
+from variants.existing.settings import KUBE_CONTEXT, SAFE_PATH
 
 
 def resolve_kubeconfig(
@@ -15,7 +17,7 @@ def resolve_kubeconfig(
     """The kubeconfig file and context an existing cluster is reached with, checked now.
 
     Returns ``{"kubeconfig_path": absolute path, "kube_context": name}`` (both empty when a
-    problem was appended): the path from ``kubeconfigPath``, else the first file of
+    problem was appended; ExistingSettings' fields): the path from ``kubeconfigPath``, else the first file of
     ``$KUBECONFIG``, else ``~/.kube/config``; the context given, else the file's current one.
     """
     ns = NAMESPACE

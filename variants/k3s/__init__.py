@@ -1,7 +1,8 @@
 """The k3s variant: k3s installed on this host by the lab, uninstalled on destroy.
 
-Folder: ``component.py`` (K3sCluster), ``ctl.py`` (the helper: the official installer
-with a pinned version, check-then-act, root and init-system checks).
+Folder: ``settings.py`` (its own config key, ``k3sVersion``: K3sSettings), ``component.py``
+(K3sCluster), ``ctl.py`` (the helper: the official installer with a pinned version,
+check-then-act, root and init-system checks).
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gpulab.config.lab import CHART_VERSION, K3S_VERSION, NAMESPACE
+from gpulab.config.lab import CHART_VERSION, NAMESPACE
 from gpulab.core.names import DEVICE_LIST_ENVVAR
 from variants.base import Getter, Runner, Variant, run_quietly
+from variants.k3s import settings
+from variants.k3s.settings import K3sSettings
 
 if TYPE_CHECKING:
     import pulumi
@@ -62,23 +65,16 @@ class K3s(Variant):
         return ctl.CONTAINERD_DIR, ctl.CONTAINERD_SOCKET
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
-
-        version = str(get("k3sVersion"))
-        if not K3S_VERSION.match(version):
-            problems.append(
-                f"{NAMESPACE}:k3sVersion={version!r} must be a k3s release vMAJOR.MINOR.PATCH+k3sN, "
-                "e.g. v1.34.1+k3s1"
-            )
+        settings.check(get, problems)
 
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
-    ) -> dict[str, Any]:
-
+    ) -> K3sSettings:
         if not get("k3sNriPlugin"):
             self.refuse_cdi(
                 values, problems, _NO_CDI + " (set k3sNriPlugin=true to inject GPUs by CDI through NRI)"
             )
-            return {}
+            return settings.parse(get)
         chart_version = str(get("chartVersion"))
         if CHART_VERSION.match(chart_version) and _version_tuple(chart_version) < MIN_NRI_CHART:
             problems.append(
@@ -91,7 +87,7 @@ class K3s(Variant):
                     f"{NAMESPACE}:k3sNriPlugin=true needs {key}=true "
                     "(the chart refuses the NRI plugin without it)"
                 )
-        return {}
+        return settings.parse(get)
 
     def operator_cdi(self, requested: bool | None, get: Getter) -> bool:
         # The NRI plugin needs CDI (the chart refuses it otherwise); without it, CDI stays off.
@@ -113,13 +109,15 @@ class K3s(Variant):
 
         # Root, an init system, and no foreign k3s of another version (the installer
         # would change it); the kubeconfig /etc/rancher/k3s/k3s.yaml is root-only.
-        return ctl.host_findings(cfg.k3s_version)
+        return ctl.host_findings(cfg.settings(K3sSettings).version)
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.k3s.component import K3sArgs, K3sCluster
 
         return K3sCluster(
-            "k3s", K3sArgs(version=cfg.k3s_version, timeout_seconds=cfg.cluster_timeout_seconds), opts
+            "k3s",
+            K3sArgs(version=cfg.settings(K3sSettings).version, timeout_seconds=cfg.cluster_timeout_seconds),
+            opts,
         )
 
     def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None:

@@ -1,7 +1,8 @@
 """The kind variant: GPUs injected into a kind worker the way NVIDIA's nvkind does it.
 
-Folder: ``component.py`` (KindCluster), ``ctl.py`` (the helper: kind config, create/delete,
-the in-node toolkit, and the host's NVIDIA runtime checks).
+Folder: ``settings.py`` (its own config key, ``kindNodeImage``: KindSettings),
+``component.py`` (KindCluster), ``ctl.py`` (the helper: kind config, create/delete, the
+in-node toolkit, and the host's NVIDIA runtime checks).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gpulab.config.lab import DEFAULT_KIND_NODE_IMAGE, IMAGE, NAMESPACE
 from gpulab.core.names import DEVICE_LIST_ENVVAR
 from variants.base import Getter, Runner, Tool, Variant, run_quietly
+from variants.kind import settings
+from variants.kind.settings import KindSettings
 
 if TYPE_CHECKING:
     import pulumi
@@ -51,18 +53,11 @@ class Kind(Variant):
     )
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
-
-        image = str(get("kindNodeImage"))
-        m = IMAGE.match(image)
-        if not m or not m.group("digest"):
-            problems.append(
-                f"{NAMESPACE}:kindNodeImage={image!r} is not pinned by digest; use repo:tag@sha256:<digest> "
-                f"from the kind release notes, e.g. {DEFAULT_KIND_NODE_IMAGE}"
-            )
+        settings.check(get, problems)
 
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
-    ) -> dict[str, Any]:
+    ) -> KindSettings:
         self.refuse_cdi(values, problems, _NO_CDI)
         if values.get("toolkit") is True:
             problems.append(
@@ -70,7 +65,7 @@ class Kind(Variant):
                 "GPUs into the kind node (nvkind's way), so the operator's toolkit stays off; "
                 "set toolkit=false"
             )
-        return {}
+        return settings.parse(get)
 
     def operator_toolkit(self, requested: bool | None) -> bool:
         # The host's toolkit injects the GPUs into the node (nvkind); true is refused in resolve.
@@ -95,7 +90,8 @@ class Kind(Variant):
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.kind.component import KindArgs, KindCluster
 
-        return KindCluster("kind", KindArgs(node_image=cfg.kind_node_image, **self.named_cluster(cfg)), opts)
+        own = cfg.settings(KindSettings)
+        return KindCluster("kind", KindArgs(node_image=own.node_image, **self.named_cluster(cfg)), opts)
 
     def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None:
         # The host's NVIDIA container toolkit injects the GPUs into the kind node (nvkind), and

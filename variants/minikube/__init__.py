@@ -1,8 +1,9 @@
 """The minikube variant: the chapter's lab (``minikube start --driver=docker --gpus=all``).
 
-Folder: ``component.py`` (MinikubeCluster), ``ctl.py`` (the helper the commands run:
-check-then-act ``minikube start``/``delete`` scoped to the profile), ``host.py`` (Docker,
-resources and minikube version on this host).
+Folder: ``settings.py`` (its own config keys, ``cpus``, ``memoryMiB``, ``dockerSelfTest``:
+MinikubeSettings), ``component.py`` (MinikubeCluster), ``ctl.py`` (the helper the commands
+run: check-then-act ``minikube start``/``delete`` scoped to the profile), ``host.py``
+(Docker, resources and minikube version on this host).
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import json
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from gpulab.core.names import DEVICE_LIST_ENVVAR
 from variants.base import Getter, Runner, Tool, Variant, run_quietly
+from variants.minikube import settings
+from variants.minikube.settings import MinikubeSettings
 
 if TYPE_CHECKING:
     import pulumi
@@ -54,17 +57,21 @@ class Minikube(Variant):
         ("minikube", "addons"): "minikube-addon",
     }
     exclusive_settings = (("devicePluginOwner", "minikube-addon"),)
+    bounds = settings.BOUNDS
     device_list_reason = (
         _NO_CDI + "; the node's nvidia runtime (Docker's default with --gpus=all) reads "
         "NVIDIA_VISIBLE_DEVICES, which the envvar strategy sets per container to the UUIDs the "
         "device plugin allocated, over the image's all"
     )
 
+    def check_keys(self, get: Getter, problems: list[str]) -> None:
+        settings.check(get, problems)
+
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
-    ) -> dict[str, Any]:
+    ) -> MinikubeSettings:
         self.refuse_cdi(values, problems, _NO_CDI)
-        return {}
+        return settings.parse(get)
 
     def operator_cdi(self, requested: bool | None, get: Getter) -> bool:
         return False  # the node's runtime reads no CDI (true is refused in resolve)
@@ -80,12 +87,13 @@ class Minikube(Variant):
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.minikube.component import MinikubeArgs, MinikubeCluster
 
+        own = cfg.settings(MinikubeSettings)
         return MinikubeCluster(
             "minikube",
             MinikubeArgs(
                 profile=cfg.profile,
-                cpus=cfg.cpus,
-                memory_mib=cfg.memory_mib,
+                cpus=own.cpus,
+                memory_mib=own.memory_mib,
                 kubernetes_version=cfg.kubernetes_version,
                 addon_device_plugin=cfg.device_plugin_owner == "minikube-addon",
                 timeout_seconds=cfg.cluster_timeout_seconds,

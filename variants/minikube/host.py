@@ -15,6 +15,7 @@ from gpulab.core import run as cmd
 from gpulab.core.findings import Finding
 from gpulab.host import preflight
 from variants.minikube import releases
+from variants.minikube.settings import MinikubeSettings
 
 if TYPE_CHECKING:
     from gpulab.config.lab import LabConfig
@@ -44,6 +45,7 @@ def _bundled(version_output: str) -> str:
 
 def minikube_host_findings(cfg: LabConfig, run: cmd.Probe = cmd.probe) -> list[Finding]:
     """Every host check for the minikube lab (passing ones included), in order."""
+    own = cfg.settings(MinikubeSettings)
     findings: list[Finding] = []
     rc, out, err = run(["docker", "info", "--format", "{{json .}}"])
     ctx_rc, ctx_out, _ = run(["docker", "context", "show"])
@@ -52,12 +54,12 @@ def minikube_host_findings(cfg: LabConfig, run: cmd.Probe = cmd.probe) -> list[F
     findings.append(preflight.check_docker_info(rc, out, daemon, context=context, stderr=err))
     meminfo = Path("/proc/meminfo").read_text() if Path("/proc/meminfo").exists() else ""
     findings.append(
-        preflight.check_resources(os.cpu_count() or 0, host_memory_mib(meminfo), cfg.cpus, cfg.memory_mib)
+        preflight.check_resources(os.cpu_count() or 0, host_memory_mib(meminfo), own.cpus, own.memory_mib)
     )
     mrc, mout, merr = run(["minikube", "version", "--short"])
     if mrc is not None:
         findings.append(preflight.check_minikube_version(mout or merr, _bundled(mout or merr)))
-    if cfg.docker_selftest:
+    if own.docker_selftest:
         src, sout, serr = run(["docker", "run", "--rm", "--gpus", "all", cfg.smoke_image, "nvidia-smi"])
         findings.append(preflight.check_docker_gpu_selftest(src, sout, serr, cfg.smoke_image))
     return findings

@@ -1,6 +1,7 @@
 """The sim variant: a real control plane with a kwok node that advertises GPUs, no GPU needed.
 
-Folder: ``component.py`` (SimCluster), ``ctl/`` (the helper: kwokctl's binary runtime on
+Folder: ``settings.py`` (its own config key, ``simGpus``, and the capture it defaults to:
+SimSettings), ``component.py`` (SimCluster), ``ctl/`` (the helper: kwokctl's binary runtime on
 loopback, the node, the Stages and logs; rendering, process control and its CLI),
 ``stages/`` (the kwok Stages). What is simulated and what is real: README.md, "The
 simulated lab".
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from gpulab.core import names
 from variants.base import (
@@ -21,8 +22,11 @@ from variants.base import (
     Runner,
     Tool,
     Variant,
+    get_int,
     run_quietly,
 )
+from variants.sim import settings
+from variants.sim.settings import SimSettings
 
 if TYPE_CHECKING:
     import pulumi
@@ -50,12 +54,19 @@ class Sim(Variant):
     steps: ClassVar = {"up": "sim-cluster"}
     exclusive_keys = ("simMigDevices", "simNodes")
     finds_gpu_stack = True
+    bounds = settings.BOUNDS
+
+    def check_keys(self, get: Getter, problems: list[str]) -> None:
+        settings.check(get, problems)
+
+    def default_capture(self, get: Getter) -> str:
+        return settings.default_capture(get)
 
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
-    ) -> dict[str, Any]:
+    ) -> SimSettings:
         _fleet_problems(get, problems)
-        sim_gpus, replicas = (int(str(get(k))) for k in ("simGpus", "timeSlicingReplicas"))
+        sim_gpus, replicas = (get_int(get, k) for k in ("simGpus", "timeSlicingReplicas"))
         smoke = str(get("smokeGpus"))
         smoke_gpus = int(smoke) if smoke.isdigit() else 0  # "all": the node's own count
         # simGpus=0 is the node without GPUs the gate must refuse (it fails before the smoke Pod);
@@ -66,7 +77,7 @@ class Sim(Variant):
                 f"gpu-lab:smokeGpus={smoke_gpus} is more than the simulated node offers "
                 f"(simGpus={sim_gpus} x timeSlicingReplicas={replicas}); lower smokeGpus or raise simGpus"
             )
-        return {}
+        return settings.parse(get)
 
     def simulated(self, get: Getter) -> bool:
         return True
@@ -82,13 +93,14 @@ class Sim(Variant):
         from variants.sim.component import SimArgs, SimCluster
         from variants.sim.ctl.render import CAPTURES
 
+        own = cfg.settings(SimSettings)
         # The helper picks the capture by GPU count; name it only when config chose another.
-        default_capture = CAPTURES.get(cfg.sim_gpus or 1)
+        default_capture = CAPTURES.get(own.gpus or 1)
 
         return SimCluster(
             "sim",
             SimArgs(
-                gpus=cfg.sim_gpus,
+                gpus=own.gpus,
                 replicas=cfg.operator.time_slicing_replicas,
                 rename=cfg.operator.time_slicing_rename,
                 mig_devices=cfg.gpu.sim_mig_devices,

@@ -6,6 +6,7 @@ import pytest
 
 from gpulab.config.lab import ConfigError
 from variants.registry import parse_config
+from variants.sim.settings import SimSettings
 
 
 def test_defaults_are_no_mig_and_a_minute_of_grace() -> None:
@@ -56,7 +57,7 @@ def test_a_mig_smoke_resource_needs_mixed() -> None:
 
 def test_sim_gpus_zero_is_the_node_without_gpus() -> None:
     cfg = parse_config({"gpu-lab:cluster": "sim", "gpu-lab:simGpus": "0"}, env={})
-    assert cfg.sim_gpus == 0 and cfg.capture == "h200-1gpu"
+    assert cfg.settings(SimSettings).gpus == 0 and cfg.capture == "h200-1gpu"
     with pytest.raises(ConfigError, match=r"simGpus=9 must be 0\.\.8"):
         parse_config({"gpu-lab:cluster": "sim", "gpu-lab:simGpus": "9"}, env={})
 

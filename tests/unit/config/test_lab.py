@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from gpulab.config.lab import CHART_PATH_ENV, SCHEMA, ConfigError, LabConfig
+from variants.minikube.settings import MinikubeSettings
 from variants.registry import parse_config
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -26,8 +27,8 @@ def test_pulumi_yaml_declares_every_key_with_type_description_and_the_same_defau
 
 def test_defaults_are_the_chapters_lab() -> None:
     cfg = parse_config({}, env={})
-    assert cfg == LabConfig()
-    assert cfg.cluster == "minikube" and cfg.cpus == 4 and cfg.memory_mib == 8192
+    assert cfg == LabConfig(variant_settings=MinikubeSettings())
+    assert cfg.cluster == "minikube" and cfg.settings(MinikubeSettings) == MinikubeSettings(4, 8192, False)
     assert cfg.operator.chart_version == "v26.7.0" and cfg.operator.chart_path is None
     assert cfg.smoke_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
     assert cfg.effective_host_probe == "nvidia-smi"
@@ -40,7 +41,8 @@ def test_sim_defaults_read_the_capture_matching_the_gpu_count() -> None:
 
 
 def test_other_namespaces_are_ignored() -> None:
-    assert parse_config({"kubernetes:context": "x", "gpu-lab:cpus": "8"}, env={}).cpus == 8
+    cfg = parse_config({"kubernetes:context": "x", "gpu-lab:cpus": "8"}, env={})
+    assert cfg.settings(MinikubeSettings).cpus == 8
 
 
 def test_chart_path_env_override_and_its_check(tmp_path: Path) -> None:

@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpulab.config.lab import DEFAULT_KIND_NODE_IMAGE, ConfigError
+from gpulab.config.lab import ConfigError
+from variants.existing.settings import ExistingSettings
+from variants.k3s.settings import K3sSettings
+from variants.kind.settings import DEFAULT_NODE_IMAGE, KindSettings
 from variants.registry import parse_config
 
 
@@ -34,7 +37,7 @@ def _kubeconfig(tmp_path: Path) -> Path:
 
 def test_kind_defaults_pin_the_node_image_and_turn_the_operator_toolkit_off() -> None:
     cfg = parse_config({"gpu-lab:cluster": "kind"}, env={})
-    assert cfg.kind_node_image == DEFAULT_KIND_NODE_IMAGE and "@sha256:" in DEFAULT_KIND_NODE_IMAGE
+    assert cfg.settings(KindSettings).node_image == DEFAULT_NODE_IMAGE and "@sha256:" in DEFAULT_NODE_IMAGE
     assert cfg.operator.toolkit is False and cfg.cluster == "kind"
     assert cfg.smoke_runtime_class == "nvidia"
     assert cfg.effective_host_probe == "nvidia-smi"
@@ -43,7 +46,7 @@ def test_kind_defaults_pin_the_node_image_and_turn_the_operator_toolkit_off() ->
 
 def test_k3s_defaults() -> None:
     cfg = parse_config({"gpu-lab:cluster": "k3s"}, env={})
-    assert cfg.k3s_version == "v1.34.1+k3s1"
+    assert cfg.settings(K3sSettings).version == "v1.34.1+k3s1"
     assert cfg.operator.toolkit is True and cfg.operator.nri_plugin is False
     assert cfg.smoke_runtime_class == "nvidia"
     nri = parse_config({"gpu-lab:cluster": "k3s", "gpu-lab:k3sNriPlugin": "true"}, env={})
@@ -55,8 +58,9 @@ def test_existing_resolves_path_and_current_context(tmp_path: Path) -> None:
     cfg = parse_config(
         {"gpu-lab:cluster": "existing", "gpu-lab:expectedGpus": "2"}, env={"KUBECONFIG": f"{path}:/other"}
     )
-    assert cfg.kubeconfig_path == str(path) and cfg.kube_context == "kind-gpu"
-    assert cfg.expected_gpus == 2 and cfg.effective_host_probe == "off"
+    own = cfg.settings(ExistingSettings)
+    assert own.kubeconfig_path == str(path) and own.kube_context == "kind-gpu"
+    assert own.expected_gpus == 2 and cfg.effective_host_probe == "off"
     assert cfg.smoke_runtime_class is None and not cfg.simulated
     sim = parse_config(
         {
@@ -67,7 +71,7 @@ def test_existing_resolves_path_and_current_context(tmp_path: Path) -> None:
         },
         env={},
     )
-    assert sim.simulated and sim.simulated_operands
+    assert sim.simulated and sim.settings(ExistingSettings).simulated_operands
 
 
 @pytest.mark.parametrize(
@@ -80,7 +84,7 @@ def test_managed_cluster_context_names_are_accepted(tmp_path: Path, context: str
         "gpu-lab:kubeconfigPath": str(_kubeconfig(tmp_path)),
         "gpu-lab:kubeContext": context,
     }
-    assert parse_config(raw, env={}).kube_context == context
+    assert parse_config(raw, env={}).settings(ExistingSettings).kube_context == context
 
 
 def test_existing_keys_are_ignored_by_other_variants(tmp_path: Path) -> None:
@@ -89,7 +93,11 @@ def test_existing_keys_are_ignored_by_other_variants(tmp_path: Path) -> None:
         "gpu-lab:kubeContext": "x",
         "gpu-lab:expectedGpus": "0",
     }
-    assert parse_config(raw, env={}).kubeconfig_path == ""
+    cfg = parse_config(raw, env={})
+    # Another variant's settings: the existing variant's are not even there.
+    assert not isinstance(cfg.variant_settings, ExistingSettings)
+    with pytest.raises(TypeError, match="not ExistingSettings"):
+        cfg.settings(ExistingSettings)
 
 
 def test_existing_default_path_is_home_kube_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,7 +108,7 @@ def test_existing_default_path_is_home_kube_config(tmp_path: Path, monkeypatch: 
     (tmp_path / ".kube").mkdir()
     _kubeconfig(tmp_path).rename(tmp_path / ".kube" / "config")
     cfg = parse_config({"gpu-lab:cluster": "existing", "gpu-lab:expectedGpus": "1"}, env={})
-    assert cfg.kubeconfig_path == str(tmp_path / ".kube" / "config")
+    assert cfg.settings(ExistingSettings).kubeconfig_path == str(tmp_path / ".kube" / "config")
 
 
 # --- the operator's toolkit: "auto" fits the node, an explicit value is kept ------------------

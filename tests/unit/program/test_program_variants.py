@@ -16,7 +16,7 @@ import variants.base
 import variants.k3s.ctl
 import variants.kind.ctl
 import variants.minikube.host
-from gpulab.config.lab import DEFAULT_KIND_NODE_IMAGE, ConfigError
+from gpulab.config.lab import ConfigError
 from gpulab.core import outputs as out
 from gpulab.core.outputs import LabOutputs
 from gpulab.host.preflight import Finding, PreflightError
@@ -26,6 +26,7 @@ from policy.stack_context import StackContext
 from tests.unit import program_harness
 from tests.unit.program_harness import COMMAND, run_program
 from variants.existing import ctl as existing_ctl
+from variants.kind.settings import DEFAULT_NODE_IMAGE
 
 #: The real minikube host checks (the no_host_tools fixture replaces them per test).
 REAL_MINIKUBE_HOST_FINDINGS = variants.minikube.host.minikube_host_findings
@@ -146,7 +147,7 @@ def test_kind_lab_creates_its_cluster_scoped_by_name_and_replaced_delete_first()
     assert argv(run, "kind-cluster")[:4] == ["python", "-m", "variants.kind.ctl", "up"]
     create = argv(run, "kind-cluster")
     assert create[create.index("--name") + 1] == "lab"
-    assert create[create.index("--image") + 1] == DEFAULT_KIND_NODE_IMAGE
+    assert create[create.index("--image") + 1] == DEFAULT_NODE_IMAGE
     assert create[create.index("--workdir") + 1] == ".state/kind/lab"
     assert argv(run, "kind-cluster", "delete") == [
         "python",

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulab.config.lab import DEFAULT_KIND_NODE_IMAGE
 from variants.kind import ctl as kind_ctl
+from variants.kind.settings import DEFAULT_NODE_IMAGE
 
 DOCKER_OK = {"Runtimes": {"nvidia": {}, "runc": {}}, "DefaultRuntime": "nvidia"}
 #: Written `docker container inspect --format '{{json .Mounts}}'` outputs (README there).
@@ -49,7 +49,7 @@ def test_config_with_several_workers_gives_each_the_mount() -> None:
 
 
 def test_create_and_delete_name_the_cluster_and_keep_the_users_kubeconfig() -> None:
-    assert kind_ctl.create_argv("lab", "/w/kind-config.yaml", DEFAULT_KIND_NODE_IMAGE, "/w/kc", 600) == [
+    assert kind_ctl.create_argv("lab", "/w/kind-config.yaml", DEFAULT_NODE_IMAGE, "/w/kc", 600) == [
         "kind",
         "create",
         "cluster",
@@ -58,7 +58,7 @@ def test_create_and_delete_name_the_cluster_and_keep_the_users_kubeconfig() -> N
         "--config",
         "/w/kind-config.yaml",
         "--image",
-        DEFAULT_KIND_NODE_IMAGE,
+        DEFAULT_NODE_IMAGE,
         "--kubeconfig",
         "/w/kc",
         "--wait",
@@ -220,14 +220,14 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_up_creates_once_sets_up_the_worker_and_down_deletes(fakes: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
-    spec = kind_ctl.UpSpec("lab", DEFAULT_KIND_NODE_IMAGE, work)
+    spec = kind_ctl.UpSpec("lab", DEFAULT_NODE_IMAGE, work)
     result = kind_ctl.up(spec)
     assert result["name"] == "lab" and result["nodes"] == ["lab-worker"]
     assert result["kubernetesVersion"] == "v1.34.0" and "kind: Config" in result["kubeconfig"]
     calls = fakes.read_text().splitlines()
     creates = [c for c in calls if c.startswith("create cluster")]
     assert creates == [
-        f"create cluster --name lab --config {work}/kind-config.yaml --image {DEFAULT_KIND_NODE_IMAGE} "
+        f"create cluster --name lab --config {work}/kind-config.yaml --image {DEFAULT_NODE_IMAGE} "
         f"--kubeconfig {work}/kubeconfig.yaml --wait 600s"
     ]
     assert yaml.safe_load((work / "kind-config.yaml").read_text())["nodes"][1]["extraMounts"]
@@ -262,7 +262,7 @@ def test_up_stops_before_creating_when_the_host_is_not_prepared(
         lambda: [kind_ctl.check_volume_mounts_setting(bad.read_text())],
     )
     code = kind_ctl.main(
-        ["up", "--name", "lab", "--image", DEFAULT_KIND_NODE_IMAGE, "--workdir", str(tmp_path / "w")]
+        ["up", "--name", "lab", "--image", DEFAULT_NODE_IMAGE, "--workdir", str(tmp_path / "w")]
     )
     assert code == 1
     assert not any(c.startswith("create") for c in fakes.read_text().splitlines())
@@ -276,7 +276,7 @@ def test_up_refuses_a_reused_cluster_whose_worker_lacks_the_gpu_mount(
     (tmp_path / "clusters").write_text("lab")  # it exists already
     monkeypatch.setenv("FAKE_WORKER_MOUNTS", str(DATA / "kind-worker-no-gpus.mounts.json"))
     with pytest.raises(kind_ctl.PreflightError) as exc:
-        kind_ctl.up(kind_ctl.UpSpec("lab", DEFAULT_KIND_NODE_IMAGE, tmp_path / "w"))
+        kind_ctl.up(kind_ctl.UpSpec("lab", DEFAULT_NODE_IMAGE, tmp_path / "w"))
     assert "reused-worker-gpus" in str(exc.value) and "/var/run/nvidia-container-devices/all" in str(
         exc.value
     )
