@@ -9,6 +9,11 @@ import pytest
 
 from gpulab.config import gpus, schema, time_slicing
 from gpulab.config.lab import SCHEMA, LabConfig, OperatorConfig
+from variants.existing.settings import ExistingSettings
+from variants.k3s.settings import K3sSettings
+from variants.kind.settings import KindSettings
+from variants.minikube.settings import MinikubeSettings
+from variants.sim.settings import SimSettings
 
 
 def test_every_key_of_pulumi_yaml_is_the_parser_s_with_its_type_and_default() -> None:
@@ -21,8 +26,6 @@ def test_every_key_of_pulumi_yaml_is_the_parser_s_with_its_type_and_default() ->
 def test_the_config_dataclasses_default_to_pulumi_yaml() -> None:
     # Each field whose key Pulumi.yaml declares with the same meaning takes its default there.
     same = {
-        "memory_mib": "memoryMiB",
-        "docker_selftest": "dockerSelfTest",
         "timeout_seconds": "operatorTimeoutSeconds",
         "nri_plugin": "k3sNriPlugin",
     }
@@ -44,6 +47,31 @@ def test_the_config_dataclasses_default_to_pulumi_yaml() -> None:
                 )
             ):
                 assert f.default == schema.default(key), (cls.__name__, f.name)
+
+
+#: Each variant's settings field -> the key it is parsed from (variants/<name>/settings.py).
+VARIANT_KEYS: dict[type, dict[str, str]] = {
+    MinikubeSettings: {"cpus": "cpus", "memory_mib": "memoryMiB", "docker_selftest": "dockerSelfTest"},
+    KindSettings: {"node_image": "kindNodeImage"},
+    K3sSettings: {"version": "k3sVersion"},
+    ExistingSettings: {
+        "kubeconfig_path": "",  # resolved (kubeconfigPath, $KUBECONFIG, ~/.kube/config)
+        "kube_context": "",  # resolved (kubeContext, the file's current-context)
+        "expected_gpus": "expectedGpus",
+        "remove_crds": "removeCrds",
+        "simulated_operands": "simulatedOperands",
+    },
+    SimSettings: {"gpus": "simGpus"},
+}
+
+
+def test_each_variant_s_settings_default_to_pulumi_yaml() -> None:
+    # Pulumi.yaml stays the one schema: a variant's settings take their defaults from it.
+    for cls, keys in VARIANT_KEYS.items():
+        assert [f.name for f in fields(cls)] == list(keys), cls.__name__
+        for f in fields(cls):
+            if keys[f.name]:
+                assert f.default == schema.default(keys[f.name]), (cls.__name__, f.name)
 
 
 def test_a_bad_declaration_is_refused_naming_every_key(tmp_path: Path) -> None:

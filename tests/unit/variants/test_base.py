@@ -1,5 +1,5 @@
 """What the variants share (variants.base): the helpers' subcommand runner, the work dir, the
-simulated output keys."""
+simulated output keys, the config seam (each variant's own settings in LabConfig)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,19 @@ import json
 
 import pytest
 
+from components.cluster import ClusterOutputs
+from gpulab.config.lab import NO_SETTINGS, ConfigError, LabConfig
 from gpulab.core import outputs as out
 from gpulab.core.errors import GpuLabError
+from gpulab.core.names import MIN_CPUS
 from variants import registry
-from variants.base import HOST_FIELDS, OPERATOR_FIELDS, ctl_main
+from variants.base import HOST_FIELDS, OPERATOR_FIELDS, Variant, ctl_main
+from variants.existing.settings import ExistingSettings
+from variants.k3s.settings import K3sSettings
+from variants.kind.settings import KindSettings
+from variants.minikube.settings import MinikubeSettings
 from variants.registry import parse_config
+from variants.sim.settings import SimSettings
 
 
 def test_ctl_main_prints_the_document_and_returns_its_code(capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,3 +68,56 @@ def test_the_operator_toolkit_defaults_off_only_where_the_node_runtime_injects_g
 
 def test_the_compute_pods_keys_are_simulated_where_the_smoke_pods_are() -> None:
     assert {out.COMPUTE_PHASE, out.COMPUTE_RESULT} <= set(OPERATOR_FIELDS)
+
+
+# --- the config seam: each variant parses and reads its own settings ------------------------
+#: The settings type of each variant (variants/<name>/settings.py).
+SETTINGS = {
+    "minikube": MinikubeSettings,
+    "kind": KindSettings,
+    "k3s": K3sSettings,
+    "existing": ExistingSettings,
+    "sim": SimSettings,
+}
+
+
+def test_every_variant_declares_its_settings_type() -> None:
+    assert set(SETTINGS) == set(registry.NAMES)
+
+
+@pytest.mark.parametrize("name", ["minikube", "kind", "k3s", "sim"])
+def test_the_chosen_variant_s_settings_ride_in_lab_config(name: str) -> None:
+    cfg = parse_config({"cluster": name}, env={})
+    assert type(cfg.variant_settings) is SETTINGS[name]
+    assert cfg.settings(SETTINGS[name]) == SETTINGS[name]()  # the defaults: Pulumi.yaml's
+    other = next(t for n, t in SETTINGS.items() if n != name)
+    with pytest.raises(TypeError, match=f"cluster={name}: the variant settings are .*not {other.__name__}"):
+        cfg.settings(other)
+
+
+def test_a_bare_lab_config_reads_each_variant_s_defaults() -> None:
+    assert LabConfig().variant_settings is NO_SETTINGS
+    assert LabConfig().settings(KindSettings) == KindSettings()
+    assert LabConfig().settings(MinikubeSettings).cpus == MIN_CPUS
+
+
+def test_a_variant_without_settings_of_its_own_gets_none_and_the_default_capture() -> None:
+    class Bare(Variant):
+        name = "bare"
+
+        def cluster(self, cfg: LabConfig, opts: object = None) -> ClusterOutputs:
+            raise NotImplementedError
+
+    problems: list[str] = []
+    assert Bare().resolve(lambda k: None, {}, problems, {}) is NO_SETTINGS and problems == []
+    assert Bare().default_capture(lambda k: 2) == "h200-1gpu"
+    assert registry.get("sim").default_capture(lambda k: 2) == "h200-2gpu"
+
+
+def test_a_variant_s_bounds_are_checked_whichever_variant_is_chosen() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"cluster": "sim", "memoryMiB": "4096", "expectedGpus": "10001"}, env={})
+    assert err.value.problems == [
+        "gpu-lab:memoryMiB=4096 is below 8192 (8 GiB, the chapter's minimum)",
+        "gpu-lab:expectedGpus=10001 is above its maximum 10000",
+    ]
