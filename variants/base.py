@@ -1,16 +1,18 @@
 """The one interface every cluster variant implements, and the rest of the lab calls.
 
 The shape is NVIDIA holodeck's provider interface (one interface, one folder per
-environment kind): a variant says what it needs on this machine, checks its own config
-keys, makes the component that yields a kubeconfig, adjusts the operator's Helm values to
-its node runtime, and says whether a cluster it owns is gone. Everything a variant is
-lives in ``variants/<name>/``; the registry (``variants/registry.py``) is the only place
-that knows the names.
+environment kind): a variant says what it needs on this machine, checks and parses its own
+config keys (its ``settings.py``: a frozen dataclass that ``LabConfig.variant_settings``
+carries and only the variant reads, with ``cfg.settings(<its type>)``), makes the component
+that yields a kubeconfig, adjusts the operator's Helm values to its node runtime, and says
+whether a cluster it owns is gone. Everything a variant is lives in ``variants/<name>/``; the
+registry (``variants/registry.py``) is the only place that knows the names.
 
 This module imports no Pulumi: config parsing and preflight use it before any resource
 exists. ``cluster`` imports the variant's component lazily. It also holds what the variants'
-helpers share: :func:`ctl_main` (a subcommand's JSON and exit code) and the output keys
-whose values are simulated where no operator runs (:data:`OPERATOR_FIELDS`).
+helpers share: :func:`ctl_main` (a subcommand's JSON and exit code), the output keys
+whose values are simulated where no operator runs (:data:`OPERATOR_FIELDS`), and what their
+settings modules read config with (:func:`get_int` and its siblings, :func:`bound_problems`).
 """
 
 from __future__ import annotations

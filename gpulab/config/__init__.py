@@ -1,7 +1,8 @@
 """The stack config, parsed once at the edge, and the settings it implies.
 
 :mod:`~gpulab.config.lab` (``parse_config`` -> the frozen ``LabConfig``; the variants passed
-in check their own keys), :mod:`~gpulab.config.gpus` (the gate's grace, MIG, the smoke Pod's
+in check their own keys, and the chosen one's settings ride in ``LabConfig.variant_settings``,
+never read here), :mod:`~gpulab.config.gpus` (the gate's grace, MIG, the smoke Pod's
 GPUs), :mod:`~gpulab.config.mig` (the MIG plan: what the gate expects, what the smoke Pod asks
 for), :mod:`~gpulab.config.time_slicing` (the device plugin's sharing config and its resource
 rename), :mod:`~gpulab.config.operand_images` (operand images pinned in config). No Pulumi, no
