@@ -6,11 +6,14 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 VENV_STAMP := .venv/.stamp-$(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 PYTEST := . scripts/env.sh && $(PY) -m pytest
-# Parallel test workers for the unit and engine tests (each engine test has its own project
-# copy, backend and temp dir; they mostly wait on the engine and its plugins, so more workers
-# than cores pay off). TEST_JOBS=0: in process.
-TEST_JOBS ?= 4
-XDIST := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist worksteal)
+# Parallel test workers. Every engine and end-to-end test has its own project copy, backend,
+# temp dir, sim cluster directory and ports (variants/sim/ctl/ports.py), and they mostly wait on
+# the engine, its plugins and the control plane, so more workers than cores pay off. A module
+# whose tests share one lab in order is marked xdist_group and runs on one worker (loadgroup).
+# The bounded waits the end-to-end tests assert (a gate that stops within 30 s, ...) are the
+# lab's own timers and bounds, which hold under this load. TEST_JOBS=0: in process, in order.
+TEST_JOBS ?= 6
+XDIST := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadgroup)
 
 # Never through sudo: sudo's secure_path drops your PATH (your pulumi would look missing and the
 # offline toolchain would be built) and .venv/.state would become root's. The k3s lab runs only
@@ -90,17 +93,15 @@ test-engine: toolchain-tests
 	$(PYTEST) -q $(XDIST) -m "engine" tests
 
 test-e2e: toolchain-tests
-	$(PYTEST) -q -m "sim" tests
+	$(PYTEST) -q $(XDIST) -m "sim" tests
 
 # Offline CI and this workplace: the chart copy beside the checkout (see README).
 export GPULAB_CHART_PATH ?= $(if $(wildcard ../shared/charts/gpu-operator/Chart.yaml),$(abspath ../shared/charts/gpu-operator),)
 
-# Unit and engine tests in parallel; the end-to-end tests one at a time: several assert how fast
-# the lab fails (the gate within 30 s, a refused image within 60 s), which 2 cores shared by
-# parallel labs cannot promise.
+# Every test in one run over TEST_JOBS workers: the long end-to-end tests are collected first
+# (tests/e2e sorts before tests/unit), so they start at once and the short ones fill the gaps.
 test: toolchain-tests lint
-	$(PYTEST) -q $(XDIST) -m "not sim" tests
-	$(PYTEST) -q --durations=15 -m "sim" tests
+	$(PYTEST) -q $(XDIST) --durations=15 tests
 
 bench: toolchain-tests
 	. scripts/env.sh && rc=0 && { $(PY) bench/bench.py || rc=$$?; } && { $(PY) bench/fleet.py || rc=$$?; } && exit $$rc

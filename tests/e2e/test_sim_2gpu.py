@@ -34,7 +34,9 @@ def test_the_2gpu_lab_goes_up_sees_every_gpu_and_comes_down(project: Project) ->
     with project.round_trip(STACK, "gpu-lab-2gpu"):
         o = project.outputs(STACK)
         assert o[out.HOST_PROBE_SOURCE] == "capture:h200-2gpu" and o[out.HOST_GPU_COUNT] == 2
-        assert o[out.ALLOCATABLE_GPUS] == 2 and o[out.SMOKE_GPUS] == 2
+        assert o[out.ALLOCATABLE_GPUS] == 2 and o[out.CAPACITY_GPUS] == 2 and o[out.SMOKE_GPUS] == 2
+        links = [[lk["code"] for lk in g["links"]] for g in o[out.HOST_TOPOLOGY]["gpus"]]
+        assert links == [["NV18"], ["NV18"]]  # the synthesized 2-GPU matrix (gpulab/host/captures/README.md)
         assert o[out.SMOKE_PHASE] == "Succeeded"
         assert o[out.SMOKE_GPU_UUIDS] == UUIDS
         items = checklist.evaluate(LabOutputs.from_json(o))

@@ -35,7 +35,8 @@ import pytest
 
 from tests.support.sandbox import Project, make_project, missing_toolchain, shared_chart, toolchain_env
 
-pytestmark = pytest.mark.sim
+# One module-scoped lab, its tests in order: one worker runs them all (make test: --dist loadgroup).
+pytestmark = [pytest.mark.sim, pytest.mark.xdist_group("sim-failures")]
 
 #: Every failure must end within this many seconds of the step that meets it (issue 23).
 LIMIT_S = 60

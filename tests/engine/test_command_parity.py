@@ -26,7 +26,8 @@ import pytest
 
 from tests.support.sandbox import ROOT, run_pulumi, toolchain_env
 
-pytestmark = pytest.mark.engine
+# One module-scoped lab, its tests in order: one worker runs them all (make test: --dist loadgroup).
+pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("command-parity")]
 
 UPSTREAM = os.environ.get("GPULAB_COMMAND_PROVIDER") == "upstream"
 PROGRAM = Path(__file__).resolve().parent / "command_parity"

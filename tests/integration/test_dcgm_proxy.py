@@ -27,7 +27,8 @@ import yaml
 from gpulab.kube import dcgm as kube_dcgm
 from tests.integration.test_simcluster import Cluster, _cli, _up
 
-pytestmark = pytest.mark.sim
+# One module-scoped lab, its tests in order: one worker runs them all (make test: --dist loadgroup).
+pytestmark = [pytest.mark.sim, pytest.mark.xdist_group("dcgm-proxy")]
 
 ANSWER = (Path(__file__).resolve().parents[1] / "data" / "dcgm" / "h200-1gpu.txt").read_bytes()
 H200 = "GPU-00000000-0000-4000-8000-000000000000"

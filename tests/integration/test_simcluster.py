@@ -21,7 +21,8 @@ import pytest
 
 from variants.sim import ctl as sc
 
-pytestmark = pytest.mark.sim
+# One module-scoped lab, its tests in order: one worker runs them all (make test: --dist loadgroup).
+pytestmark = [pytest.mark.sim, pytest.mark.xdist_group("simcluster")]
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE_IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
