@@ -33,49 +33,27 @@ import pulumi_kubernetes as k8s
 
 from components.command import GpuPodArgs, parse_json_stdout, pod_check, run_once_pod
 from gpulab.core import names
-from gpulab.kube.compute import COMPUTE_SCRIPT
+from gpulab.kube import pod_specs
 
 POD_NAME = names.COMPUTE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
 CONTAINER_PREFIX = names.COMPUTE_CONTAINER_PREFIX
 
 
-def container_names(gpus: int) -> list[str]:
-    """The compute Pod's container names: ``["vectoradd-0", ..., "vectoradd-<gpus-1>"]``.
-
-    Raises:
-        ValueError: ``gpus`` < 1.
-    """
-    if gpus < 1:
-        raise ValueError(f"the compute Pod needs at least one container (one GPU each), got gpus={gpus}")
-    return [f"{CONTAINER_PREFIX}{i}" for i in range(gpus)]
+#: The compute Pod's container names (gpulab.kube.pod_specs.compute_container_names).
+container_names = pod_specs.compute_container_names
 
 
 def pod_spec(
     image: str, resource: str = names.GPU_RESOURCE, runtime_class: str | None = None, gpus: int = 1
 ) -> dict[str, object]:
-    """The compute Pod's spec: ``gpus`` containers (:func:`container_names`), each with one
-    ``resource``, listing the GPUs it sees and then running vectorAdd
-    (gpulab.kube.compute.COMPUTE_SCRIPT, a constant), run once.
+    """The compute Pod's spec (gpulab.kube.pod_specs.compute, the builder the per-node fleet
+    check uses too): ``gpus`` containers, one ``resource`` each, run once.
 
     Raises:
         ValueError: ``gpus`` < 1.
     """
-    spec: dict[str, object] = {
-        "restartPolicy": "Never",
-        "containers": [
-            {
-                "name": name,
-                "image": image,
-                "command": ["sh", "-c", COMPUTE_SCRIPT],
-                "resources": {"limits": {resource: "1"}},
-            }
-            for name in container_names(gpus)
-        ],
-    }
-    if runtime_class:
-        spec["runtimeClassName"] = runtime_class
-    return spec
+    return pod_specs.compute(image, gpus, runtime_class, resource)
 
 
 class ComputeCheck(pulumi.ComponentResource):

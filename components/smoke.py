@@ -17,32 +17,15 @@ import pulumi_kubernetes as k8s
 
 from components.command import GpuPodArgs, parse_json_stdout, pod_check, run_once_pod
 from gpulab.core import names
-from gpulab.kube import smoke_gpus
+from gpulab.kube import pod_specs
 
 POD_NAME = names.SMOKE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
 
 
-def pod_spec(
-    image: str, gpus: int, runtime_class: str | None = None, resource: str = names.GPU_RESOURCE
-) -> dict[str, object]:
-    """The smoke Pod's spec, as in the chapter (plus an explicit container name, and
-    ``runtimeClassName`` when given); ``resource`` is what the limit asks ``gpus`` of."""
-    spec: dict[str, object] = {
-        "restartPolicy": "Never",
-        "containers": [
-            {
-                "name": "cuda",
-                "image": image,
-                # The table (versions), then one line per GPU the Pod got (their UUIDs).
-                "command": ["sh", "-c", smoke_gpus.SMOKE_SCRIPT],
-                "resources": {"limits": {resource: str(gpus)}},
-            }
-        ],
-    }
-    if runtime_class:
-        spec["runtimeClassName"] = runtime_class
-    return spec
+#: The smoke Pod's spec (``image``, ``gpus``, ``runtime_class``, ``resource``): the one builder the
+#: per-node fleet check uses too (gpulab.kube.pod_specs.smoke).
+pod_spec = pod_specs.smoke
 
 
 class SmokeTest(pulumi.ComponentResource):

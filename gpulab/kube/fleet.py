@@ -43,14 +43,13 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from gpulab.core.names import (
-    COMPUTE_CONTAINER_PREFIX,
     DEVICE_PLUGIN_DS,
     GPU_RESOURCE,
     PROJECT,
     SIMULATED_ANNOTATION,
 )
 from gpulab.diagnose.live import Context
-from gpulab.kube import compute, smoke, smoke_gpus
+from gpulab.kube import compute, pod_specs, smoke
 from gpulab.kube.client import GateError, is_transient, sanitize
 
 Json = Mapping[str, Any]
@@ -268,9 +267,12 @@ def _short(node: str) -> str:
     return hashlib.sha256(node.encode()).hexdigest()[:10]
 
 
-def _pod_body(name: str, node: str, spec: FleetSpec, containers: list[dict[str, Any]]) -> dict[str, Any]:
+def _pod_body(name: str, node: str, spec: FleetSpec, pod_spec: dict[str, Any]) -> dict[str, Any]:
+    """The lab's Pod ``pod_spec`` (gpulab.kube.pod_specs) as a Pod named ``name`` in the lab's
+    namespace, pinned to ``node`` by its hostname label."""
     annotations = {"gpulab.dev/simulated-execution": "true"} if spec.simulated else {}
-    body: dict[str, Any] = {
+    # Pinned, yet scheduled: the scheduler checks the node's allocatable.
+    return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
@@ -279,43 +281,28 @@ def _pod_body(name: str, node: str, spec: FleetSpec, containers: list[dict[str, 
             "labels": {"app.kubernetes.io/part-of": PROJECT, CHECK_LABEL: _short(node)},
             "annotations": annotations,
         },
-        "spec": {
-            "restartPolicy": "Never",
-            # Pinned, yet scheduled: the scheduler checks the node's allocatable.
-            "nodeSelector": {HOSTNAME_LABEL: node},
-            "containers": containers,
-        },
+        "spec": {**pod_spec, "nodeSelector": {HOSTNAME_LABEL: node}},
     }
-    if spec.runtime_class:
-        body["spec"]["runtimeClassName"] = spec.runtime_class
-    return body
 
 
 def smoke_pod(node: str, spec: FleetSpec, gpus: int) -> dict[str, Any]:
-    """The node's smoke Pod: the lab's smoke command (``nvidia-smi && nvidia-smi -L``,
-    :data:`gpulab.kube.smoke_gpus.SMOKE_SCRIPT`) holding every GPU the node advertises."""
-    container = {
-        "name": "cuda",
-        "image": spec.smoke_image,
-        "command": ["sh", "-c", smoke_gpus.SMOKE_SCRIPT],
-        "resources": {"limits": {spec.resource: str(gpus)}},
-    }
-    return _pod_body(pod_name(SMOKE_PREFIX, node), node, spec, [container])
+    """The node's smoke Pod: the lab's smoke Pod (gpulab.kube.pod_specs.smoke: ``nvidia-smi
+    && nvidia-smi -L``) holding every GPU the node advertises."""
+    body = pod_specs.smoke(spec.smoke_image, gpus, spec.runtime_class, spec.resource)
+    return _pod_body(pod_name(SMOKE_PREFIX, node), node, spec, body)
 
 
 def compute_pod(node: str, spec: FleetSpec, gpus: int) -> dict[str, Any]:
-    """The node's compute Pod: one vectorAdd container per GPU (``vectoradd-<i>``, one
-    ``resource`` each, :data:`gpulab.kube.compute.COMPUTE_SCRIPT`)."""
-    containers = [
-        {
-            "name": f"{COMPUTE_CONTAINER_PREFIX}{i}",
-            "image": spec.compute_image,
-            "command": ["sh", "-c", compute.COMPUTE_SCRIPT],
-            "resources": {"limits": {spec.resource: "1"}},
-        }
-        for i in range(gpus)
-    ]
-    return _pod_body(pod_name(COMPUTE_PREFIX, node), node, spec, containers)
+    """The node's compute Pod: the lab's compute Pod (gpulab.kube.pod_specs.compute: one
+    vectorAdd container per GPU, ``vectoradd-<i>``, one ``resource`` each).
+
+    Raises:
+        ValueError: the spec has no compute image (the compute check is off) or ``gpus`` < 1.
+    """
+    if spec.compute_image is None:
+        raise ValueError("the fleet check has no compute image: the compute check is off")
+    body = pod_specs.compute(spec.compute_image, gpus, spec.runtime_class, spec.resource)
+    return _pod_body(pod_name(COMPUTE_PREFIX, node), node, spec, body)
 
 
 def _first_line(text: str) -> str:
