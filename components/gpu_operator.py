@@ -46,11 +46,10 @@ DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 
 
 class OperatorVariant(Protocol):
-    """What the operator component asks of the cluster variant (``variants.base.Variant``
-    answers it; the edge passes the chosen one in)."""
+    """What the operator component asks of the cluster variant: its operator facet
+    (``variants.base.OperatorNeeds`` answers it; the edge passes the chosen variant's in).
+    Whether the lab owns the cluster rides in :class:`GpuOperatorArgs` as a plain fact."""
 
-    @property
-    def owns_cluster(self) -> bool: ...
     def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None: ...
     def device_list_strategy(self, op: OperatorConfig) -> str | None: ...
 
@@ -59,10 +58,10 @@ def helm_values(op: OperatorConfig, variant: OperatorVariant) -> dict[str, Any]:
     """The chart values the lab sets (everything else is the chart's default).
 
     ``driver.enabled`` is always false: the host provides the driver. The ``variant``
-    adjusts them to its node runtime (``Variant.helm_values``: kind keeps
+    adjusts them to its node runtime (``OperatorNeeds.helm_values``: kind keeps
     the operator's toolkit off; k3s points the toolkit at k3s's containerd, or enables the
     NRI plugin) and names the device plugin's ``DEVICE_LIST_STRATEGY`` its node runtime honours
-    (``Variant.device_list_strategy``: ``envvar`` on minikube, kind and k3s). With
+    (``OperatorNeeds.device_list_strategy``: ``envvar`` on minikube, kind and k3s). With
     ``time_slicing_replicas > 1`` the device plugin gets a time-slicing config, so
     allocatable becomes physical GPUs x replicas. An operand image pinned in config
     (``op.operand_images``) sets ``<operand>.repository/image/version``.
@@ -84,7 +83,7 @@ def helm_values(op: OperatorConfig, variant: OperatorVariant) -> dict[str, Any]:
     strategy = variant.device_list_strategy(op)
     if strategy:
         # How allocated GPUs reach the container, as the node's runtime reads them
-        # (Variant.device_list_reason). The ClusterPolicy sets devicePlugin.env after its CDI
+        # (OperatorNeeds.device_list_reason). The ClusterPolicy sets devicePlugin.env after its CDI
         # transform (NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go), so this wins.
         values["devicePlugin"]["env"] = [{"name": names.DEVICE_LIST_STRATEGY_ENV, "value": strategy}]
     for pinned in op.operand_images:
@@ -169,7 +168,8 @@ class GpuOperatorArgs:
 
     Attributes:
         operator: chart settings (gpulab.config.lab.OperatorConfig).
-        variant: the cluster variant the chart goes into (:class:`OperatorVariant`).
+        variant: the operator facet of the cluster variant the chart goes into
+            (:class:`OperatorVariant`).
         kubeconfig: the cluster's kubeconfig (secret), for the gate.
         device_plugin_owner: ``"operator"`` or ``"minikube-addon"``; decides which
             DaemonSet the gate waits for.
@@ -181,6 +181,8 @@ class GpuOperatorArgs:
         profile: the cluster's profile name, named in the diagnosis' fixes.
         release_after: resources that must exist before the release is installed and
             outlive it on destroy (an existing cluster's CRD census and clean-up).
+        owns_cluster: the lab creates and deletes the cluster (``Capabilities.owns_cluster``):
+            the chart's CRDs of another version may be upgraded there.
     """
 
     operator: OperatorConfig
@@ -192,6 +194,7 @@ class GpuOperatorArgs:
     grace_seconds: int = 60
     profile: str = names.DEFAULT_PROFILE
     release_after: Sequence[pulumi.Resource] = ()
+    owns_cluster: bool = True
 
 
 def gate_args(args: GpuOperatorArgs) -> list[str]:
@@ -293,7 +296,7 @@ class GpuOperator(pulumi.ComponentResource):
         return [
             lab_command(
                 f"{name}-crds",
-                crd_check_args(op, args.variant.owns_cluster, values_json),
+                crd_check_args(op, args.owns_cluster, values_json),
                 environment=pulumi.Output.secret({KUBECONFIG_ENV: args.kubeconfig}),
                 triggers=[op.chart_version, op.chart_path, values_json],
                 timeout=op.timeout_seconds,

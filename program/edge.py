@@ -104,10 +104,10 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None, variant: Variant
     """
     if cfg.host_probe == "off":
         return
-    failed: list[Finding] = variant.missing_tools()
+    failed: list[Finding] = variant.host.missing_tools()
     if cfg.operator.chart_path is None and not cfg.fleet.found:  # a found GPU stack installs no chart
         failed += chart_findings(cfg.operator.chart_repo, cfg.operator.chart_version)
-    failed += [f for f in variant.host_findings(cfg) if not f.ok]
+    failed += [f for f in variant.host.host_findings(cfg) if not f.ok]
     if failed:
         raise PreflightError(failed)
 
@@ -180,4 +180,4 @@ def mig_failures(cfg: LabConfig, facts: HostFacts | None, variant: Variant) -> l
 def simulated_fields(cfg: LabConfig, variant: Variant) -> list[str]:
     """Output keys whose values are simulated in this lab (empty for a real GPU lab): the
     variant decides (variants/<name>/)."""
-    return variant.simulated_fields(cfg)
+    return variant.config.simulated_fields(cfg)

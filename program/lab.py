@@ -78,7 +78,7 @@ class Lab(pulumi.ComponentResource):
         expect = variant.gpu_expectation(cfg, facts)
         # Which cluster: recorded once it answers, compared whenever the kubeconfig changes
         # (gpulab.kube.identity); every check below verifies it before it reads anything.
-        self.identity_command = identity_command(self.cluster, variant.owns_cluster, child)
+        self.identity_command = identity_command(self.cluster, variant.capabilities.owns_cluster, child)
         self.identity = parse_json_stdout(self.identity_command.stdout, "gpulab.kube.identity record")
         # What the checks get: the kubeconfig carrying that identity, which each verifies first.
         self.check_kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
@@ -92,7 +92,7 @@ class Lab(pulumi.ComponentResource):
             # A cluster the lab owns and that was deleted by hand must not block `pulumi
             # destroy` (make destroy first confirms it is gone: gpulab.ops.teardown). Never for a
             # cluster somebody else runs: unreachable there means "not now", not "gone".
-            delete_unreachable=variant.owns_cluster,
+            delete_unreachable=variant.capabilities.owns_cluster,
             # Nothing touches the cluster before its identity is known to be the stack's own.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.identity_command]),
         )
@@ -128,7 +128,7 @@ class Lab(pulumi.ComponentResource):
                 "gpu-operator",
                 GpuOperatorArgs(
                     operator=cfg.operator,
-                    variant=variant,
+                    variant=variant.operator,
                     kubeconfig=self.check_kubeconfig,
                     device_plugin_owner=cfg.device_plugin_owner,
                     simulate_operands=cfg.simulated,
@@ -136,6 +136,7 @@ class Lab(pulumi.ComponentResource):
                     grace_seconds=cfg.gpu.grace_seconds,
                     profile=cfg.profile,
                     release_after=self.cluster.release_after,
+                    owns_cluster=variant.capabilities.owns_cluster,
                 ),
                 provider=self.provider,
                 opts=child,
@@ -185,8 +186,8 @@ class Lab(pulumi.ComponentResource):
                     ),
                     host_gpu_uuids=_host_uuids(facts, expect.from_config),
                     cluster=cfg.cluster,
-                    device_list=variant.device_list_strategy(cfg.operator),
-                    device_list_reason=variant.device_list_reason or None,
+                    device_list=variant.operator.device_list_strategy(cfg.operator),
+                    device_list_reason=variant.operator.device_list_reason or None,
                 ),
                 provider=self.provider,
                 # One GPU at a time on a one-GPU lab: after the smoke Pod is done with it.
@@ -249,7 +250,7 @@ class Lab(pulumi.ComponentResource):
             ],
             "kubeconfig": self.cluster.kubeconfig,
             "cluster_identity": self.identity,
-            "owns_cluster_flag": variant.owns_cluster,
+            "owns_cluster_flag": variant.capabilities.owns_cluster,
             "host_is_cluster_flag": host_is_cluster,
             "host_gpu_count": config_gpus if config_gpus is not None else self._found_gpus(probe),
             "host_gpu_models": probe.gpu_models,

@@ -1,18 +1,23 @@
 """The one interface every cluster variant implements, and the rest of the lab calls.
 
 The shape is NVIDIA holodeck's provider interface (one interface, one folder per
-environment kind): a variant says what it needs on this machine, checks and parses its own
-config keys (its ``settings.py``: a frozen dataclass that ``LabConfig.variant_settings``
-carries and only the variant reads, with ``cfg.settings(<its type>)``), makes the component
-that yields a kubeconfig, adjusts the operator's Helm values to its node runtime, and says
-whether a cluster it owns is gone. Everything a variant is lives in ``variants/<name>/``; the
-registry (``variants/registry.py``) is the only place that knows the names.
+environment kind), kept narrow: :class:`Variant` is a name, five facets, its component and its
+GPU expectation, and each caller asks the one facet it uses, never the name. The facets:
+:class:`Capabilities` (plain facts: does the lab own the cluster, may it find a GPU stack),
+:class:`ConfigRules` (its config keys, checked and parsed into its ``settings.py``'s frozen
+dataclass, which ``LabConfig.variant_settings`` carries and only the variant reads, with
+``cfg.settings(<its type>)``; the defaults it resolves), :class:`OperatorNeeds` (its node
+runtime and what the operator's Helm values need), :class:`HostNeeds` (what it needs on this
+machine) and :class:`Lifecycle` (its helper, steps and files, whether a cluster it owns is
+gone, what the lab left). Everything a variant is lives in ``variants/<name>/``; the registry
+(``variants/registry.py``) is the only place that knows the names.
 
 This module imports no Pulumi: config parsing and preflight use it before any resource
 exists. ``cluster`` imports the variant's component lazily. It also holds what the variants'
-helpers share: :func:`ctl_main` (a subcommand's JSON and exit code), the output keys
-whose values are simulated where no operator runs (:data:`OPERATOR_FIELDS`), and what their
-settings modules read config with (:func:`get_int` and its siblings, :func:`bound_problems`).
+helpers share: :func:`ctl_main` (a subcommand's JSON and exit code), :func:`refuse_cdi`, the
+output keys whose values are simulated where no operator runs (:data:`OPERATOR_FIELDS`), and
+what their settings modules read config with (:func:`get_int` and its siblings,
+:func:`bound_problems`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import shutil
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -181,54 +186,194 @@ class GpuExpectation:
     source: str | None = None
 
 
-class Variant(ABC):
-    """One kind of cluster (minikube, kind, k3s, an existing cluster, the simulated one).
+def refuse_cdi(name: str, values: Mapping[str, object], problems: list[str], why: str) -> None:
+    """Append a problem when ``gpu-lab:cdi`` was set to true although variant ``name``'s node
+    runtime does not read CDI (``why``): for a variant's :meth:`ConfigRules.resolve`."""
+    if values.get("cdi") is True:
+        problems.append(
+            f"gpu-lab:cdi=true with cluster={name}: {why}; leave cdi unset (the {name} lab "
+            "turns it off) or set it to false"
+        )
 
-    Class attributes:
-        name: the ``gpu-lab:cluster`` value and the stack name.
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the lab may do with a variant's cluster: plain facts, no I/O.
+
+    Attributes:
         owns_cluster: the lab creates and deletes the cluster (so an unreachable cluster
-            that is confirmed gone may be pruned from the state, and the provider may drop
-            unreachable objects).
-        node_runtime: the container runtime on the GPU node that the operator's toolkit
-            would configure: ``docker``, ``containerd``, ``k3s`` or ``none`` (no containers
-            run), or ``unknown`` (policy ``toolkit-fits-runtime``).
-        tools: binaries it runs on this machine (preflight names each missing one's fix).
-        bundle_tools: the tools whose versions a debug bundle records for this variant
-            (``{"kind": ("kind", "version")}``: tool -> the argv printing its version;
-            gpulab.ops.bundle adds them to the tools every lab may use).
-        runtime_injects_gpus: the node's container runtime is set up to inject GPUs before the
-            operator runs (minikube ``--gpus=all``, kind the nvkind way), so the operator's
-            toolkit is redundant there: off by default (policy ``operator-toolkit-redundant``).
-        steps: its helper module's subcommands and their stable step names
-            (``{"up": "kind-cluster"}``; gpulab.core.argv.step_of).
-        direct_steps: ``(tool, verb)`` a program might run directly, not through the helper,
-            and their step names (``{("minikube", "start"): "minikube-start"}``).
+            that is confirmed gone may be pruned from the state, the provider may drop
+            unreachable objects, and the chart's CRDs of another version may be upgraded).
+        finds_gpu_stack: ``gpuStack: found`` is allowed: the variant can verify a GPU stack
+            somebody else installed (gpulab.config.fleet) instead of installing the GPU Operator.
+    """
+
+    owns_cluster: bool = True
+    finds_gpu_stack: bool = False
+
+
+@dataclass(frozen=True)
+class ConfigRules:
+    """A variant's config keys: which are its own, their bounds and checks, its settings, and
+    the defaults it resolves (pure: config parsing asks it before any resource exists;
+    gpulab.config.lab.ConfigFacet is the question).
+
+    Attributes:
+        name: the variant's name (``gpu-lab:cluster``), named in its problems.
         exclusive_settings: ``(key, value)`` config settings that mean something for this
             variant only and are refused for every other one.
         exclusive_keys: config keys that apply to this variant only; any non-empty value is
             refused for every other one.
         bounds: the allowed range, ``(lowest, highest)`` inclusive, of each numeric key of this
             variant's own (Pulumi.yaml states each highest); :meth:`check_keys` checks them.
+    """
+
+    name: str
+    exclusive_settings: tuple[tuple[str, object], ...] = ()
+    exclusive_keys: tuple[str, ...] = ()
+    bounds: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+
+    def check_keys(self, get: Getter, problems: list[str]) -> None:
+        """Check the format and :attr:`bounds` of this variant's own keys, whichever variant is
+        chosen (one stack file may carry several); append one line per problem."""
+
+    def resolve(
+        self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
+    ) -> VariantSettings:
+        """Checks that apply when this variant is chosen; returns its own settings (the frozen
+        dataclass of its ``settings.py``, with what it resolves, e.g. the kubeconfig), which
+        ``LabConfig.variant_settings`` carries and the variant reads back with
+        ``cfg.settings(<its type>)``. Append one line per problem. By default: no settings."""
+        return NO_SETTINGS
+
+    def default_capture(self, get: Getter) -> str:
+        """The capture ``hostProbe: capture`` reads when ``capture`` is empty."""
+        return CAPTURES[0]
+
+    def default_host_probe(self) -> str:
+        """``hostProbe: auto`` resolved: ``nvidia-smi``, ``capture`` or ``off``."""
+        return "nvidia-smi"
+
+    def simulated(self, get: Getter) -> bool:
+        """True when the operator's work is simulated in this variant's lab."""
+        return False
+
+    def simulated_fields(self, cfg: LabConfig) -> list[str]:
+        """Output keys whose values are simulated in this lab (empty for a real GPU lab)."""
+        return []
+
+
+@dataclass(frozen=True)
+class OperatorNeeds:
+    """What the GPU Operator's install needs from a variant: its node's container runtime and
+    how the chart must be set for it (components.gpu_operator.OperatorVariant and
+    gpulab.config.lab.OperatorChoices are the questions; the policies
+    ``toolkit-fits-runtime`` and ``operator-toolkit-redundant`` read the facts).
+
+    Attributes:
+        node_runtime: the container runtime on the GPU node that the operator's toolkit
+            would configure: ``docker``, ``containerd``, ``k3s`` or ``none`` (no containers
+            run), or ``unknown`` (policy ``toolkit-fits-runtime``).
+        runtime_injects_gpus: the node's container runtime is set up to inject GPUs before the
+            operator runs (minikube ``--gpus=all``, kind the nvkind way), so the operator's
+            toolkit is redundant there: off by default (policy ``operator-toolkit-redundant``).
         device_list_reason: why the node's runtime needs :meth:`device_list_strategy` (its
             upstream sources); ``""`` where the variant leaves the chart's choice.
     """
 
-    name: ClassVar[str]
-    owns_cluster: ClassVar[bool] = True
-    node_runtime: ClassVar[str] = "unknown"
-    runtime_injects_gpus: ClassVar[bool] = False
-    tools: ClassVar[tuple[Tool, ...]] = ()
-    bundle_tools: ClassVar[Mapping[str, tuple[str, ...]]] = {}
-    steps: ClassVar[Mapping[str, str]] = {}
-    direct_steps: ClassVar[Mapping[tuple[str, str], str]] = {}
-    exclusive_settings: ClassVar[tuple[tuple[str, object], ...]] = ()
-    #: Config keys that apply to this variant only: set (non-empty) for another, refused.
-    exclusive_keys: ClassVar[tuple[str, ...]] = ()
-    bounds: ClassVar[Mapping[str, tuple[int, int]]] = {}
-    #: ``gpuStack: found`` is allowed: the variant can verify a GPU stack somebody else
-    #: installed (gpulab.config.fleet) instead of installing the GPU Operator.
-    finds_gpu_stack: ClassVar[bool] = False
-    device_list_reason: ClassVar[str] = ""
+    node_runtime: str = "unknown"
+    runtime_injects_gpus: bool = False
+    device_list_reason: str = ""
+
+    def operator_toolkit(self, requested: bool | None) -> bool:
+        """Whether the operator's container toolkit is on, given ``gpu-lab:toolkit``: True or
+        False when set, None when unset (``auto``). By default on unless set false; a variant
+        whose node runtime already injects GPUs (:attr:`runtime_injects_gpus`) defaults off."""
+        if requested is None:
+            return not self.runtime_injects_gpus
+        return requested
+
+    def operator_cdi(self, requested: bool | None, get: Getter) -> bool:
+        """Whether the chart's ``cdi.enabled`` is on, given ``gpu-lab:cdi``: True or False when
+        set, None when unset. By default the chart's own default (on, chart >= v25.10); a
+        variant whose node runtime does not read CDI defaults it off and refuses it on
+        (:func:`refuse_cdi`)."""
+        return True if requested is None else requested
+
+    def device_list_strategy(self, op: OperatorConfig) -> str | None:
+        """The device plugin's ``DEVICE_LIST_STRATEGY`` that this variant's node runtime honours,
+        so each container gets exactly the GPUs allocated to it; None leaves the chart's choice
+        (``cdi-annotations,cdi-cri`` with ``cdi.enabled``, else the plugin's default ``envvar``:
+        NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go
+        ``transformDevicePluginCtrForCDI``; NVIDIA/k8s-device-plugin v0.20.0
+        cmd/nvidia-device-plugin/main.go). The ClusterPolicy applies ``devicePlugin.env`` after
+        that transform, so the value set here wins (components/gpu_operator.py)."""
+        return None
+
+    def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None:
+        """Adjust the operator's chart values to this variant's node runtime, in place."""
+
+    def containerd_paths(self) -> tuple[str, str] | None:
+        """``(config dir, socket)`` of the node's containerd where it is the distribution's own,
+        not at stock containerd's paths (k3s); None elsewhere. Policy ``toolkit-fits-runtime``
+        expects the operator's toolkit pointed there."""
+        return None
+
+    def runtime_class(self, cfg: LabConfig) -> str | None:
+        """The smoke Pod's ``runtimeClassName`` (None: the node's default runtime)."""
+        return None
+
+
+@dataclass(frozen=True)
+class HostNeeds:
+    """What a variant needs on this machine (I/O: preflight and the debug bundle ask it).
+
+    Attributes:
+        name: the variant's name, named in a missing tool's finding.
+        tools: binaries it runs on this machine (preflight names each missing one's fix).
+        bundle_tools: the tools whose versions a debug bundle records for this variant
+            (``{"kind": ("kind", "version")}``: tool -> the argv printing its version;
+            gpulab.ops.bundle adds them to the tools every lab may use).
+    """
+
+    name: str
+    tools: tuple[Tool, ...] = ()
+    bundle_tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def missing_tools(self, which: Callable[[str], str | None] = shutil.which) -> list[Finding]:
+        """One failed Finding per binary of :attr:`tools` that is not on PATH."""
+
+        return [
+            preflight.Finding(
+                f"tool-{t.name}", False, f"{t.name} is not on PATH (needed by the {self.name} lab)", t.fix
+            )
+            for t in self.tools
+            if which(t.name) is None
+        ]
+
+    def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
+        """Every host check this variant needs, passing ones included (after its tools)."""
+        return []
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """A variant's cluster outside the engine: its helper and steps, where it keeps its files,
+    whether its cluster is gone, what this machine can tell of it, and what the lab left
+    (gpulab.ops: teardown, repair, bundle; the registry's step names).
+
+    Attributes:
+        name: the variant's name: its helper is ``variants.<name>.ctl``, its files under
+            ``.state/<name>/``.
+        steps: its helper module's subcommands and their stable step names
+            (``{"up": "kind-cluster"}``; gpulab.core.argv.step_of).
+        direct_steps: ``(tool, verb)`` a program might run directly, not through the helper,
+            and their step names (``{("minikube", "start"): "minikube-start"}``).
+    """
+
+    name: str
+    steps: Mapping[str, str] = field(default_factory=dict)
+    direct_steps: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def ctl(self) -> str:
@@ -248,113 +393,6 @@ class Variant(ABC):
             "workdir": self.workdir(cfg.profile),
             "timeout_seconds": cfg.cluster_timeout_seconds,
         }
-
-    # --- config (pure) -------------------------------------------------------------
-
-    def check_keys(self, get: Getter, problems: list[str]) -> None:  # noqa: B027 (optional hook)
-        """Check the format and :attr:`bounds` of this variant's own keys, whichever variant is
-        chosen (one stack file may carry several); append one line per problem."""
-
-    def resolve(
-        self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
-    ) -> VariantSettings:
-        """Checks that apply when this variant is chosen; returns its own settings (the frozen
-        dataclass of its ``settings.py``, with what it resolves, e.g. the kubeconfig), which
-        ``LabConfig.variant_settings`` carries and the variant reads back with
-        ``cfg.settings(<its type>)``. Append one line per problem. By default: no settings."""
-        return NO_SETTINGS
-
-    def default_capture(self, get: Getter) -> str:
-        """The capture ``hostProbe: capture`` reads when ``capture`` is empty."""
-        return CAPTURES[0]
-
-    def operator_toolkit(self, requested: bool | None) -> bool:
-        """Whether the operator's container toolkit is on, given ``gpu-lab:toolkit``: True or
-        False when set, None when unset (``auto``). By default on unless set false; a variant
-        whose node runtime already injects GPUs (:attr:`runtime_injects_gpus`) defaults off."""
-        if requested is None:
-            return not self.runtime_injects_gpus
-        return requested
-
-    def operator_cdi(self, requested: bool | None, get: Getter) -> bool:
-        """Whether the chart's ``cdi.enabled`` is on, given ``gpu-lab:cdi``: True or False when
-        set, None when unset. By default the chart's own default (on, chart >= v25.10); a
-        variant whose node runtime does not read CDI defaults it off and refuses it on
-        (:meth:`refuse_cdi`)."""
-        return True if requested is None else requested
-
-    def device_list_strategy(self, op: OperatorConfig) -> str | None:
-        """The device plugin's ``DEVICE_LIST_STRATEGY`` that this variant's node runtime honours,
-        so each container gets exactly the GPUs allocated to it; None leaves the chart's choice
-        (``cdi-annotations,cdi-cri`` with ``cdi.enabled``, else the plugin's default ``envvar``:
-        NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go
-        ``transformDevicePluginCtrForCDI``; NVIDIA/k8s-device-plugin v0.20.0
-        cmd/nvidia-device-plugin/main.go). The ClusterPolicy applies ``devicePlugin.env`` after
-        that transform, so the value set here wins (components/gpu_operator.py)."""
-        return None
-
-    def refuse_cdi(self, values: Mapping[str, object], problems: list[str], why: str) -> None:
-        """Append a problem when ``gpu-lab:cdi`` was set to true although this variant's node
-        runtime does not read CDI (``why``)."""
-        if values.get("cdi") is True:
-            problems.append(
-                f"gpu-lab:cdi=true with cluster={self.name}: {why}; leave cdi unset (the {self.name} lab "
-                "turns it off) or set it to false"
-            )
-
-    def containerd_paths(self) -> tuple[str, str] | None:
-        """``(config dir, socket)`` of the node's containerd where it is the distribution's own,
-        not at stock containerd's paths (k3s); None elsewhere. Policy ``toolkit-fits-runtime``
-        expects the operator's toolkit pointed there."""
-        return None
-
-    def simulated(self, get: Getter) -> bool:
-        """True when the operator's work is simulated in this variant's lab."""
-        return False
-
-    def default_host_probe(self) -> str:
-        """``hostProbe: auto`` resolved: ``nvidia-smi``, ``capture`` or ``off``."""
-        return "nvidia-smi"
-
-    def runtime_class(self, cfg: LabConfig) -> str | None:
-        """The smoke Pod's ``runtimeClassName`` (None: the node's default runtime)."""
-        return None
-
-    def simulated_fields(self, cfg: LabConfig) -> list[str]:
-        """Output keys whose values are simulated in this lab (empty for a real GPU lab)."""
-        return []
-
-    # --- this machine (I/O) --------------------------------------------------------
-
-    def missing_tools(self, which: Callable[[str], str | None] = shutil.which) -> list[Finding]:
-        """One failed Finding per binary of :attr:`tools` that is not on PATH."""
-
-        return [
-            preflight.Finding(
-                f"tool-{t.name}", False, f"{t.name} is not on PATH (needed by the {self.name} lab)", t.fix
-            )
-            for t in self.tools
-            if which(t.name) is None
-        ]
-
-    def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
-        """Every host check this variant needs, passing ones included (after its tools)."""
-        return []
-
-    # --- the program (Pulumi) ------------------------------------------------------
-
-    @abstractmethod
-    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
-        """The component that yields the cluster's kubeconfig and version."""
-
-    def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None:  # noqa: B027 (optional hook)
-        """Adjust the operator's chart values to this variant's node runtime, in place."""
-
-    def gpu_expectation(self, cfg: LabConfig, facts: HostFacts | None) -> GpuExpectation:
-        """Physical GPUs allocatable must add up to: by default, the host's."""
-        return GpuExpectation(facts.count if facts else None)
-
-    # --- outside the engine --------------------------------------------------------
 
     def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
         """Whether this lab's cluster ``profile`` no longer exists: (True|False|None, evidence).
@@ -392,3 +430,47 @@ class Variant(ABC):
         """The helper's argv that deletes cluster ``profile`` (success when already gone), for
         :meth:`leftover`; None where the variant keeps no record."""
         return None
+
+
+class Variant(ABC):
+    """One kind of cluster (minikube, kind, k3s, an existing cluster, the simulated one): a
+    name, five facets the rest of the lab asks (each caller the one it uses), its component
+    and its GPU expectation. A facet a variant does not declare is the default one, named
+    after it (:meth:`__init_subclass__`).
+
+    Class attributes:
+        name: the ``gpu-lab:cluster`` value and the stack name.
+        capabilities: what the lab may do with its cluster (:class:`Capabilities`).
+        config: its config keys, checks, settings and defaults (:class:`ConfigRules`).
+        operator: its node runtime and what the operator's chart needs (:class:`OperatorNeeds`).
+        host: what it needs on this machine (:class:`HostNeeds`).
+        local: its cluster outside the engine (:class:`Lifecycle`).
+    """
+
+    name: ClassVar[str]
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    config: ClassVar[ConfigRules]
+    operator: ClassVar[OperatorNeeds] = OperatorNeeds()
+    host: ClassVar[HostNeeds]
+    local: ClassVar[Lifecycle]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """The facets named after the variant that a subclass leaves to the defaults."""
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("name")
+        if name is None:
+            return
+        if "config" not in cls.__dict__:
+            cls.config = ConfigRules(name)
+        if "host" not in cls.__dict__:
+            cls.host = HostNeeds(name)
+        if "local" not in cls.__dict__:
+            cls.local = Lifecycle(name)
+
+    @abstractmethod
+    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
+        """The component that yields the cluster's kubeconfig and version."""
+
+    def gpu_expectation(self, cfg: LabConfig, facts: HostFacts | None) -> GpuExpectation:
+        """Physical GPUs allocatable must add up to: by default, the host's."""
+        return GpuExpectation(facts.count if facts else None)

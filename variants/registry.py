@@ -38,12 +38,12 @@ def get(name: str) -> Variant:
 
 def step_of_module(module: str, subcommand: str) -> str | None:
     """The step name of ``python -m <module> <subcommand>`` when it is a variant's helper, or
-    of ``<tool> <subcommand>`` run directly when a variant names it (``Variant.direct_steps``)."""
+    of ``<tool> <subcommand>`` run directly when a variant names it (``Lifecycle.direct_steps``)."""
     for v in REGISTRY.values():
-        if module == v.ctl:
-            return v.steps.get(subcommand)
+        if module == v.local.ctl:
+            return v.local.steps.get(subcommand)
     for v in REGISTRY.values():
-        step = v.direct_steps.get((module, subcommand))
+        step = v.local.direct_steps.get((module, subcommand))
         if step:
             return step
     return None

@@ -77,7 +77,7 @@ class OperatorConfig:
     ``toolkit.enabled``, ``devicePlugin.enabled``, ``dcgmExporter.enabled``, ``nfd.enabled``
     and ``cdi.enabled``; ``driver.enabled`` is always false (the host provides the driver).
     ``toolkit`` is the variant's decision on ``gpu-lab:toolkit`` (``auto``: off where the
-    node's runtime already injects GPUs, minikube and kind; see ``Variant.operator_toolkit``).
+    node's runtime already injects GPUs, minikube and kind; see ``OperatorNeeds.operator_toolkit``).
     ``operand_images``: the operand images pinned in config (gpulab.config.operand_images), each
     mapped to the chart's ``<operand>.repository/image/version``.
     """
@@ -91,7 +91,8 @@ class OperatorConfig:
     dcgm_exporter: bool = schema.default("dcgmExporter")
     nfd: bool = schema.default("nfd")
     #: Off for the default cluster, minikube: its node runtime reads no CDI (the variant
-    #: decides from ``gpu-lab:cdi``, default ``auto``: ``Variant.operator_cdi``; the chart's default is on).
+    #: decides from ``gpu-lab:cdi``, default ``auto``: ``OperatorNeeds.operator_cdi``; the chart's
+    #: default is on).
     cdi: bool = False
     time_slicing_replicas: int = schema.default("timeSlicingReplicas")
     #: ``timeSlicingRename``, ``timeSlicingFailRequestsGreaterThanOne`` (gpulab.config.time_slicing).
@@ -157,7 +158,7 @@ class LabConfig:
     device_plugin_owner: str = schema.default("devicePluginOwner")
     host_probe: str = schema.default("hostProbe")
     #: The capture ``hostProbe: capture`` reads (gpulab/host/captures): ``capture`` as set,
-    #: else the variant's choice (``Variant.default_capture``: the sim lab's matches simGpus).
+    #: else the variant's choice (``ConfigRules.default_capture``: the sim lab's matches simGpus).
     capture: str = "h200-1gpu"
     smoke_image: str = schema.default("smokeImage")
     smoke_gpus: int = 0  # smokeGpus: 0 is "all" (gpulab.config.gpus.smoke_gpu_count)
@@ -170,7 +171,7 @@ class LabConfig:
     benchmark_pod: bool = schema.default("benchmarkPod")
     benchmark_image: str = schema.default("benchmarkImage")
     #: True when the operator's work is simulated (the sim variant, or an existing cluster
-    #: with ``simulatedOperands``): decided by the variant (``Variant.simulated``).
+    #: with ``simulatedOperands``): decided by the variant (``ConfigRules.simulated``).
     simulated: bool = False
     operator: OperatorConfig = field(default_factory=OperatorConfig)
     #: The gate's grace, MIG and the smoke Pod's resource (gpulab.config.gpus).
@@ -185,7 +186,7 @@ class LabConfig:
     #: (``nvidia`` on kind and k3s, whose containerd keeps runc the default; None elsewhere).
     smoke_runtime_class: str | None = None
     #: The chosen variant's own settings (its ``settings.py``: e.g. ``variants.kind.settings.
-    #: KindSettings``), parsed by the variant (``Variant.resolve``). Nothing outside that
+    #: KindSettings``), parsed by the variant (``ConfigRules.resolve``). Nothing outside that
     #: variant reads them; it does through :meth:`settings`.
     variant_settings: VariantSettings = NO_SETTINGS
 
@@ -224,7 +225,7 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {k: (key.kind, key.default) for k
 #: each highest. The upper bounds keep a typo from reaching the lab: a huge replica count or
 #: timeout is accepted by the API server and then makes a start that never ends, silently.
 #: ``smokeGpus`` is ``all`` or a count in its range.
-#: A variant's own numeric keys are bounded by the variant (``Variant.bounds``, checked in its
+#: A variant's own numeric keys are bounded by the variant (``ConfigRules.bounds``, checked in its
 #: ``check_keys`` with :func:`above_maximum`).
 BOUNDS: Final[dict[str, tuple[int, int]]] = {
     "smokeTimeoutSeconds": (1, 7200),  # a first pull of a large CUDA image included
@@ -260,11 +261,11 @@ def above_maximum(key: str, value: int, highest: int) -> list[str]:
 Getter = Callable[[str], object]
 
 
-class VariantRules(Protocol):
-    """What config parsing asks of a cluster variant (``variants.base.Variant`` answers it)."""
+class ConfigFacet(Protocol):
+    """A variant's config keys, as config parsing asks them (``variants.base.ConfigRules``
+    answers it): which keys and settings are its own, their checks, its settings, and the
+    defaults it resolves (the capture, the host probe, whether its operator is simulated)."""
 
-    @property
-    def name(self) -> str: ...
     @property
     def exclusive_keys(self) -> tuple[str, ...]: ...
     @property
@@ -274,13 +275,40 @@ class VariantRules(Protocol):
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
     ) -> VariantSettings: ...
     def default_capture(self, get: Getter) -> str: ...
-    def operator_toolkit(self, requested: bool | None) -> bool: ...
-    def operator_cdi(self, requested: bool | None, get: Getter) -> bool: ...
-    @property
-    def finds_gpu_stack(self) -> bool: ...
     def simulated(self, get: Getter) -> bool: ...
     def default_host_probe(self) -> str: ...
+
+
+class OperatorChoices(Protocol):
+    """The operator settings a variant's node runtime decides (``variants.base.OperatorNeeds``
+    answers it): the toolkit and CDI given ``gpu-lab:toolkit``/``gpu-lab:cdi``, the smoke Pod's
+    runtime class."""
+
+    def operator_toolkit(self, requested: bool | None) -> bool: ...
+    def operator_cdi(self, requested: bool | None, get: Getter) -> bool: ...
     def runtime_class(self, cfg: LabConfig) -> str | None: ...
+
+
+class StackFinder(Protocol):
+    """Whether a variant can verify a GPU stack somebody else installed (``gpuStack: found``;
+    ``variants.base.Capabilities`` answers it)."""
+
+    @property
+    def finds_gpu_stack(self) -> bool: ...
+
+
+class VariantRules(Protocol):
+    """What config parsing asks of a cluster variant (``variants.base.Variant`` answers it):
+    its name, and three of its facets."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def config(self) -> ConfigFacet: ...
+    @property
+    def operator(self) -> OperatorChoices: ...
+    @property
+    def capabilities(self) -> StackFinder: ...
 
 
 def _strip_ns(key: str) -> str:
@@ -388,7 +416,7 @@ def _host(r: _Reader, chosen: VariantRules | None) -> dict[str, Any]:
     probe = r.text("hostProbe")
     if probe not in HOST_PROBES:
         r.problems.append(f"{NAMESPACE}:hostProbe={probe!r} is unknown; allowed: {', '.join(HOST_PROBES)}")
-    capture = r.text("capture") or (chosen.default_capture(r.get) if chosen else CAPTURES[0])
+    capture = r.text("capture") or (chosen.config.default_capture(r.get) if chosen else CAPTURES[0])
     if capture not in CAPTURES:
         r.problems.append(f"{NAMESPACE}:capture={capture!r} is unknown; allowed: {', '.join(CAPTURES)}")
     return {"host_probe": probe, "capture": capture}
@@ -488,12 +516,12 @@ def parse_config(
     pinned_operands = operand_images.parse(r.get, r.problems, NAMESPACE)
     gpu = gpu_config.parse(r.get, r.problems, NAMESPACE)
     fleet = fleet_config.parse(r.get, r.problems, NAMESPACE)
-    if fleet.found and chosen is not None and not chosen.finds_gpu_stack:
+    if fleet.found and chosen is not None and not chosen.capabilities.finds_gpu_stack:
         r.problems.append(
             f"{NAMESPACE}:gpuStack=found applies to a cluster the lab does not install the GPU stack on "
             f"(existing, sim); cluster={cluster} installs it: unset gpuStack"
         )
-    simulated = chosen.simulated(r.get) if chosen else False
+    simulated = chosen.config.simulated(r.get) if chosen else False
     if r.flag("benchmarkPod") and simulated:
         r.problems.append(
             f"{NAMESPACE}:benchmarkPod=true in a simulated lab: there is no GPU to measure, and a "
@@ -534,10 +562,10 @@ def parse_config(
         fleet=fleet,
         effective_host_probe=host["host_probe"]
         if host["host_probe"] != "auto"
-        else chosen.default_host_probe(),
+        else chosen.config.default_host_probe(),
         variant_settings=own_settings,
     )
-    return replace(cfg, smoke_runtime_class=chosen.runtime_class(cfg))
+    return replace(cfg, smoke_runtime_class=chosen.operator.runtime_class(cfg))
 
 
 def _auto_choice(key: str, values: dict[str, object], problems: list[str]) -> None:
@@ -562,7 +590,7 @@ def _operator_toolkit(chosen: VariantRules | None, values: Mapping[str, object])
     explicit = requested if isinstance(requested, bool) else None
     if chosen is None:
         return explicit is not False
-    return chosen.operator_toolkit(explicit)
+    return chosen.operator.operator_toolkit(explicit)
 
 
 def _operator_cdi(
@@ -575,7 +603,7 @@ def _operator_cdi(
     explicit = requested if isinstance(requested, bool) else None
     if chosen is None:
         return explicit is not False
-    return chosen.operator_cdi(explicit, get)
+    return chosen.operator.operator_cdi(explicit, get)
 
 
 def _check_pinned(key: str, image: str, example: str, problems: list[str]) -> None:
@@ -610,21 +638,21 @@ def _variant_settings(
     """
     cluster = chosen.name if chosen else str(get("cluster"))
     for v in variants:
-        v.check_keys(get, problems)
+        v.config.check_keys(get, problems)
         if v is chosen:
             continue
-        for key in v.exclusive_keys:
+        for key in v.config.exclusive_keys:
             if get(key) not in ("", None):
                 problems.append(
                     f"{NAMESPACE}:{key} applies to cluster={v.name} only (got cluster={cluster!r})"
                 )
-        for key, value in v.exclusive_settings:
+        for key, value in v.config.exclusive_settings:
             if get(key) == value:
                 shown = str(value).lower() if isinstance(value, bool) else value
                 problems.append(
                     f"{NAMESPACE}:{key}={shown} applies to cluster={v.name} only (got cluster={cluster!r})"
                 )
-    return chosen.resolve(get, values, problems, env) if chosen else NO_SETTINGS
+    return chosen.config.resolve(get, values, problems, env) if chosen else NO_SETTINGS
 
 
 def _coerce(kind: str, text: str) -> object:

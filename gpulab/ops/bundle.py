@@ -66,7 +66,7 @@ from variants.registry import parse_config
 ROOT: Final = Path(__file__).resolve().parents[2]
 NAMESPACES: Final = ("gpu-operator", "default", "kube-system")
 #: Tool -> argv printing its version (the first lines are kept): the tools every lab may use;
-#: each variant adds its own (``Variant.bundle_tools``: :func:`tool_versions`).
+#: each variant adds its own (``HostNeeds.bundle_tools``: :func:`tool_versions`).
 TOOLS: Final[dict[str, list[str]]] = {
     "kubectl": ["kubectl", "version", "--client"],
     "helm": ["helm", "version", "--short"],
@@ -81,7 +81,7 @@ def tool_versions() -> dict[str, list[str]]:
     ``bundle_tools`` in registry order (a bundle may be asked about any lab's tools)."""
     found = {name: list(argv) for name, argv in TOOLS.items()}
     for variant in registry.REGISTRY.values():
-        for name, argv in variant.bundle_tools.items():
+        for name, argv in variant.host.bundle_tools.items():
             found.setdefault(name, list(argv))
     return found
 
@@ -358,7 +358,10 @@ def read_host(stack: Stack, bundle: Bundle) -> None:
     bundle.add_json("host/probe.json", probe)
     findings = bundle.attempt(
         "host: preflight",
-        lambda: [*registry.get(cfg.cluster).missing_tools(), *registry.get(cfg.cluster).host_findings(cfg)],
+        lambda: [
+            *registry.get(cfg.cluster).host.missing_tools(),
+            *registry.get(cfg.cluster).host.host_findings(cfg),
+        ],
     )
     if findings is not None:
         bundle.add_json(
@@ -435,8 +438,8 @@ def collect(stack_name: str, log_lines: int = 200) -> tuple[Bundle, Redactor]:
 
 def read_local(stack: Stack, bundle: Bundle, lines: int = 200) -> None:
     """What this machine says about the cluster whatever the API server does (``local/``):
-    the variant's status line (``Variant.local_status``: the sim lab's processes, why its
-    supervisor took it down) and the last lines of its own log files (``Variant.local_files``:
+    the variant's status line (``Lifecycle.local_status``: the sim lab's processes, why its
+    supervisor took it down) and the last lines of its own log files (``Lifecycle.local_files``:
     the sim control plane's component logs)."""
     config = bundle.attempt("local: stack config", lambda: stack.json("config", "--json"))
     raw = {k: str(v["value"]) for k, v in (config or {}).items() if isinstance(v, dict) and "value" in v}
@@ -444,11 +447,11 @@ def read_local(stack: Stack, bundle: Bundle, lines: int = 200) -> None:
     if cfg is None:
         return
     variant = registry.get(cfg.cluster)
-    status = bundle.attempt("local: status", lambda: variant.local_status(cfg.profile, ROOT))
+    status = bundle.attempt("local: status", lambda: variant.local.local_status(cfg.profile, ROOT))
     if status:
         bundle.files["local/status.txt"] = status + "\n"
     files: dict[str, Path] = (
-        bundle.attempt("local: files", lambda: variant.local_files(cfg.profile, ROOT)) or {}
+        bundle.attempt("local: files", lambda: variant.local.local_files(cfg.profile, ROOT)) or {}
     )
     for name, path in files.items():
         text = bundle.attempt(f"local: {name}", partial(path.read_text, encoding="utf-8", errors="replace"))

@@ -376,14 +376,14 @@ def alive(stack: Stack, action: str) -> str | None:
         return f"the {stack.name} lab's kubeconfig reaches another cluster: {exc}"
     except GpuLabError as exc:
         why = str(exc).splitlines()[0]
-        local = variant.local_status(profile, stack.root)
+        local = variant.local.local_status(profile, stack.root)
         if local:
             why = f"{why}; {local}"
-        if variant.owns_cluster:
+        if variant.capabilities.owns_cluster:
             fix = f"rebuild it: `{env} make destroy && {env} make lab`"
-            gone, _ = variant.gone(profile, stack.root)
+            gone, _ = variant.local.gone(profile, stack.root)
             if gone is False:  # present, only not answering: the variant says what else to do
-                fix += f" (the cluster still exists: {variant.start_or_delete_hint(profile)})"
+                fix += f" (the cluster still exists: {variant.local.start_or_delete_hint(profile)})"
         else:
             fix = (
                 "make it answer again and rerun, or drop the release from the stack's state (it stays "

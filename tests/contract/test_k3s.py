@@ -50,8 +50,8 @@ def test_kubeconfig_containerd_and_the_nvidia_runtime() -> None:
     from variants import registry
 
     k3s = registry.get("k3s")
-    assert k3s.device_list_strategy(OperatorConfig()) == "envvar"
-    assert k3s.device_list_strategy(OperatorConfig(nri_plugin=True)) is None
+    assert k3s.operator.device_list_strategy(OperatorConfig()) == "envvar"
+    assert k3s.operator.device_list_strategy(OperatorConfig(nri_plugin=True)) is None
 
 
 def test_root_steps_through_a_sudo_that_never_prompts() -> None:

@@ -114,4 +114,4 @@ def test_the_node_s_containerd_handler_from_the_file_with_the_chart_s_toolkit() 
     from gpulab.config.lab import OperatorConfig
     from variants import registry
 
-    assert registry.get("kind").device_list_strategy(OperatorConfig()) == "envvar"
+    assert registry.get("kind").operator.device_list_strategy(OperatorConfig()) == "envvar"

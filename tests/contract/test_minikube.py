@@ -95,6 +95,6 @@ def test_gpus_all_makes_nvidia_docker_s_default_runtime_in_the_node() -> None:
     from variants import registry
 
     v = registry.get("minikube")
-    assert v.runtime_injects_gpus and v.node_runtime == "docker"
-    assert v.device_list_strategy(OperatorConfig()) == "envvar"
-    assert v.operator_cdi(None, lambda k: None) is False
+    assert v.operator.runtime_injects_gpus and v.operator.node_runtime == "docker"
+    assert v.operator.device_list_strategy(OperatorConfig()) == "envvar"
+    assert v.operator.operator_cdi(None, lambda k: None) is False

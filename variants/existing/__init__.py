@@ -13,9 +13,18 @@ reading, census, CRD removal).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
-from variants.base import OPERATOR_FIELDS, Getter, GpuExpectation, Variant, get_int
+from variants.base import (
+    OPERATOR_FIELDS,
+    Capabilities,
+    ConfigRules,
+    Getter,
+    GpuExpectation,
+    Lifecycle,
+    Variant,
+    get_int,
+)
 from variants.existing import settings
 from variants.existing.settings import ExistingSettings
 
@@ -27,15 +36,9 @@ if TYPE_CHECKING:
     from gpulab.host.facts import HostFacts
 
 
-class Existing(Variant):
-    """A cluster somebody else runs: operator, smoke test and checks only (see module docstring)."""
-
-    name = "existing"
-    owns_cluster = False
-    finds_gpu_stack = True
-    steps: ClassVar = {"census": "existing-census", "crd-plan": "existing-crd-cleanup"}
-    exclusive_settings = (("simulatedOperands", True), ("removeCrds", True))
-    bounds = settings.BOUNDS
+class _Config(ConfigRules):
+    """The existing cluster's config: its kubeconfig resolved, its expected GPUs, the operands
+    it may simulate, and no host probe (the cluster is not this host)."""
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
         settings.check(get, problems)
@@ -74,6 +77,17 @@ class Existing(Variant):
         """The host facts are not simulated (there are none, or they are this host's), but
         everything an operator process would have produced is."""
         return list(OPERATOR_FIELDS) if cfg.simulated else []
+
+
+class Existing(Variant):
+    """A cluster somebody else runs: operator, smoke test and checks only (see module docstring)."""
+
+    name = "existing"
+    capabilities = Capabilities(owns_cluster=False, finds_gpu_stack=True)
+    config = _Config(
+        name, exclusive_settings=(("simulatedOperands", True), ("removeCrds", True)), bounds=settings.BOUNDS
+    )
+    local = Lifecycle(name, steps={"census": "existing-census", "crd-plan": "existing-crd-cleanup"})
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.existing import ctl

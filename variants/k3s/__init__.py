@@ -9,11 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from gpulab.config.lab import CHART_VERSION, NAMESPACE
 from gpulab.core.names import DEVICE_LIST_ENVVAR
-from variants.base import Getter, Runner, Variant, run_quietly
+from variants.base import (
+    ConfigRules,
+    Getter,
+    HostNeeds,
+    Lifecycle,
+    OperatorNeeds,
+    Runner,
+    Variant,
+    refuse_cdi,
+    run_quietly,
+)
 from variants.k3s import settings
 from variants.k3s.settings import K3sSettings
 
@@ -42,27 +52,8 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.lstrip("v").split("."))
 
 
-class K3s(Variant):
-    """k3s on this host; its root steps run through ``sudo -n`` (variants/k3s/ctl.py). The
-    installer brings every tool."""
-
-    name = "k3s"
-    bundle_tools: ClassVar = {"k3s": ("k3s", "--version")}
-    node_runtime = "k3s"
-    steps: ClassVar = {"up": "k3s-install"}
-    exclusive_settings = (("k3sNriPlugin", True),)
-    device_list_reason = (
-        _NO_CDI + "; with cdi off the toolkit leaves the runtime in its default mode, and the envvar "
-        "strategy's per-container NVIDIA_VISIBLE_DEVICES (the allocated UUIDs, over the image's all) is "
-        "what it injects. With k3sNriPlugin the operator's NRI plugin injects the CDI devices and the "
-        "chart's choice stands"
-    )
-
-    def containerd_paths(self) -> tuple[str, str] | None:
-        """k3s's own containerd (variants/k3s/ctl.py), where :meth:`helm_values` points the toolkit."""
-        from variants.k3s import ctl
-
-        return ctl.CONTAINERD_DIR, ctl.CONTAINERD_SOCKET
+class _Config(ConfigRules):
+    """k3s's config: its own key, the CDI its nvidia handler refuses, the NRI plugin's needs."""
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
         settings.check(get, problems)
@@ -71,8 +62,11 @@ class K3s(Variant):
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
     ) -> K3sSettings:
         if not get("k3sNriPlugin"):
-            self.refuse_cdi(
-                values, problems, _NO_CDI + " (set k3sNriPlugin=true to inject GPUs by CDI through NRI)"
+            refuse_cdi(
+                self.name,
+                values,
+                problems,
+                _NO_CDI + " (set k3sNriPlugin=true to inject GPUs by CDI through NRI)",
             )
             return settings.parse(get)
         chart_version = str(get("chartVersion"))
@@ -89,6 +83,16 @@ class K3s(Variant):
                 )
         return settings.parse(get)
 
+
+class _Operator(OperatorNeeds):
+    """k3s's own containerd, with the nvidia handler k3s renders (or the operator's NRI plugin)."""
+
+    def containerd_paths(self) -> tuple[str, str] | None:
+        """k3s's own containerd (variants/k3s/ctl.py), where :meth:`helm_values` points the toolkit."""
+        from variants.k3s import ctl
+
+        return ctl.CONTAINERD_DIR, ctl.CONTAINERD_SOCKET
+
     def operator_cdi(self, requested: bool | None, get: Getter) -> bool:
         # The NRI plugin needs CDI (the chart refuses it otherwise); without it, CDI stays off.
         nri = bool(get("k3sNriPlugin"))
@@ -103,22 +107,6 @@ class K3s(Variant):
         from variants.k3s import ctl
 
         return None if cfg.operator.nri_plugin else ctl.RUNTIME_CLASS
-
-    def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
-        from variants.k3s import ctl
-
-        # Root, an init system, and no foreign k3s of another version (the installer
-        # would change it); the kubeconfig /etc/rancher/k3s/k3s.yaml is root-only.
-        return ctl.host_findings(cfg.settings(K3sSettings).version)
-
-    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
-        from variants.k3s.component import K3sArgs, K3sCluster
-
-        return K3sCluster(
-            "k3s",
-            K3sArgs(version=cfg.settings(K3sSettings).version, timeout_seconds=cfg.cluster_timeout_seconds),
-            opts,
-        )
 
     def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None:
         from variants.k3s import ctl
@@ -137,6 +125,21 @@ class K3s(Variant):
             # GPUs injected by the operator's NRI plugin (containerd >= 2.1), no runtime class.
             values["cdi"]["nriPluginEnabled"] = True
 
+
+class _Host(HostNeeds):
+    """No tool of its own (the installer brings every one); root, an init system, no foreign k3s."""
+
+    def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
+        from variants.k3s import ctl
+
+        # Root, an init system, and no foreign k3s of another version (the installer
+        # would change it); the kubeconfig /etc/rancher/k3s/k3s.yaml is root-only.
+        return ctl.host_findings(cfg.settings(K3sSettings).version)
+
+
+class _Lifecycle(Lifecycle):
+    """k3s on this host: gone when its uninstall script is."""
+
     def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
         from variants.k3s import ctl
 
@@ -145,6 +148,34 @@ class K3s(Variant):
 
     def start_or_delete_hint(self, profile: str) -> str:
         return "start it (`sudo systemctl start k3s`) or uninstall it (`sudo k3s-uninstall.sh`)"
+
+
+class K3s(Variant):
+    """k3s on this host; its root steps run through ``sudo -n`` (variants/k3s/ctl.py). The
+    installer brings every tool."""
+
+    name = "k3s"
+    config = _Config(name, exclusive_settings=(("k3sNriPlugin", True),))
+    operator = _Operator(
+        node_runtime="k3s",
+        device_list_reason=(
+            _NO_CDI + "; with cdi off the toolkit leaves the runtime in its default mode, and the envvar "
+            "strategy's per-container NVIDIA_VISIBLE_DEVICES (the allocated UUIDs, over the image's all) is "
+            "what it injects. With k3sNriPlugin the operator's NRI plugin injects the CDI devices and the "
+            "chart's choice stands"
+        ),
+    )
+    host = _Host(name, bundle_tools={"k3s": ("k3s", "--version")})
+    local = _Lifecycle(name, steps={"up": "k3s-install"})
+
+    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
+        from variants.k3s.component import K3sArgs, K3sCluster
+
+        return K3sCluster(
+            "k3s",
+            K3sArgs(version=cfg.settings(K3sSettings).version, timeout_seconds=cfg.cluster_timeout_seconds),
+            opts,
+        )
 
 
 VARIANT = K3s()

@@ -10,10 +10,21 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from gpulab.core.names import DEVICE_LIST_ENVVAR
-from variants.base import Getter, Runner, Tool, Variant, run_quietly
+from variants.base import (
+    ConfigRules,
+    Getter,
+    HostNeeds,
+    Lifecycle,
+    OperatorNeeds,
+    Runner,
+    Tool,
+    Variant,
+    refuse_cdi,
+    run_quietly,
+)
 from variants.kind import settings
 from variants.kind.settings import KindSettings
 
@@ -34,23 +45,8 @@ _NO_CDI = (
 )
 
 
-class Kind(Variant):
-    """kind with one GPU worker holding every GPU (see module docstring)."""
-
-    name = "kind"
-    bundle_tools: ClassVar = {"kind": ("kind", "version")}
-    node_runtime = "containerd"
-    runtime_injects_gpus = True  # the host's toolkit, in nvkind's way (variants/kind/ctl.py)
-    tools = (
-        Tool("kind", "install kind >= v0.30.0 (https://kind.sigs.k8s.io/docs/user/quick-start/)"),
-        Tool("docker", "install Docker Engine and the NVIDIA container toolkit"),
-        Tool("nvidia-ctk", "install nvidia-container-toolkit (it injects the GPUs into the kind node)"),
-    )
-    steps: ClassVar = {"up": "kind-cluster"}
-    device_list_reason = (
-        _NO_CDI + "; with the envvar strategy the kubelet sets NVIDIA_VISIBLE_DEVICES to the allocated "
-        "UUIDs over the image's all, and that runtime injects exactly those"
-    )
+class _Config(ConfigRules):
+    """kind's config: its own key, and the CDI and toolkit settings its node refuses."""
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
         settings.check(get, problems)
@@ -58,7 +54,7 @@ class Kind(Variant):
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
     ) -> KindSettings:
-        self.refuse_cdi(values, problems, _NO_CDI)
+        refuse_cdi(self.name, values, problems, _NO_CDI)
         if values.get("toolkit") is True:
             problems.append(
                 "gpu-lab:toolkit=true with cluster=kind: the host's NVIDIA container toolkit injects the "
@@ -66,6 +62,10 @@ class Kind(Variant):
                 "set toolkit=false"
             )
         return settings.parse(get)
+
+
+class _Operator(OperatorNeeds):
+    """The kind worker's containerd, GPUs injected by the host's toolkit (nvkind's way)."""
 
     def operator_toolkit(self, requested: bool | None) -> bool:
         # The host's toolkit injects the GPUs into the node (nvkind); true is refused in resolve.
@@ -81,23 +81,25 @@ class Kind(Variant):
         # kind_ctl gives the node's containerd an nvidia handler; runc stays the default.
         return "nvidia"
 
+    def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None:
+        # The host's NVIDIA container toolkit injects the GPUs into the kind node (nvkind), and
+        # kind_ctl gives the node's containerd its nvidia handler: an operator toolkit would
+        # install a second runtime into the node and rewrite that containerd config.
+        values["toolkit"] = {"enabled": False}
+
+
+class _Host(HostNeeds):
+    """kind, Docker and the NVIDIA container toolkit on this host, and its runtime checks."""
+
     def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
         from variants.kind import ctl
 
         # Without docker or nvidia-ctk the runtime checks would only repeat that.
         return [] if self.missing_tools() else ctl.host_findings()
 
-    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
-        from variants.kind.component import KindArgs, KindCluster
 
-        own = cfg.settings(KindSettings)
-        return KindCluster("kind", KindArgs(node_image=own.node_image, **self.named_cluster(cfg)), opts)
-
-    def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None:
-        # The host's NVIDIA container toolkit injects the GPUs into the kind node (nvkind), and
-        # kind_ctl gives the node's containerd its nvidia handler: an operator toolkit would
-        # install a second runtime into the node and rewrite that containerd config.
-        values["toolkit"] = {"enabled": False}
+class _Lifecycle(Lifecycle):
+    """kind clusters, listed by ``kind get clusters``; the helper's work dir is the record."""
 
     def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
         if shutil.which("kind") is None:
@@ -120,6 +122,37 @@ class Kind(Variant):
             f"start its node containers (`docker start {profile}-control-plane {profile}-worker`) "
             f"or delete it (`kind delete cluster --name {profile}`)"
         )
+
+
+class Kind(Variant):
+    """kind with one GPU worker holding every GPU (see module docstring)."""
+
+    name = "kind"
+    config = _Config(name)
+    operator = _Operator(
+        node_runtime="containerd",
+        runtime_injects_gpus=True,  # the host's toolkit, in nvkind's way (variants/kind/ctl.py)
+        device_list_reason=(
+            _NO_CDI + "; with the envvar strategy the kubelet sets NVIDIA_VISIBLE_DEVICES to the allocated "
+            "UUIDs over the image's all, and that runtime injects exactly those"
+        ),
+    )
+    host = _Host(
+        name,
+        tools=(
+            Tool("kind", "install kind >= v0.30.0 (https://kind.sigs.k8s.io/docs/user/quick-start/)"),
+            Tool("docker", "install Docker Engine and the NVIDIA container toolkit"),
+            Tool("nvidia-ctk", "install nvidia-container-toolkit (it injects the GPUs into the kind node)"),
+        ),
+        bundle_tools={"kind": ("kind", "version")},
+    )
+    local = _Lifecycle(name, steps={"up": "kind-cluster"})
+
+    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
+        from variants.kind.component import KindArgs, KindCluster
+
+        own = cfg.settings(KindSettings)
+        return KindCluster("kind", KindArgs(node_image=own.node_image, **self.local.named_cluster(cfg)), opts)
 
 
 VARIANT = Kind()

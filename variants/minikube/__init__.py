@@ -12,10 +12,21 @@ import json
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from gpulab.core.names import DEVICE_LIST_ENVVAR
-from variants.base import Getter, Runner, Tool, Variant, run_quietly
+from variants.base import (
+    ConfigRules,
+    Getter,
+    HostNeeds,
+    Lifecycle,
+    OperatorNeeds,
+    Runner,
+    Tool,
+    Variant,
+    refuse_cdi,
+    run_quietly,
+)
 from variants.minikube import settings
 from variants.minikube.settings import MinikubeSettings
 
@@ -36,33 +47,8 @@ _NO_CDI = (
 )
 
 
-class Minikube(Variant):
-    """minikube with the docker driver and runtime on this GPU host (see module docstring)."""
-
-    name = "minikube"
-    bundle_tools: ClassVar = {"minikube": ("minikube", "version", "--short")}
-    node_runtime = "docker"  # the lab always starts minikube with --container-runtime=docker
-    # `--gpus=all`: minikube writes the node's /etc/docker/daemon.json with default-runtime
-    # nvidia (/usr/bin/nvidia-container-runtime, preinstalled in its kicbase image since
-    # v1.32): minikube pkg/minikube/cruntime/docker.go, configureDocker. The operator's
-    # toolkit would configure a second runtime in the node; off unless gpu-lab:toolkit=true.
-    runtime_injects_gpus = True
-    tools = (
-        Tool("minikube", "install minikube >= v1.37.0 (https://minikube.sigs.k8s.io/docs/start/)"),
-        Tool("kubectl", "install kubectl"),
-    )
-    steps: ClassVar = {"up": "minikube-start", "addon": "minikube-addon"}
-    direct_steps: ClassVar = {
-        ("minikube", "start"): "minikube-start",
-        ("minikube", "addons"): "minikube-addon",
-    }
-    exclusive_settings = (("devicePluginOwner", "minikube-addon"),)
-    bounds = settings.BOUNDS
-    device_list_reason = (
-        _NO_CDI + "; the node's nvidia runtime (Docker's default with --gpus=all) reads "
-        "NVIDIA_VISIBLE_DEVICES, which the envvar strategy sets per container to the UUIDs the "
-        "device plugin allocated, over the image's all"
-    )
+class _Config(ConfigRules):
+    """minikube's config: its own keys, and the CDI its node refuses."""
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
         settings.check(get, problems)
@@ -70,8 +56,12 @@ class Minikube(Variant):
     def resolve(
         self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
     ) -> MinikubeSettings:
-        self.refuse_cdi(values, problems, _NO_CDI)
+        refuse_cdi(self.name, values, problems, _NO_CDI)
         return settings.parse(get)
+
+
+class _Operator(OperatorNeeds):
+    """The minikube node's Docker, whose default runtime is nvidia (``--gpus=all``)."""
 
     def operator_cdi(self, requested: bool | None, get: Getter) -> bool:
         return False  # the node's runtime reads no CDI (true is refused in resolve)
@@ -79,27 +69,18 @@ class Minikube(Variant):
     def device_list_strategy(self, op: OperatorConfig) -> str | None:
         return DEVICE_LIST_ENVVAR
 
+
+class _Host(HostNeeds):
+    """minikube and kubectl on this host, and its Docker, resources and minikube version."""
+
     def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
         from variants.minikube.host import minikube_host_findings
 
         return minikube_host_findings(cfg)
 
-    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
-        from variants.minikube.component import MinikubeArgs, MinikubeCluster
 
-        own = cfg.settings(MinikubeSettings)
-        return MinikubeCluster(
-            "minikube",
-            MinikubeArgs(
-                profile=cfg.profile,
-                cpus=own.cpus,
-                memory_mib=own.memory_mib,
-                kubernetes_version=cfg.kubernetes_version,
-                addon_device_plugin=cfg.device_plugin_owner == "minikube-addon",
-                timeout_seconds=cfg.cluster_timeout_seconds,
-            ),
-            opts,
-        )
+class _Lifecycle(Lifecycle):
+    """minikube profiles, listed by ``minikube profile list``; the helper's record of a start."""
 
     def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
         if shutil.which("minikube") is None:
@@ -121,6 +102,58 @@ class Minikube(Variant):
 
     def start_or_delete_hint(self, profile: str) -> str:
         return f"start it (`minikube start -p {profile}`) or delete it (`minikube delete -p {profile}`)"
+
+
+class Minikube(Variant):
+    """minikube with the docker driver and runtime on this GPU host (see module docstring)."""
+
+    name = "minikube"
+    config = _Config(
+        name, exclusive_settings=(("devicePluginOwner", "minikube-addon"),), bounds=settings.BOUNDS
+    )
+    operator = _Operator(
+        node_runtime="docker",  # the lab always starts minikube with --container-runtime=docker
+        # `--gpus=all`: minikube writes the node's /etc/docker/daemon.json with default-runtime
+        # nvidia (/usr/bin/nvidia-container-runtime, preinstalled in its kicbase image since
+        # v1.32): minikube pkg/minikube/cruntime/docker.go, configureDocker. The operator's
+        # toolkit would configure a second runtime in the node; off unless gpu-lab:toolkit=true.
+        runtime_injects_gpus=True,
+        device_list_reason=(
+            _NO_CDI + "; the node's nvidia runtime (Docker's default with --gpus=all) reads "
+            "NVIDIA_VISIBLE_DEVICES, which the envvar strategy sets per container to the UUIDs the "
+            "device plugin allocated, over the image's all"
+        ),
+    )
+    host = _Host(
+        name,
+        tools=(
+            Tool("minikube", "install minikube >= v1.37.0 (https://minikube.sigs.k8s.io/docs/start/)"),
+            Tool("kubectl", "install kubectl"),
+        ),
+        bundle_tools={"minikube": ("minikube", "version", "--short")},
+    )
+    local = _Lifecycle(
+        name,
+        steps={"up": "minikube-start", "addon": "minikube-addon"},
+        direct_steps={("minikube", "start"): "minikube-start", ("minikube", "addons"): "minikube-addon"},
+    )
+
+    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
+        from variants.minikube.component import MinikubeArgs, MinikubeCluster
+
+        own = cfg.settings(MinikubeSettings)
+        return MinikubeCluster(
+            "minikube",
+            MinikubeArgs(
+                profile=cfg.profile,
+                cpus=own.cpus,
+                memory_mib=own.memory_mib,
+                kubernetes_version=cfg.kubernetes_version,
+                addon_device_plugin=cfg.device_plugin_owner == "minikube-addon",
+                timeout_seconds=cfg.cluster_timeout_seconds,
+            ),
+            opts,
+        )
 
 
 VARIANT = Minikube()

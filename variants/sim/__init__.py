@@ -11,14 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from gpulab.core import names
 from variants.base import (
     HOST_FIELDS,
     OPERATOR_FIELDS,
+    Capabilities,
+    ConfigRules,
     Getter,
     GpuExpectation,
+    HostNeeds,
+    Lifecycle,
+    OperatorNeeds,
     Runner,
     Tool,
     Variant,
@@ -38,23 +43,8 @@ if TYPE_CHECKING:
 _BUILD = "run `make toolchain` (builds the simulated control plane)"
 
 
-class Sim(Variant):
-    """The simulated lab (see module docstring)."""
-
-    name = "sim"
-    bundle_tools: ClassVar = {"kwokctl": ("kwokctl", "--version"), "etcd": ("etcd", "--version")}
-    node_runtime = "none"  # kwok nodes run no containers
-    tools = (
-        Tool("kwokctl", _BUILD),
-        Tool("kube-apiserver", _BUILD),
-        Tool("etcd", _BUILD),
-        Tool("kwok", _BUILD),
-        Tool("kubectl", _BUILD),
-    )
-    steps: ClassVar = {"up": "sim-cluster"}
-    exclusive_keys = ("simMigDevices", "simNodes")
-    finds_gpu_stack = True
-    bounds = settings.BOUNDS
+class _Config(ConfigRules):
+    """The sim lab's config: its own keys, the fleet and smoke checks, the capture it reads."""
 
     def check_keys(self, get: Getter, problems: list[str]) -> None:
         settings.check(get, problems)
@@ -89,42 +79,9 @@ class Sim(Variant):
         # The host facts come from a capture, and no operator process runs.
         return [*HOST_FIELDS, *OPERATOR_FIELDS]
 
-    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
-        from variants.sim.component import SimArgs, SimCluster
-        from variants.sim.ctl.render import CAPTURES
 
-        own = cfg.settings(SimSettings)
-        # The helper picks the capture by GPU count; name it only when config chose another.
-        default_capture = CAPTURES.get(own.gpus or 1)
-
-        return SimCluster(
-            "sim",
-            SimArgs(
-                gpus=own.gpus,
-                replicas=cfg.operator.time_slicing_replicas,
-                rename=cfg.operator.time_slicing_rename,
-                mig_devices=cfg.gpu.sim_mig_devices,
-                mig_strategy=cfg.gpu.mig_strategy,
-                capture=None if cfg.effective_capture == default_capture else cfg.effective_capture,
-                smoke_gpus=_smoke_listing(cfg),
-                fleet=cfg.fleet.sim_nodes,
-                preinstalled=cfg.fleet.found,
-                # A found stack: the lab's Pods live in its own namespace.
-                log_namespace=cfg.fleet.namespace if cfg.fleet.found else names.WORKLOAD_NAMESPACE,
-                **self.named_cluster(cfg),
-            ),
-            opts,
-        )
-
-    def gpu_expectation(self, cfg: LabConfig, facts: HostFacts | None) -> GpuExpectation:
-        """A simulated fleet (``simNodes``): the GPUs its nodes' labels say, summed (simulated);
-        one node: the capture's, as every lab's host."""
-        if cfg.fleet.sim_nodes:
-            from variants.sim.ctl.fleet import parse_node_specs
-
-            total = sum(n.gpus for n in parse_node_specs(cfg.fleet.sim_nodes))
-            return GpuExpectation(total, True, "config:simNodes (simulated)")
-        return super().gpu_expectation(cfg, facts)
+class _Lifecycle(Lifecycle):
+    """The simulated control plane's processes in the helper's work dir (the record itself)."""
 
     def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
         workdir = root / self.workdir(profile)
@@ -174,6 +131,64 @@ class Sim(Variant):
             ["python", "-m", self.ctl, "down", "--name", profile, "--workdir", workdir],
             f"the sim cluster {profile!r} ({workdir})",
         )
+
+
+class Sim(Variant):
+    """The simulated lab (see module docstring)."""
+
+    name = "sim"
+    capabilities = Capabilities(finds_gpu_stack=True)
+    config = _Config(name, exclusive_keys=("simMigDevices", "simNodes"), bounds=settings.BOUNDS)
+    operator = OperatorNeeds(node_runtime="none")  # kwok nodes run no containers
+    host = HostNeeds(
+        name,
+        tools=(
+            Tool("kwokctl", _BUILD),
+            Tool("kube-apiserver", _BUILD),
+            Tool("etcd", _BUILD),
+            Tool("kwok", _BUILD),
+            Tool("kubectl", _BUILD),
+        ),
+        bundle_tools={"kwokctl": ("kwokctl", "--version"), "etcd": ("etcd", "--version")},
+    )
+    local = _Lifecycle(name, steps={"up": "sim-cluster"})
+
+    def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
+        from variants.sim.component import SimArgs, SimCluster
+        from variants.sim.ctl.render import CAPTURES
+
+        own = cfg.settings(SimSettings)
+        # The helper picks the capture by GPU count; name it only when config chose another.
+        default_capture = CAPTURES.get(own.gpus or 1)
+
+        return SimCluster(
+            "sim",
+            SimArgs(
+                gpus=own.gpus,
+                replicas=cfg.operator.time_slicing_replicas,
+                rename=cfg.operator.time_slicing_rename,
+                mig_devices=cfg.gpu.sim_mig_devices,
+                mig_strategy=cfg.gpu.mig_strategy,
+                capture=None if cfg.effective_capture == default_capture else cfg.effective_capture,
+                smoke_gpus=_smoke_listing(cfg),
+                fleet=cfg.fleet.sim_nodes,
+                preinstalled=cfg.fleet.found,
+                # A found stack: the lab's Pods live in its own namespace.
+                log_namespace=cfg.fleet.namespace if cfg.fleet.found else names.WORKLOAD_NAMESPACE,
+                **self.local.named_cluster(cfg),
+            ),
+            opts,
+        )
+
+    def gpu_expectation(self, cfg: LabConfig, facts: HostFacts | None) -> GpuExpectation:
+        """A simulated fleet (``simNodes``): the GPUs its nodes' labels say, summed (simulated);
+        one node: the capture's, as every lab's host."""
+        if cfg.fleet.sim_nodes:
+            from variants.sim.ctl.fleet import parse_node_specs
+
+            total = sum(n.gpus for n in parse_node_specs(cfg.fleet.sim_nodes))
+            return GpuExpectation(total, True, "config:simNodes (simulated)")
+        return super().gpu_expectation(cfg, facts)
 
 
 def _fleet_problems(get: Getter, problems: list[str]) -> None:

@@ -19,9 +19,9 @@ NS = "gpu-operator"
 
 
 def chart_config(replicas: int = 4) -> dict[str, Any]:
-    cfg: dict[str, Any] = helm_values(OperatorConfig(time_slicing_replicas=replicas), registry.get("sim"))[
-        "devicePlugin"
-    ]["config"]
+    cfg: dict[str, Any] = helm_values(
+        OperatorConfig(time_slicing_replicas=replicas), registry.get("sim").operator
+    )["devicePlugin"]["config"]
     return cfg
 
 

@@ -4,6 +4,7 @@ simulated output keys, the config seam (each variant's own settings in LabConfig
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,17 @@ from gpulab.core import outputs as out
 from gpulab.core.errors import GpuLabError
 from gpulab.core.names import MIN_CPUS
 from variants import registry
-from variants.base import HOST_FIELDS, OPERATOR_FIELDS, Variant, ctl_main
+from variants.base import (
+    HOST_FIELDS,
+    OPERATOR_FIELDS,
+    Capabilities,
+    ConfigRules,
+    HostNeeds,
+    Lifecycle,
+    OperatorNeeds,
+    Variant,
+    ctl_main,
+)
 from variants.existing.settings import ExistingSettings
 from variants.k3s.settings import K3sSettings
 from variants.kind.settings import KindSettings
@@ -41,9 +52,9 @@ def test_ctl_main_prints_a_lab_error_with_its_tag(capsys: pytest.CaptureFixture[
 
 def test_a_helper_made_cluster_lives_in_the_variants_work_dir() -> None:
     kind = registry.get("kind")
-    assert kind.workdir("lab") == ".state/kind/lab"
+    assert kind.local.workdir("lab") == ".state/kind/lab"
     cfg = parse_config({"cluster": "sim", "profile": "lab"}, env={})
-    assert registry.get("sim").named_cluster(cfg) == {
+    assert registry.get("sim").local.named_cluster(cfg) == {
         "name": "lab",
         "workdir": ".state/sim/lab",
         "timeout_seconds": cfg.cluster_timeout_seconds,
@@ -52,18 +63,21 @@ def test_a_helper_made_cluster_lives_in_the_variants_work_dir() -> None:
 
 def test_simulated_fields_are_the_host_and_operator_keys() -> None:
     sim = parse_config({"cluster": "sim"}, env={})
-    assert registry.get("sim").simulated_fields(sim) == [*HOST_FIELDS, *OPERATOR_FIELDS]
+    assert registry.get("sim").config.simulated_fields(sim) == [*HOST_FIELDS, *OPERATOR_FIELDS]
     assert out.ALLOCATABLE_GPUS in OPERATOR_FIELDS and out.HOST_GPU_COUNT in HOST_FIELDS
 
 
 @pytest.mark.parametrize("name", registry.NAMES)
 def test_the_operator_toolkit_defaults_off_only_where_the_node_runtime_injects_gpus(name: str) -> None:
     v = registry.get(name)
-    assert v.operator_toolkit(None) is (not v.runtime_injects_gpus)
-    assert v.operator_toolkit(False) is False
+    assert v.operator.operator_toolkit(None) is (not v.operator.runtime_injects_gpus)
+    assert v.operator.operator_toolkit(False) is False
     if name != "kind":  # kind's node gets the host's toolkit, always (true is refused in config)
-        assert v.operator_toolkit(True) is True
-    assert registry.get("minikube").runtime_injects_gpus and registry.get("kind").runtime_injects_gpus
+        assert v.operator.operator_toolkit(True) is True
+    assert (
+        registry.get("minikube").operator.runtime_injects_gpus
+        and registry.get("kind").operator.runtime_injects_gpus
+    )
 
 
 def test_the_compute_pods_keys_are_simulated_where_the_smoke_pods_are() -> None:
@@ -109,9 +123,53 @@ def test_a_variant_without_settings_of_its_own_gets_none_and_the_default_capture
             raise NotImplementedError
 
     problems: list[str] = []
-    assert Bare().resolve(lambda k: None, {}, problems, {}) is NO_SETTINGS and problems == []
-    assert Bare().default_capture(lambda k: 2) == "h200-1gpu"
-    assert registry.get("sim").default_capture(lambda k: 2) == "h200-2gpu"
+    assert Bare().config.resolve(lambda k: None, {}, problems, {}) is NO_SETTINGS and problems == []
+    assert Bare().config.default_capture(lambda k: 2) == "h200-1gpu"
+    assert registry.get("sim").config.default_capture(lambda k: 2) == "h200-2gpu"
+
+
+# --- the seam's shape: a name, five facets, the component and the GPU expectation ------------
+
+
+def test_the_variant_seam_is_narrow() -> None:
+    members = {n for n in dir(Variant) if not n.startswith("_")} | set(Variant.__annotations__)
+    assert members == {
+        "name",
+        "capabilities",
+        "config",
+        "operator",
+        "host",
+        "local",
+        "cluster",
+        "gpu_expectation",
+    }
+
+
+@pytest.mark.parametrize("name", registry.NAMES)
+def test_each_variant_s_facets_are_its_own_and_named_after_it(name: str) -> None:
+    v = registry.get(name)
+    assert v.name == name
+    assert isinstance(v.capabilities, Capabilities) and isinstance(v.operator, OperatorNeeds)
+    assert isinstance(v.config, ConfigRules) and v.config.name == name
+    assert isinstance(v.host, HostNeeds) and v.host.name == name
+    assert isinstance(v.local, Lifecycle) and v.local.name == name
+    assert v.local.ctl == f"variants.{name}.ctl"
+
+
+def test_a_variant_that_declares_no_facet_gets_the_defaults_named_after_it() -> None:
+    class Bare(Variant):
+        name = "bare"
+
+        def cluster(self, cfg: LabConfig, opts: object = None) -> ClusterOutputs:
+            raise NotImplementedError
+
+    assert (
+        Bare.config == ConfigRules("bare")
+        and Bare.host == HostNeeds("bare")
+        and Bare.local == Lifecycle("bare")
+    )
+    assert Bare.capabilities == Capabilities() and Bare.operator == OperatorNeeds()
+    assert Bare().local.gone("p", Path(".")) == (False, "the lab does not own bare clusters")
 
 
 def test_a_variant_s_bounds_are_checked_whichever_variant_is_chosen() -> None:

@@ -19,13 +19,13 @@ def test_minikube_profile_listing(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
         return lambda argv: subprocess.CompletedProcess(argv, rc, out, err)
 
     listed = '{"invalid": [], "valid": [{"Name": "gpu-lab"}]}'
-    assert minikube.gone("gpu-lab", tmp_path, fake(listed))[0] is False
-    assert minikube.gone("other", tmp_path, fake(listed))[0] is True
+    assert minikube.local.gone("gpu-lab", tmp_path, fake(listed))[0] is False
+    assert minikube.local.gone("other", tmp_path, fake(listed))[0] is True
     none = fake("", "\U0001f939  Exiting due to MK_USAGE_NO_PROFILE: No minikube profile was found.", 85)
-    assert minikube.gone("gpu-lab", tmp_path, none)[0] is True
-    assert minikube.gone("gpu-lab", tmp_path, fake("garbage", "boom", 1))[0] is None
+    assert minikube.local.gone("gpu-lab", tmp_path, none)[0] is True
+    assert minikube.local.gone("gpu-lab", tmp_path, fake("garbage", "boom", 1))[0] is None
 
 
 def test_a_missing_tool_cannot_tell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(shutil, "which", lambda _n: None)
-    assert registry.get("minikube").gone("p", tmp_path) == (None, "minikube is not on PATH")
+    assert registry.get("minikube").local.gone("p", tmp_path) == (None, "minikube is not on PATH")
