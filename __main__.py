@@ -12,10 +12,11 @@ import pulumi
 from gpulab.config.lab import ConfigError
 from gpulab.host.nvsmi import NvidiaSmiParseError
 from gpulab.host.preflight import PreflightError
-from program.edge import load_config, probe_and_preflight
+from program.edge import load_config, probe_and_preflight, stop_quietly_on_interrupt
 from program.lab import Lab, LabArgs
 from variants import registry
 
+stop_quietly_on_interrupt()
 try:
     cfg = load_config()
     variant = registry.get(cfg.cluster)

@@ -9,7 +9,11 @@ value or a missing host piece leaves nothing half-made.
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import signal
+import sys
+from types import FrameType
+from typing import Any, Final
 
 from pulumi.runtime.config import CONFIG
 
@@ -22,6 +26,33 @@ from gpulab.host.preflight import PreflightError
 from gpulab.host.probe import probe_capture, probe_host
 from variants.base import Variant
 from variants.registry import parse_config
+
+#: What the program says when SIGINT stops it, in place of a Python traceback.
+INTERRUPTED: Final = (
+    "gpu-lab: the program was stopped by SIGINT (Ctrl-C, or the engine shutting it down after a "
+    "step failed); the engine's messages above name the cause"
+)
+
+
+def _stop_quietly(signum: int, frame: FrameType | None) -> None:
+    sys.stdout.flush()
+    sys.stderr.write(INTERRUPTED + "\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
+def stop_quietly_on_interrupt() -> None:
+    """Make SIGINT end the program with one line and exit code 1 instead of a traceback.
+
+    The engine stops its plugins with SIGINT, to the language host's whole process group, the
+    program included (pulumi/pulumi v3.274.1 sdk/go/common/util/cmdutil/term_unix.go
+    ``shutdownProcessGroup``), and a terminal's Ctrl-C reaches the program the same way. The
+    Python SDK installs no SIGINT handler, so the program died of a ``KeyboardInterrupt``
+    raised wherever it was, often inside its handling of "Resource monitor has terminated",
+    and that chained traceback buried the step's own error above it. Ending at once changes
+    nothing else: the program would end all the same, and the engine has its own record.
+    """
+    signal.signal(signal.SIGINT, _stop_quietly)
 
 
 def load_config() -> LabConfig:

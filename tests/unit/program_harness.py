@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import runpy
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from pulumi.runtime import mocks as pmocks
 from pulumi.runtime import rpc
 
 from gpulab.core.argv import decode
+from program import edge
 from variants.registry import step_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +67,8 @@ class Run:
     #: every key passed to pulumi.export
     exported: list[str] = field(default_factory=list)
     error: BaseException | None = None
+    #: The program had made SIGINT end it quietly (program.edge.stop_quietly_on_interrupt).
+    sigint_quiet: bool = False
 
     def by_name(self, name: str) -> Registration:
         for r in self.registrations:
@@ -215,6 +219,9 @@ def run_program(config: dict[str, Any], preview: bool = False) -> Run:
     def body() -> None:
         real_export = pulumi.export
         pulumi.export = export
+        # The program makes SIGINT end its process (program.edge.stop_quietly_on_interrupt):
+        # asserted here, then pytest's own handler is put back.
+        sigint = signal.getsignal(signal.SIGINT)
         try:
             runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
         except BaseException as exc:  # recorded for the test to assert on
@@ -222,6 +229,8 @@ def run_program(config: dict[str, Any], preview: bool = False) -> Run:
             run.error = exc.__cause__ if isinstance(exc, pulumi.RunError) and exc.__cause__ else exc
         finally:
             pulumi.export = real_export
+            run.sigint_quiet = signal.getsignal(signal.SIGINT) is edge._stop_quietly
+            signal.signal(signal.SIGINT, sigint)
 
     body()
     return run
