@@ -37,23 +37,6 @@ from gpulab.kube import pod_specs
 
 POD_NAME = names.COMPUTE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
-CONTAINER_PREFIX = names.COMPUTE_CONTAINER_PREFIX
-
-
-#: The compute Pod's container names (gpulab.kube.pod_specs.compute_container_names).
-container_names = pod_specs.compute_container_names
-
-
-def pod_spec(
-    image: str, resource: str = names.GPU_RESOURCE, runtime_class: str | None = None, gpus: int = 1
-) -> dict[str, object]:
-    """The compute Pod's spec (gpulab.kube.pod_specs.compute, the builder the per-node fleet
-    check uses too): ``gpus`` containers, one ``resource`` each, run once.
-
-    Raises:
-        ValueError: ``gpus`` < 1.
-    """
-    return pod_specs.compute(image, gpus, runtime_class, resource)
 
 
 class ComputeCheck(pulumi.ComponentResource):
@@ -77,7 +60,7 @@ class ComputeCheck(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpulab:compute:ComputeCheck", name, None, opts)
-        spec = pod_spec(args.image, args.resource, args.runtime_class, args.gpus)
+        spec = pod_specs.compute(args.image, args.gpus, args.runtime_class, args.resource)
         extra = [*args.diagnosis_args(), *args.isolation_args()]
         # Replaced when the check's inputs change (a new Pod, never the old one re-read).
         inputs = args.inputs("compute", (POD_NAMESPACE, POD_NAME), extra)

@@ -23,11 +23,6 @@ POD_NAME = names.SMOKE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
 
 
-#: The smoke Pod's spec (``image``, ``gpus``, ``runtime_class``, ``resource``): the one builder the
-#: per-node fleet check uses too (gpulab.kube.pod_specs.smoke).
-pod_spec = pod_specs.smoke
-
-
 class SmokeTest(pulumi.ComponentResource):
     """The smoke Pod and its check (see module docstring). Inputs:
     :class:`components.command.GpuPodArgs` (``gpus``: the Pod's limit of ``resource``).
@@ -54,7 +49,7 @@ class SmokeTest(pulumi.ComponentResource):
         self.pod = run_once_pod(
             f"{name}-pod",
             (args.namespace or POD_NAMESPACE, POD_NAME),
-            pod_spec(args.image, args.gpus, args.runtime_class, args.resource),
+            pod_specs.smoke(args.image, args.gpus, args.runtime_class, args.resource),
             simulated=args.simulated,
             provider=provider,
             parent=self,

@@ -16,8 +16,8 @@ This module imports no Pulumi: config parsing and preflight use it before any re
 exists. ``cluster`` imports the variant's component lazily. It also holds what the variants'
 helpers share: :func:`ctl_main` (a subcommand's JSON and exit code), :func:`refuse_cdi`, the
 output keys whose values are simulated where no operator runs (:data:`OPERATOR_FIELDS`), and
-what their settings modules read config with (:func:`get_int` and its siblings,
-:func:`bound_problems`).
+what their settings modules read config with (:func:`get_int` and its siblings; their
+bounds are checked with gpulab.config.lab.bound_problems, the core keys' own check).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from gpulab.config.lab import CAPTURES, NO_SETTINGS, VariantSettings, above_maximum
+from gpulab.config.lab import CAPTURES, NO_SETTINGS, VariantSettings
 from gpulab.core import outputs as out
 from gpulab.core import run as cmd
 from gpulab.core.errors import GpuLabError
@@ -63,14 +63,6 @@ def get_int(get: Getter, key: str) -> int:
 def get_flag(get: Getter, key: str) -> bool:
     """``get(key)`` of a boolean key."""
     return bool(get(key))
-
-
-def bound_problems(get: Getter, bounds: Mapping[str, tuple[int, int]], problems: list[str]) -> None:
-    """Append a line for each key of ``bounds`` whose value is above its highest (the text
-    of every bound: gpulab.config.lab.above_maximum); the lowest are the variant's to say,
-    with their reasons."""
-    for key, (_, highest) in bounds.items():
-        problems += above_maximum(key, get_int(get, key), highest)
 
 
 #: ``run(argv)``: a finished process (``returncode``, ``stdout``, ``stderr``), for status checks.

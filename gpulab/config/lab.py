@@ -226,7 +226,7 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {k: (key.kind, key.default) for k
 #: timeout is accepted by the API server and then makes a start that never ends, silently.
 #: ``smokeGpus`` is ``all`` or a count in its range.
 #: A variant's own numeric keys are bounded by the variant (``ConfigRules.bounds``, checked in its
-#: ``check_keys`` with :func:`above_maximum`).
+#: ``check_keys`` with :func:`bound_problems`).
 BOUNDS: Final[dict[str, tuple[int, int]]] = {
     "smokeTimeoutSeconds": (1, 7200),  # a first pull of a large CUDA image included
     "clusterTimeoutSeconds": (1, 7200),
@@ -238,12 +238,17 @@ BOUNDS: Final[dict[str, tuple[int, int]]] = {
 }
 
 
-def bound_problems(values: Mapping[str, object]) -> list[str]:
-    """One line per numeric key in ``values`` above its highest allowed value (:data:`BOUNDS`;
-    the lowest values are checked with their reasons where each key is parsed)."""
+def bound_problems(
+    value_of: Callable[[str], object], bounds: Mapping[str, tuple[int, int]] = BOUNDS
+) -> list[str]:
+    """One line per key of ``bounds`` (default :data:`BOUNDS`) whose value, ``value_of(key)``,
+    is above its highest allowed value (:func:`above_maximum`); a value that is not a whole
+    number (unset, or refused by its own check) gives none. The lowest values are checked with
+    their reasons where each key is parsed. A variant checks its own keys' bounds with this too
+    (``ConfigRules.bounds``)."""
     problems = []
-    for key, (_, highest) in BOUNDS.items():
-        value = values.get(key)
+    for key, (_, highest) in bounds.items():
+        value = value_of(key)
         if isinstance(value, str):
             value = int(value) if value.strip().isdigit() else None
         if isinstance(value, int) and not isinstance(value, bool):
@@ -339,7 +344,7 @@ class _Reader:
                 self.problems.append(f"{NAMESPACE}:{key}={text!r} is not a valid {kind}")
         for key in ("toolkit", "cdi"):
             _auto_choice(key, self.values, self.problems)
-        self.problems += bound_problems(self.values)
+        self.problems += bound_problems(self.values.get)
 
     def get(self, key: str) -> object:
         """The value of ``key`` as set, else its default (Pulumi.yaml)."""

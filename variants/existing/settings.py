@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from gpulab.config import schema
-from gpulab.config.lab import NAMESPACE
-from variants.base import Getter, bound_problems, get_flag, get_int
+from gpulab.config.lab import NAMESPACE, bound_problems
+from variants.base import Getter, get_flag, get_int
 
 #: A kubeconfig context name: EKS (arn:aws:eks:...:cluster/x), GKE (gke_p_z_x), kind-x, ...
 KUBE_CONTEXT: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+=-]{0,252}$")
@@ -55,7 +55,7 @@ def check(get: Getter, problems: list[str]) -> None:
     expected = get_int(get, "expectedGpus")
     if expected < 0:
         problems.append(f"{NAMESPACE}:expectedGpus={expected} must be >= 0")
-    bound_problems(get, BOUNDS, problems)
+    problems += bound_problems(get, BOUNDS)
 
 
 def parse(get: Getter, kubeconfig_path: str, kube_context: str) -> ExistingSettings:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from gpulab.config import schema
-from gpulab.config.lab import NAMESPACE
+from gpulab.config.lab import NAMESPACE, bound_problems
 from gpulab.core.names import MIN_CPUS, MIN_MEMORY_MIB
-from variants.base import Getter, bound_problems, get_flag, get_int
+from variants.base import Getter, get_flag, get_int
 
 #: The allowed range of minikube's numeric keys, inclusive (Pulumi.yaml states each highest).
 BOUNDS: Final[Mapping[str, tuple[int, int]]] = {
@@ -53,7 +53,7 @@ def check(get: Getter, problems: list[str]) -> None:
         problems.append(
             f"{NAMESPACE}:memoryMiB={memory} is below {MIN_MEMORY_MIB} (8 GiB, the chapter's minimum)"
         )
-    bound_problems(get, BOUNDS, problems)
+    problems += bound_problems(get, BOUNDS)
 
 
 def parse(get: Getter) -> MinikubeSettings:

@@ -1,14 +1,12 @@
-"""gpulab.kube.pod_specs: the smoke and compute Pods are built once, and the per-node fleet check
-runs exactly the program's Pods (only pinned to a node, named and labelled for it)."""
+"""gpulab.kube.pod_specs: the smoke and compute Pods are built once (components/smoke.py and
+components/compute.py build theirs there), and the per-node fleet check runs exactly those Pods,
+only pinned to a node, named and labelled for it."""
 
 from __future__ import annotations
 
 import pytest
 
-from components import compute as compute_component
-from components import smoke as smoke_component
 from gpulab.kube import fleet, pod_specs
-from gpulab.kube.compute import COMPUTE_SCRIPT
 from gpulab.kube.smoke_gpus import SMOKE_SCRIPT
 
 SPEC = fleet.FleetSpec(
@@ -28,17 +26,17 @@ def _unpinned(pod: dict[str, object]) -> dict[str, object]:
 
 def test_the_fleets_smoke_pod_is_the_programs_pinned_to_the_node() -> None:
     pod = fleet.smoke_pod("gpu-a", SPEC, 8)
-    assert _unpinned(pod) == smoke_component.pod_spec(SPEC.smoke_image, 8, "nvidia", "nvidia.com/gpu")
+    assert _unpinned(pod) == pod_specs.smoke(SPEC.smoke_image, 8, "nvidia", "nvidia.com/gpu")
     assert pod["metadata"]["namespace"] == "gpu-lab"  # type: ignore[index]
 
 
 def test_the_fleets_compute_pod_is_the_programs_pinned_to_the_node() -> None:
     assert SPEC.compute_image is not None
     pod = fleet.compute_pod("gpu-a", SPEC, 2)
-    assert _unpinned(pod) == compute_component.pod_spec(SPEC.compute_image, "nvidia.com/gpu", "nvidia", 2)
+    assert _unpinned(pod) == pod_specs.compute(SPEC.compute_image, 2, "nvidia", "nvidia.com/gpu")
 
 
-def test_the_specs_run_once_with_their_scripts_and_limits() -> None:
+def test_the_smoke_spec_runs_once_with_its_script_and_limit() -> None:
     smoke = pod_specs.smoke("img:1", 2, resource="nvidia.com/mig-1g.18gb")
     assert smoke == {
         "restartPolicy": "Never",
@@ -51,16 +49,38 @@ def test_the_specs_run_once_with_their_scripts_and_limits() -> None:
             }
         ],
     }
-    compute = pod_specs.compute("img:2", 2, "nvidia")
-    assert compute["runtimeClassName"] == "nvidia" and compute["restartPolicy"] == "Never"
-    assert [(c["name"], c["command"][-1], c["resources"]) for c in compute["containers"]] == [
-        ("vectoradd-0", COMPUTE_SCRIPT, {"limits": {"nvidia.com/gpu": "1"}}),
-        ("vectoradd-1", COMPUTE_SCRIPT, {"limits": {"nvidia.com/gpu": "1"}}),
+
+
+def test_pod_spec_has_one_container_per_gpu() -> None:
+    spec = pod_specs.compute("img:1", 3, "nvidia", "nvidia.com/mig-1g.18gb")
+    assert spec["runtimeClassName"] == "nvidia" and spec["restartPolicy"] == "Never"
+    script = ["sh", "-c", "nvidia-smi -L; exec /cuda-samples/vectorAdd"]
+    assert spec["containers"] == [
+        {
+            "name": f"vectoradd-{i}",
+            "image": "img:1",
+            "command": script,
+            "resources": {"limits": {"nvidia.com/mig-1g.18gb": "1"}},
+        }
+        for i in range(3)
     ]
-
-
-def test_no_compute_pod_without_a_compute_image_nor_without_a_gpu() -> None:
-    with pytest.raises(ValueError, match="no compute image"):
-        fleet.compute_pod("gpu-a", fleet.FleetSpec(namespace="gpu-lab", smoke_image="img:1"), 1)
+    assert pod_specs.compute("img:1") == {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "vectoradd-0",
+                "image": "img:1",
+                "command": script,
+                "resources": {"limits": {"nvidia.com/gpu": "1"}},
+            }
+        ],
+    }
+    with pytest.raises(ValueError, match="at least one container"):
+        pod_specs.compute_container_names(0)
     with pytest.raises(ValueError, match="at least one container"):
         pod_specs.compute("img:2", 0)
+
+
+def test_no_fleet_compute_pod_without_a_compute_image() -> None:
+    with pytest.raises(ValueError, match="no compute image"):
+        fleet.compute_pod("gpu-a", fleet.FleetSpec(namespace="gpu-lab", smoke_image="img:1"), 1)

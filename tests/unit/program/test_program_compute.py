@@ -70,36 +70,6 @@ def test_two_gpus_two_vectoradd_containers_one_gpu_each(chart: str) -> None:
     assert out.COMPUTE_GPUS in run.outputs[out.SIMULATED_FIELDS]
 
 
-def test_pod_spec_has_one_container_per_gpu() -> None:
-    from components.compute import container_names, pod_spec
-
-    spec = pod_spec("img:1", "nvidia.com/mig-1g.18gb", "nvidia", gpus=3)
-    assert spec["runtimeClassName"] == "nvidia" and spec["restartPolicy"] == "Never"
-    script = ["sh", "-c", "nvidia-smi -L; exec /cuda-samples/vectorAdd"]
-    assert spec["containers"] == [
-        {
-            "name": f"vectoradd-{i}",
-            "image": "img:1",
-            "command": script,
-            "resources": {"limits": {"nvidia.com/mig-1g.18gb": "1"}},
-        }
-        for i in range(3)
-    ]
-    assert pod_spec("img:1") == {
-        "restartPolicy": "Never",
-        "containers": [
-            {
-                "name": "vectoradd-0",
-                "image": "img:1",
-                "command": script,
-                "resources": {"limits": {"nvidia.com/gpu": "1"}},
-            }
-        ],
-    }
-    with pytest.raises(ValueError, match="at least one container"):
-        container_names(0)
-
-
 def test_the_compute_outputs(chart: str) -> None:
     real = run_program(MINIKUBE).outputs
     assert real[out.COMPUTE_RESULT] == "passed" and real[out.COMPUTE_PHASE] == "Succeeded"
