@@ -44,9 +44,11 @@ def _stop_quietly(signum: int, frame: FrameType | None) -> None:
 def stop_quietly_on_interrupt() -> None:
     """Make SIGINT end the program with one line and exit code 1 instead of a traceback.
 
-    The engine stops its plugins with SIGINT, to the language host's whole process group, the
-    program included (pulumi/pulumi v3.274.1 sdk/go/common/util/cmdutil/term_unix.go
-    ``shutdownProcessGroup``), and a terminal's Ctrl-C reaches the program the same way. The
+    The engine stops a plugin with SIGINT to its whole process group, the language host's
+    with the program in it (pulumi/pulumi v3.274.1 sdk/go/common/resource/plugin/plugin.go: the
+    plugin is started with ``cmdutil.RegisterProcessGroup`` and killed with
+    ``cmdutil.InterruptChildren``, ``kill(-pid, SIGINT)`` in sdk/go/common/util/cmdutil/
+    child_unix.go, SIGKILL 5 s later), and a terminal's Ctrl-C reaches the program the same way. The
     Python SDK installs no SIGINT handler, so the program died of a ``KeyboardInterrupt``
     raised wherever it was, often inside its handling of "Resource monitor has terminated",
     and that chained traceback buried the step's own error above it. Ending at once changes

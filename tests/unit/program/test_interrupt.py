@@ -1,5 +1,10 @@
 """program.edge.stop_quietly_on_interrupt: SIGINT (the engine's shutdown of its plugins, or a
-terminal's Ctrl-C) ends the program with one line and exit code 1, never a traceback."""
+terminal's Ctrl-C) ends the program with one line and exit code 1, never a traceback.
+
+Upstream: pulumi/pulumi v3.274.1 sdk/go/common/resource/plugin/plugin.go starts each plugin in a
+process group of its own (``cmdutil.RegisterProcessGroup``) and stops it with
+``cmdutil.InterruptChildren`` (sdk/go/common/util/cmdutil/child_unix.go: ``kill(-pid, SIGINT)``),
+then SIGKILL after 5 s: the language host's group holds the program, so it gets that SIGINT."""
 
 from __future__ import annotations
 
