@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import yaml
 
+from gpulab.core import yamlio
 from gpulab.core.errors import GpuLabError
 
 #: The project file whose ``config`` block is the schema (the project directory's).
@@ -93,7 +94,7 @@ def load(path: Path = PULUMI_YAML) -> dict[str, Key]:
         SchemaError: the file cannot be read or parsed, or :func:`parse` refuses the block.
     """
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yamlio.load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise SchemaError(path, [f"cannot read it: {exc}"]) from exc
     return parse(doc.get("config") if isinstance(doc, Mapping) else None, path)

@@ -5,7 +5,9 @@
 :mod:`~gpulab.core.fixes` and :mod:`~gpulab.core.fixes_operator` (every first fix, written
 once), :mod:`~gpulab.core.run` (the one subprocess runner), :mod:`~gpulab.core.argv` (a
 command line as JSON, run without a shell), :mod:`~gpulab.core.outputs` (the stack output
-keys) and :mod:`~gpulab.core.cuda` (the CUDA/driver compatibility table the fixes quote).
+keys), :mod:`~gpulab.core.cuda` (the CUDA/driver compatibility table the fixes quote),
+:mod:`~gpulab.core.yamlio` (YAML read with libyaml's safe loader) and :mod:`~gpulab.core.rawapi`
+(API reads as the API server's own bytes, past the ``kubernetes`` client's models).
 
 May import: the standard library and third-party packages only; nothing else of the project.
 """

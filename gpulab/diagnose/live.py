@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from gpulab import diagnose
 from gpulab.core.names import DEFAULT_PROFILE, DEVICE_PLUGIN_DS, GPU_RESOURCE, PROJECT
+from gpulab.core.rawapi import pod_log
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,13 @@ def _read_log(core: Any, pod: dict[str, Any], container: str) -> str | None:
     for previous in (True, False) if _wants_previous(pod, container) else (False,):
         try:
             texts.append(
-                core.read_namespaced_pod_log(
-                    meta["name"], meta["namespace"], container=container, tail_lines=50, previous=previous
+                pod_log(
+                    core,
+                    meta["name"],
+                    meta["namespace"],
+                    container=container,
+                    tail_lines=50,
+                    previous=previous,
                 )
             )
         except ApiException:

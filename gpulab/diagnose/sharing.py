@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from gpulab.core import yamlio
+
 Json = Mapping[str, Any]
 
 
@@ -35,7 +37,7 @@ def time_slicing(text: str) -> dict[str, int] | str:
     """The ``{resource: replicas}`` of one device-plugin config (YAML text, ``version: v1``);
     a string saying why when it has none or does not parse."""
     try:
-        doc = yaml.safe_load(text)
+        doc = yamlio.load(text)
     except yaml.YAMLError as exc:
         return f"does not parse as YAML ({str(exc).splitlines()[0]})"
     resources = (
@@ -52,7 +54,7 @@ def renamed(text: str) -> bool:
     """True when one device-plugin config (YAML text) sets ``sharing.timeSlicing.renameByDefault``
     (the shared GPUs are then ``nvidia.com/gpu.shared``); False when unset or unparsable."""
     try:
-        doc = yaml.safe_load(text)
+        doc = yamlio.load(text)
     except yaml.YAMLError:
         return False
     ts = ((doc.get("sharing") or {}).get("timeSlicing") or {}) if isinstance(doc, Mapping) else {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gpulab.core.rawapi import pod_log
 from gpulab.diagnose.live import Context
 from gpulab.kube.client import GateError, wait_succeeded
 
@@ -24,7 +25,7 @@ def benchmark(
     wait_succeeded(
         api, "benchmark", namespace, pod, timeout, ctx, interval=5, image_key="benchmarkImage", inputs=inputs
     )
-    lines = [ln for ln in core.read_namespaced_pod_log(pod, namespace).splitlines() if ln.strip()]
+    lines = [ln for ln in pod_log(core, pod, namespace).splitlines() if ln.strip()]
     last = lines[-1] if lines else ""
     try:
         result = json.loads(last)

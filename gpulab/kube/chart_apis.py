@@ -31,6 +31,8 @@ from typing import Any, Final
 
 import yaml
 
+from gpulab.core import yamlio
+
 #: Unknown, in the three-valued evaluation.
 UNKNOWN: Final = None
 
@@ -266,7 +268,7 @@ def _scan_template(text: str, values: Any, source: str) -> Iterator[Needed]:
 
 def _chart_meta(chart_dir: Path) -> Mapping[str, Any]:
     try:
-        meta = yaml.safe_load((chart_dir / "Chart.yaml").read_text(encoding="utf-8"))
+        meta = yamlio.load((chart_dir / "Chart.yaml").read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise ChartReadError(f"{chart_dir}/Chart.yaml: {exc}") from exc
     if not isinstance(meta, Mapping):
@@ -279,7 +281,7 @@ def _values(chart_dir: Path) -> Mapping[str, Any]:
     if not path.is_file():
         return {}
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yamlio.load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ChartReadError(f"{path}: {exc}") from exc
     return doc if isinstance(doc, Mapping) else {}
@@ -294,7 +296,7 @@ def _crd_kinds(chart_dir: Path) -> set[str]:
         if f.suffix not in (".yaml", ".yml", ".json"):
             continue
         try:
-            docs = list(yaml.safe_load_all(f.read_text(encoding="utf-8")))
+            docs = list(yamlio.load_all(f.read_text(encoding="utf-8")))
         except yaml.YAMLError as exc:
             raise ChartReadError(f"{f}: {exc}") from exc
         for d in docs:
@@ -313,7 +315,7 @@ def _extra_objects(values: Any, source: str) -> Iterator[Needed]:
         obj = item
         if isinstance(item, str):
             try:
-                obj = yaml.safe_load(item) if "{{" not in item else None
+                obj = yamlio.load(item) if "{{" not in item else None
             except yaml.YAMLError:
                 obj = None
             if obj is None:

@@ -19,7 +19,9 @@ from typing import Any
 
 import yaml
 
+from gpulab.core import yamlio
 from gpulab.core.errors import GpuLabError
+from gpulab.core.rawapi import pod_log
 from gpulab.diagnose.live import Context
 from gpulab.diagnose.live import diagnosis as _diagnose
 
@@ -55,7 +57,7 @@ def load_clients(kubeconfig_text: str | None = None) -> Any:
     if not text:
         raise GateError(f"${KUBECONFIG_ENV} is empty: the cluster component gave no kubeconfig")
     try:
-        cfg = yaml.safe_load(text)
+        cfg = yamlio.load(text)
     except yaml.YAMLError as exc:
         raise GateError(f"${KUBECONFIG_ENV} is not valid YAML: {exc}") from exc
     conf = client.Configuration()
@@ -82,20 +84,43 @@ def bound_requests(api: Any, timeout: tuple[float, float] | None = None) -> Any:
     return api
 
 
+def raw_get(
+    api: Any, path: str, query: list[tuple[str, str]] | None = None, timeout: Any = 5
+) -> tuple[int, bytes]:
+    """``GET path`` on the API server as (HTTP status, body bytes), whatever the status: the
+    client raises its ``ApiException`` for a status outside 2xx, whose status and body are
+    returned here instead. ``timeout``: seconds, or (connect, read) seconds. A server that does
+    not answer at all (no connection, TLS failure: status 0) raises the client's error."""
+    from kubernetes.client.rest import ApiException
+
+    try:
+        response = api.call_api(
+            path,
+            "GET",
+            query_params=query or [],
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+            _request_timeout=timeout,
+        )
+    except ApiException as exc:
+        if not exc.status:
+            raise
+        body = exc.body
+        return int(exc.status), body if isinstance(body, bytes) else str(body or "").encode()
+    return int(response.status), bytes(response.data or b"")
+
+
 def readiness(api: Any, timeout: float = 5) -> tuple[bool, list[str]]:
     """The API server's ``/readyz?verbose``: (ready, the names of the checks that failed,
     e.g. ``["etcd"]``: kube-apiserver lists each check as ``[+]name ok`` or ``[-]name failed``).
     A server that does not answer at all raises the client's error."""
-    request = api.param_serialize(
-        "GET", "/readyz", query_params=[("verbose", "true")], auth_settings=["BearerToken"]
-    )
-    response = api.call_api(*request, _request_timeout=timeout)
-    body = response.read()
-    if 200 <= response.status < 300:
+    status, body = raw_get(api, "/readyz", [("verbose", "true")], timeout)
+    if 200 <= status < 300:
         return True, []
-    text = body.decode(errors="replace") if isinstance(body, bytes) else str(body or "")
+    text = body.decode(errors="replace")
     failed = [line[3:].split(" failed", 1)[0].strip() for line in text.splitlines() if line.startswith("[-]")]
-    return False, failed or [f"HTTP {response.status}"]
+    return False, failed or [f"HTTP {status}"]
 
 
 def unanswered(api: Any, exc: BaseException | None = None, timeout: float = 5) -> str:
@@ -416,7 +441,7 @@ def wait_succeeded(
     doc = wait_finished(api, namespace, pod, timeout, ctx, interval, image_key, inputs)
     phase = str((doc.get("status") or {}).get("phase"))
     if phase == "Failed":
-        tail = client.CoreV1Api(api).read_namespaced_pod_log(pod, namespace, tail_lines=20)
+        tail = pod_log(client.CoreV1Api(api), pod, namespace, tail_lines=20)
         raise GateError(
             f"{what} Pod {namespace}/{pod} failed; log tail:\n{tail}\n{_diagnose(api, ctx or Context())}"
         )

@@ -39,8 +39,9 @@ from typing import Any, Final
 
 import yaml
 
-from gpulab.core import fixes
+from gpulab.core import fixes, yamlio
 from gpulab.kube import chart_apis, kube_version
+from gpulab.kube.client import raw_get
 
 Json = Mapping[str, Any]
 
@@ -209,7 +210,7 @@ def merged_values(chart_dir: Path | None, lab_values: Json) -> Json:
     if chart_dir is None:
         return lab_values
     path = chart_dir / "values.yaml"
-    base = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    base = yamlio.load(path.read_text(encoding="utf-8")) if path.is_file() else {}
     merged: Json = chart_apis.merge(base or {}, dict(lab_values))
     return merged
 
@@ -217,7 +218,7 @@ def merged_values(chart_dir: Path | None, lab_values: Json) -> Json:
 def chart_kube_version(chart_dir: Path) -> str:
     """``kubeVersion`` of the chart's Chart.yaml (``""`` when none or unreadable)."""
     try:
-        doc = yaml.safe_load((chart_dir / "Chart.yaml").read_text(encoding="utf-8"))
+        doc = yamlio.load((chart_dir / "Chart.yaml").read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         return ""
     return str(doc.get("kubeVersion") or "") if isinstance(doc, Mapping) else ""
@@ -235,16 +236,14 @@ def served_reader(api: Any) -> Callable[[str], frozenset[str] | None]:
         if api_version in cache:
             return cache[api_version]
         path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-        request = api.param_serialize("GET", path, auth_settings=["BearerToken"])
-        response = api.call_api(*request, _request_timeout=(5, 15))
-        body = response.read()
-        if response.status == 404:
+        status, body = raw_get(api, path, timeout=(5, 15))
+        if status == 404:
             cache[api_version] = None
-        elif 200 <= response.status < 300:
+        elif 200 <= status < 300:
             doc = json.loads(body)
             cache[api_version] = frozenset(str(r.get("kind")) for r in doc.get("resources") or [])
         else:
-            raise RuntimeError(f"discovery of {api_version} answered HTTP {response.status}")
+            raise RuntimeError(f"discovery of {api_version} answered HTTP {status}")
         return cache[api_version]
 
     return served

@@ -52,6 +52,7 @@ from gpulab.core.names import (
     VECTORADD_PASSED,
     WORKLOAD_NAMESPACE,
 )
+from gpulab.core.rawapi import pod_log
 from gpulab.diagnose.live import Context, diagnosis
 from gpulab.kube import gpu_isolation, smoke_gpus
 from gpulab.kube.client import GateError, is_transient, pod_times, sanitize, wait_finished
@@ -296,11 +297,8 @@ def compute(
 
     def log_of(container: str | None) -> VectorAddLog:
         try:
-            if container is None:
-                text = core.read_namespaced_pod_log(pod, namespace)
-            else:
-                text = core.read_namespaced_pod_log(pod, namespace, container=container)
-            return read_vectoradd_log(text or "")
+            text = pod_log(core, pod, namespace, **({} if container is None else {"container": container}))
+            return read_vectoradd_log(text)
         except ApiException as exc:
             if is_transient(exc):
                 raise

@@ -58,9 +58,10 @@ from typing import Any, Final
 
 import yaml
 
-from gpulab.core import fixes_operator
+from gpulab.core import fixes_operator, yamlio
 from gpulab.core.errors import GpuLabError
 from gpulab.core.names import OPERATOR_NAMESPACE, OPERATOR_RELEASE
+from gpulab.core.rawapi import read_json
 from gpulab.kube import chart_apis, compat
 from gpulab.kube.client import load_clients
 
@@ -134,7 +135,7 @@ def chart_crds(chart_dir: Path, nfd: bool) -> list[ChartCrd]:
     for directory in dirs:
         for path in sorted(directory.glob("*.y*ml")):
             try:
-                docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+                docs = list(yamlio.load_all(path.read_text(encoding="utf-8")))
             except (OSError, yaml.YAMLError) as exc:
                 raise CrdCheckError(f"cannot read {path}: {exc}") from exc
             for doc in docs:
@@ -147,7 +148,7 @@ def chart_crds(chart_dir: Path, nfd: bool) -> list[ChartCrd]:
 def chart_version(chart_dir: Path) -> str:
     """``version`` of the chart's Chart.yaml (``"v26.7.0"``), ``""`` when unreadable."""
     try:
-        doc = yaml.safe_load((chart_dir / "Chart.yaml").read_text(encoding="utf-8"))
+        doc = yamlio.load((chart_dir / "Chart.yaml").read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         return ""
     return str(doc.get("version") or "") if isinstance(doc, dict) else ""
@@ -308,7 +309,7 @@ def run(
     lives: dict[str, Any] = {}
     for crd in chart_crds(chart_dir, nfd):
         try:
-            live = api.sanitize_for_serialization(ext.read_custom_resource_definition(crd.name))
+            live = read_json(ext.read_custom_resource_definition, crd.name)
         except ApiException as exc:
             if exc.status != 404:
                 raise CrdCheckError(f"reading CRD {crd.name} failed: {exc.status} {exc.reason}") from exc

@@ -48,6 +48,7 @@ from typing import Any, Final
 
 import yaml
 
+from gpulab.core import yamlio
 from gpulab.core.errors import GpuLabError
 from gpulab.kube import client as kube
 from gpulab.kube.client import KUBECONFIG_ENV, GateError
@@ -163,7 +164,7 @@ def from_kubeconfig(text: str) -> tuple[str, str | None]:
         IdentityError: not a kubeconfig, or no current cluster.
     """
     try:
-        doc = yaml.safe_load(text)
+        doc = yamlio.load(text)
     except yaml.YAMLError as exc:
         raise IdentityError(f"the kubeconfig is not YAML: {exc}") from exc
     if not isinstance(doc, Mapping):
@@ -223,7 +224,7 @@ def embed(kubeconfig: str, recorded: Mapping[str, Any] | None) -> str:
     empty: ``kubeconfig`` unchanged."""
     if not recorded:
         return kubeconfig
-    doc = yaml.safe_load(kubeconfig)
+    doc = yamlio.load(kubeconfig)
     if not isinstance(doc, dict):
         return kubeconfig
     others = [e for e in doc.get("extensions") or [] if (e or {}).get("name") != EXTENSION]
@@ -234,7 +235,7 @@ def embed(kubeconfig: str, recorded: Mapping[str, Any] | None) -> str:
 def embedded(kubeconfig: str) -> Identity | None:
     """The identity :func:`embed` put in ``kubeconfig``, or None."""
     try:
-        doc = yaml.safe_load(kubeconfig)
+        doc = yamlio.load(kubeconfig)
     except yaml.YAMLError:
         return None
     for ext in (doc.get("extensions") if isinstance(doc, dict) else None) or []:

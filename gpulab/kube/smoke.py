@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from gpulab.core.rawapi import pod_log
 from gpulab.diagnose.live import Context
 from gpulab.host import nvsmi
 from gpulab.kube import smoke_gpus
@@ -35,7 +36,7 @@ def smoke(
     core = client.CoreV1Api(api)
     phase = wait_succeeded(api, "smoke", namespace, pod, timeout, ctx, inputs=inputs)
     p = sanitize(core.read_namespaced_pod(pod, namespace), api)
-    log = core.read_namespaced_pod_log(pod, namespace)
+    log = pod_log(core, pod, namespace)
     try:
         header = nvsmi.parse_header(log)
     except nvsmi.NvidiaSmiParseError as exc:

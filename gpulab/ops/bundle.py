@@ -52,10 +52,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
 from gpulab.core import outputs as o
 from gpulab.core import run as cmd
+from gpulab.core import yamlio
+from gpulab.core.rawapi import pod_log
 from gpulab.host.preflight import PreflightError
 from gpulab.host.probe import probe_capture, probe_nvidia_smi
 from gpulab.kube.client import is_transient, load_clients, ping
@@ -319,7 +319,8 @@ def _read_logs(core: Any, ns: str, pods: list[dict[str, Any]], bundle: Bundle, l
         for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
             name, where = c["name"], f"{ns}/{meta['name']}/{c['name']}"
             read = partial(
-                core.read_namespaced_pod_log,
+                pod_log,
+                core,
                 meta["name"],
                 ns,
                 container=name,
@@ -340,7 +341,7 @@ def read_host(stack: Stack, bundle: Bundle) -> None:
     if isinstance(config, dict):
         raw = {k: str(v["value"]) for k, v in config.items() if isinstance(v, dict) and "value" in v}
     else:  # no stack yet: the tracked template
-        template = yaml.safe_load((ROOT / "stacks" / f"{stack.name}.yaml").read_text()) or {}
+        template = yamlio.load((ROOT / "stacks" / f"{stack.name}.yaml").read_text()) or {}
         raw = {k: str(v) for k, v in (template.get("config") or {}).items()}
     cfg = bundle.attempt("host: config", lambda: parse_config(raw))
     if cfg is None:

@@ -28,6 +28,8 @@ from typing import Any, Final
 
 import yaml
 
+from gpulab.core import yamlio
+
 REDACTED: Final = "[redacted]"
 #: Shorter values are not learned: replacing "true" or "1" everywhere would destroy the text.
 MIN_LEARNED: Final = 8
@@ -94,7 +96,7 @@ class Redactor:
         content of its ``*-data`` fields."""
         self.learn(text)
         try:
-            doc = yaml.safe_load(text)
+            doc = yamlio.load(text)
         except yaml.YAMLError:
             return
         if not isinstance(doc, Mapping):

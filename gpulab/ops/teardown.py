@@ -52,6 +52,7 @@ from typing import Any, Final
 import yaml
 
 from gpulab.core import run as cmd
+from gpulab.core import yamlio
 from gpulab.core.errors import GpuLabError, os_error_fix
 from gpulab.kube import identity
 from gpulab.kube.client import load_clients, ping
@@ -176,7 +177,7 @@ def _profile_of(stack: repair.Stack, root: Path) -> tuple[str, str]:
         return repair.config_value(config, "cluster"), repair.config_value(config, "profile")
     for f in (root / "stacks" / f"Pulumi.{stack.name}.yaml", root / "stacks" / f"{stack.name}.yaml"):
         with contextlib.suppress(OSError, yaml.YAMLError, AttributeError):
-            doc = (yaml.safe_load(f.read_text(encoding="utf-8")) or {}).get("config") or {}
+            doc = (yamlio.load(f.read_text(encoding="utf-8")) or {}).get("config") or {}
             cfg = {k: {"value": v} for k, v in doc.items()}
             return repair.config_value(cfg, "cluster"), repair.config_value(cfg, "profile")
     return repair.config_value({}, "cluster"), repair.config_value({}, "profile")

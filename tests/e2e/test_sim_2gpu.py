@@ -77,7 +77,8 @@ def _each_compute_container_passed(project: Project) -> None:
     codes = {s.name: s.state.terminated.exit_code for s in pod.status.container_statuses}
     assert codes == dict.fromkeys(names, 0), codes
     for name in names:
-        lines = core.read_namespaced_pod_log("gpu-compute", "default", container=name).splitlines()
+        raw = core.read_namespaced_pod_log("gpu-compute", "default", container=name, _preload_content=False)
+        lines = raw.data.decode().splitlines()
         assert "gpu-lab simulated" in lines[0] and "Test PASSED" in lines, (name, lines[:3])
         i = int(name.removeprefix("vectoradd-"))
         assert [x for x in lines if x.startswith("GPU ")] == [f"GPU {i}: NVIDIA H200 (UUID: {UUIDS[i]})"]

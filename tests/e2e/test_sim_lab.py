@@ -215,7 +215,11 @@ def _compute_check_and_the_pack(
     assert pod.metadata.annotations["gpulab.dev/simulated-execution"] == "true"
     assert [c.name for c in pod.spec.containers] == ["vectoradd-0"]
     assert pod.spec.containers[0].resources.limits == {"nvidia.com/gpu": "1"}
-    lines = core.read_namespaced_pod_log("gpu-compute", "default").splitlines()
+    lines = (
+        core.read_namespaced_pod_log("gpu-compute", "default", _preload_content=False)
+        .data.decode()
+        .splitlines()
+    )
     assert "gpu-lab simulated" in lines[0], lines[:2]
     assert "Test PASSED" in lines
     assert "GPU 0: NVIDIA H200 (UUID: GPU-00000000-0000-4000-8000-000000000000)" in lines

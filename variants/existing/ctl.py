@@ -51,8 +51,10 @@ from typing import Any, Final
 import yaml
 
 from gpulab.core import outputs as out
+from gpulab.core import yamlio
 from gpulab.core.errors import GpuLabError
 from gpulab.core.names import GPU_RESOURCE, WHOLE_GPU_RESOURCES
+from gpulab.core.rawapi import read_json
 from gpulab.verdict.items import leftovers as checklist_leftovers
 from variants.base import Action, ctl_main
 from variants.existing import leftovers
@@ -196,7 +198,7 @@ def load_kubeconfig(path: str, context: str = "") -> tuple[str, str]:
     """
     p = Path(path).expanduser()
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        doc = yamlio.load(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise KubeconfigError(f"cannot read {p}: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
@@ -213,7 +215,7 @@ def load_kubeconfig(path: str, context: str = "") -> tuple[str, str]:
 def _crd_names_in(directory: Path) -> list[str]:
     names: list[str] = []
     for f in sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml")):
-        for doc in yaml.safe_load_all(f.read_text(encoding="utf-8")):
+        for doc in yamlio.load_all(f.read_text(encoding="utf-8")):
             if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                 names.append(str(doc["metadata"]["name"]))
     return names
@@ -301,8 +303,8 @@ def census(path: str, context: str, crds: Sequence[str]) -> dict[str, Any]:
     try:
         version = client.VersionApi(api).get_code().git_version
         nodes = [api.sanitize_for_serialization(n) for n in client.CoreV1Api(api).list_node().items]
-        crd_list = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
-        present = {c.metadata.name for c in crd_list if c.metadata is not None}
+        crd_list = read_json(client.ApiextensionsV1Api(api).list_custom_resource_definition)
+        present = {str(c["metadata"]["name"]) for c in crd_list.get("items") or []}
     except (ApiException, OSError) as exc:
         raise ClusterError(
             f"the API server of context {context!r} did not answer: {exc}\n  fix: kubectl --context "

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from gpulab.core.names import OPERATOR_NAMESPACE
+from gpulab.core.rawapi import read_json
 from gpulab.diagnose import diagnose_namespace
 
 #: Node labels of the operator's stack (GFD, the operator's node labelling, NFD rules).
@@ -119,11 +120,8 @@ def read(
     from kubernetes.client.rest import ApiException
 
     core = client.CoreV1Api(api)
-    present = [
-        str(c.metadata.name)
-        for c in client.ApiextensionsV1Api(api).list_custom_resource_definition().items
-        if c.metadata is not None
-    ]
+    crds = read_json(client.ApiextensionsV1Api(api).list_custom_resource_definition)
+    present = [str(c["metadata"]["name"]) for c in crds.get("items") or []]
     try:
         ns_obj: Json | None = api.sanitize_for_serialization(core.read_namespace(namespace))
     except ApiException as exc:

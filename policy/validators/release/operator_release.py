@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from gpulab.core import yamlio
 from policy.validators.props import require_known
 from policy.validators.tokens import OPERATOR_CHART, T_RELEASE
 
@@ -30,7 +31,7 @@ def local_chart_version(path: str) -> str | None:
     """``version`` from ``<path>/Chart.yaml``, or None when unreadable."""
     try:
         with open(os.path.join(os.path.expanduser(path), "Chart.yaml"), encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
+            doc = yamlio.load(f)
     except (OSError, yaml.YAMLError):
         return None
     version = doc.get("version") if isinstance(doc, dict) else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from kubernetes.client.rest import ApiException
@@ -52,12 +53,13 @@ class _Core:
         self.logs = logs
         self.calls: list[tuple[str, bool]] = []
 
-    def read_namespaced_pod_log(self, name: str, ns: str, **kw: Any) -> str:
+    def read_namespaced_pod_log(self, name: str, ns: str, **kw: Any) -> Any:
+        assert kw["_preload_content"] is False, "the log is read raw (pod_log)"
         key = (kw["container"], bool(kw.get("previous")))
         self.calls.append(key)
         if key not in self.logs:
             raise ApiException(status=400, reason="previous terminated container not found")
-        return self.logs[key]
+        return SimpleNamespace(data=self.logs[key].encode())
 
 
 def _pod(cs: dict[str, Any]) -> dict[str, Any]:

@@ -121,12 +121,13 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         def read_node(self, name: str) -> dict[str, Any]:
             return {"metadata": {"name": name}, "status": {"conditions": state.get("conditions", [])}}
 
-        def read_namespaced_pod_log(self, name: str, namespace: str, **kw: Any) -> str:
+        def read_namespaced_pod_log(self, name: str, namespace: str, **kw: Any) -> Any:
+            assert kw.pop("_preload_content") is False, "the log is read raw (diagnose.live.pod_log)"
             state["read"].append(kw.get("container"))
             log = state["log"]
             if isinstance(log, dict):
                 log = log[kw["container"]]
-            return str(log() if callable(log) else log)
+            return SimpleNamespace(data=str(log() if callable(log) else log).encode())
 
     from kubernetes import client
 

@@ -23,8 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
+from gpulab.core import yamlio
 from gpulab.kube import identity
 from variants.sim.ctl import fleet as sim_fleet
 from variants.sim.ctl import ports as lab_ports
@@ -182,7 +181,7 @@ def _write_kubeconfig(tools: Tools, paths: Paths) -> str:
 
 
 def _api_server_of(kubeconfig: str) -> str:
-    doc = yaml.safe_load(kubeconfig)
+    doc = yamlio.load(kubeconfig)
     return str(doc["clusters"][0]["cluster"]["server"])
 
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import yaml
 
-from gpulab.core import names
+from gpulab.core import names, yamlio
 from variants.sim.ctl.gpus import NodeGpus
 
 #: Extended resource the NVIDIA device plugin advertises.
@@ -229,7 +229,7 @@ def load_stages() -> list[dict[str, Any]]:
     stages: list[dict[str, Any]] = []
     base = resources.files("variants.sim").joinpath("stages")
     for name in STAGE_FILES:
-        doc = yaml.safe_load(base.joinpath(name).read_text(encoding="utf-8"))
+        doc = yamlio.load(base.joinpath(name).read_text(encoding="utf-8"))
         if not isinstance(doc, dict) or doc.get("kind") != "Stage":
             raise ValueError(f"variants/sim/stages/{name} is not a kwok Stage")
         stages.append(doc)
