@@ -15,6 +15,7 @@ import pytest
 #: End-to-end tests that build more than one lab or cluster (measured on 2 cores, 6 workers:
 #: 110-400 s each), by the start of their node id: started first.
 MULTI_LAB: Final = (
+    "tests/e2e/test_sim_faults.py::test_etcd_killed_then_etcd_frozen",
     "tests/e2e/test_sim_faults.py::test_engine_killed_at_the_gate",
     "tests/e2e/test_sim_verify.py",
     "tests/e2e/test_existing_lab.py",

@@ -78,6 +78,7 @@ install_langhost() {
   sdkdir=$(cd "$here/go/pulumi" && go list -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)
   install -m 0644 "$sdkdir/python/cmd/pulumi-language-python-exec" "$dir/pulumi-language-python-exec"
   install -m 0644 "$here/langhost/pulumi_language_python.py" "$dir/pulumi_language_python.py"
+  install -m 0644 "$here/pulumi_protos.py" "$dir/pulumi_protos.py"
   # No dynamic providers in this program: the pulumi.dynamic shim is not installed.
   rm -f "$dir/pulumi-resource-pulumi-python"
   printf '%s+gpulab\n' "$PULUMI_VERSION" >"$dir/VERSION"

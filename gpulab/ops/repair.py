@@ -35,6 +35,9 @@ The liveness check (``alive``) of ``make lab`` and ``make verify``: the cluster 
 recorded (its ``clusterIdentity``) answers, is ready, and is that cluster; otherwise it says
 which component did not answer, or names both clusters, and prints the fix.
 
+``check --alive`` runs the liveness check after a check that found nothing to repair, on the
+same read of the state (what ``make lab`` and ``make verify`` run first).
+
 ``python -m gpulab.ops.repair check|apply|alive --stack S`` exit codes: 0 nothing to do (or
 done), 1 something to repair or refused (the message names the cause and the fix), 2 usage.
 """
@@ -81,15 +84,25 @@ class Stack:
     root: Path
     cli: str = field(default_factory=lambda: os.environ.get("GPULAB_PULUMI") or "pulumi")
     backend: str = field(default_factory=lambda: os.environ.get("GPULAB_BACKEND", ""))
+    #: The exports read since the state last changed, by ``secrets``: a check and the liveness
+    #: check after it (``check --alive``) read the state once.
+    _exports: dict[bool, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
 
     def pulumi(self, *args: str, timeout: float = 300) -> str:
-        """stdout of ``pulumi <args> --stack <name>``; raises CommandError on failure."""
+        """stdout of ``pulumi <args> --stack <name>``; raises CommandError on failure. Any
+        command but ``stack export`` and ``config`` may change the state: the exports read
+        before it are forgotten."""
+        if args[:2] != ("stack", "export") and args[:1] != ("config",):
+            self._exports.clear()
         return cmd.check([self.cli, *args, "--stack", self.name], cwd=self.root, timeout=timeout).stdout
 
     def export(self, secrets: bool = False) -> dict[str, Any]:
-        """``pulumi stack export`` (``--show-secrets``: secrets in plaintext)."""
-        doc = json.loads(self.pulumi("stack", "export", *(["--show-secrets"] if secrets else [])) or "{}")
-        return doc if isinstance(doc, dict) else {}
+        """``pulumi stack export`` (``--show-secrets``: secrets in plaintext), read once until
+        the state changes through this object."""
+        if secrets not in self._exports:
+            doc = json.loads(self.pulumi("stack", "export", *(["--show-secrets"] if secrets else [])) or "{}")
+            self._exports[secrets] = doc if isinstance(doc, dict) else {}
+        return self._exports[secrets]
 
     def config(self) -> dict[str, Any]:
         """``pulumi config --json`` (``{}`` when it cannot be read)."""
@@ -393,6 +406,15 @@ def alive(stack: Stack, action: str) -> str | None:
     return None
 
 
+def _alive_exit(stack: Stack, action: str) -> int:
+    """:func:`alive`'s answer as an exit code (1, after saying the problem; else 0)."""
+    problem = alive(stack, action)
+    if problem:
+        _say(problem)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI (see module docstring)."""
     ap = argparse.ArgumentParser(prog="python -m gpulab.ops.repair")
@@ -401,15 +423,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--yes", action="store_true", help="apply without asking")
     ap.add_argument("--for-destroy", action="store_true", help="only what blocks a destroy")
     ap.add_argument("--action", default="lab", help="the make target the message is for")
+    ap.add_argument(
+        "--alive", action="store_true", help="check: then the liveness check, on the same state read"
+    )
     args = ap.parse_args(argv)
     stack = Stack(args.stack, Path(os.environ.get("GPULAB_ROOT") or Path.cwd()))
     try:
         if args.command == "alive":
-            problem = alive(stack, args.action)
-            if problem:
-                _say(problem)
-                return 1
-            return 0
+            return _alive_exit(stack, args.action)
         steps, blockers = plan(stack, for_destroy=args.for_destroy)
         for b in blockers:
             _say(b)
@@ -418,14 +439,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not steps:
             if args.command == "apply":
                 _say(f"the {args.stack} stack needs no repair")
-            return 0
+            return _alive_exit(stack, args.action) if args.command == "check" and args.alive else 0
         _say(f"the {args.stack} stack's last run did not finish; repairs needed:")
         for i, step in enumerate(steps, 1):
             print(f"  {i}. {step.what}", file=sys.stderr)
         if args.command == "check" and not args.yes:
             if _confirm("Run these repairs now?"):
                 apply(steps)
-                return 0
+                return _alive_exit(stack, args.action) if args.alive else 0
             _say(
                 f"run them with `{repair_command(args.stack)}` (or `GPULAB_STACK={args.stack} make repair`, "
                 f"which asks first), then `GPULAB_STACK={args.stack} make {args.action}` again"

@@ -375,10 +375,15 @@ def test_engine_killed_at_the_helm_release(lab: Lab) -> None:
     lab.destroy_leaves_nothing()
 
 
-def test_engine_killed_at_the_gate_then_etcd_killed_then_etcd_frozen(lab: Lab) -> None:
+def test_engine_killed_at_the_gate_then_repaired(lab: Lab) -> None:
     _kill_engine_at(lab, "gpu-operator-gate")
     _printed_repair_works(lab, "gpu-operator-gate")
     _ok(lab.lab("up"), "make lab after the repair")
+    lab.destroy_leaves_nothing()
+
+
+def test_etcd_killed_then_etcd_frozen(lab: Lab) -> None:
+    _ok(lab.lab("up"), "make lab")
 
     # etcd killed: the supervisor takes the whole control plane down.
     etcd = lab.component_pid("etcd")

@@ -43,6 +43,9 @@ files=(pulumi-resource-command pulumi_resource_command.py command_logic.py comma
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 for f in "${files[@]}"; do install -m 0644 "$here/$f" "$stage/$f"; done
+# Shared with the language host (toolchain/pulumi_protos.py): the generated gRPC modules only.
+install -m 0644 "$here/../pulumi_protos.py" "$stage/pulumi_protos.py"
+files+=(pulumi_protos.py)
 chmod 0755 "$stage/pulumi-resource-command"
 printf '%s\n' "$version" >"$stage/VERSION"
 

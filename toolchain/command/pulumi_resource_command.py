@@ -34,6 +34,16 @@ from concurrent import futures
 from pathlib import Path
 from typing import Any, NoReturn
 
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+# Installed beside this file (install.sh); in the checkout, one folder up.
+if not (HERE / "pulumi_protos.py").is_file():
+    sys.path.insert(1, str(HERE.parent))
+
+from pulumi_protos import bare_packages  # noqa: E402
+
+bare_packages()  # the generated modules only, not the whole SDK (pulumi_protos.py says why)
 try:
     import grpc
     from google.protobuf import empty_pb2, json_format, struct_pb2
@@ -43,10 +53,6 @@ except ImportError as exc:  # the engine shows this when the plugin exits before
         f"pulumi-resource-command (gpu-lab stand-in): {exc} on {sys.executable}; it needs grpcio and "
         "the pulumi SDK: set GPULAB_PYTHON to the project's .venv/bin/python (`make venv`)"
     )
-
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 
 from command_exec import CommandFailed, Runs, run_command  # noqa: E402
 from command_logic import (  # noqa: E402

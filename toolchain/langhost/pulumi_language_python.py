@@ -36,10 +36,16 @@ from concurrent import futures
 from pathlib import Path
 from typing import Any
 
-import grpc
-from google.protobuf import empty_pb2
-from google.protobuf.json_format import MessageToDict
-from pulumi.runtime.proto import language_pb2, language_pb2_grpc, plugin_pb2
+# Installed beside this file (toolchain/build-pulumi.sh); in the checkout, one folder up.
+_here = Path(__file__).resolve().parent
+sys.path.insert(0, str(_here if (_here / "pulumi_protos.py").is_file() else _here.parent))
+from pulumi_protos import bare_packages  # noqa: E402
+
+bare_packages()  # the generated modules only, not the whole SDK (pulumi_protos.py says why)
+import grpc  # noqa: E402
+from google.protobuf import empty_pb2  # noqa: E402
+from google.protobuf.json_format import MessageToDict  # noqa: E402
+from pulumi.runtime.proto import language_pb2, language_pb2_grpc, plugin_pb2  # noqa: E402
 
 HOST_DIR = Path(__file__).resolve().parent
 EXEC_SCRIPT = HOST_DIR / "pulumi-language-python-exec"

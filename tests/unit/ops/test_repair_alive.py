@@ -106,3 +106,60 @@ def test_another_cluster_behind_the_same_kubeconfig_is_named(
     assert msg is not None and "reaches another cluster" in msg
     assert "kube-system uid mine" in msg and "kube-system uid theirs" in msg
     assert "`GPULAB_STACK=sim make destroy FORGET=1`" in msg
+
+
+def _fake_cli(tmp_path: Path, export: dict[str, Any], config: dict[str, Any]) -> tuple[str, Path]:
+    """A `pulumi` that logs each call's arguments and answers `stack export` and `config --json`."""
+    log = tmp_path / "calls.log"
+    (tmp_path / "export.json").write_text(json.dumps(export))
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    cli = tmp_path / "pulumi"
+    cli.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> {log}\n'
+        f'case "$1 $2" in "stack export") cat {tmp_path}/export.json ;;\n'
+        f'  "config --json") cat {tmp_path}/config.json ;; esac\n'
+    )
+    cli.chmod(0o755)
+    return str(cli), log
+
+
+def test_the_state_is_read_once_until_a_command_may_change_it(tmp_path: Path) -> None:
+    cli, log = _fake_cli(tmp_path, {"deployment": {"resources": []}}, {})
+    stack = repair.Stack("sim", tmp_path, cli=cli, backend="")
+    assert stack.export(secrets=True) == {"deployment": {"resources": []}}
+    stack.export(secrets=True)
+    stack.config()
+    stack.export(secrets=True)
+    assert log.read_text().splitlines() == [
+        "stack export --show-secrets --stack sim",
+        "config --json --stack sim",
+    ]
+    stack.pulumi("cancel", "--yes")  # may change the state: the next export reads it again
+    stack.export(secrets=True)
+    assert log.read_text().splitlines()[-1] == "stack export --show-secrets --stack sim"
+    assert len(log.read_text().splitlines()) == 4
+
+
+def test_check_alive_runs_the_liveness_check_on_the_same_state_read(
+    tmp_path: Path, silent: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`make lab`'s first step: nothing to repair, then the cluster does not answer (named,
+    with the rebuild); one `stack export` for both. Without --alive the check alone passes."""
+    state = FakeStack(tmp_path, kubeconfig(silent), None, "sim").export()
+    config = {"gpu-lab:cluster": {"value": "sim"}, "gpu-lab:profile": {"value": "p"}}
+    cli, log = _fake_cli(tmp_path, state, config)
+    monkeypatch.setenv("GPULAB_PULUMI", cli)
+    monkeypatch.setenv("GPULAB_BACKEND", "https://api.pulumi.com")  # no lock files to read
+    monkeypatch.setenv("GPULAB_ROOT", str(tmp_path))
+    monkeypatch.setattr(repair.stackstate, "orphaned_plugins", lambda root: [])
+
+    assert repair.main(["check", "--stack", "sim"]) == 0
+    assert capsys.readouterr().err == ""
+    log.write_text("")
+    assert repair.main(["check", "--alive", "--stack", "sim", "--action", "lab"]) == 1
+    err = capsys.readouterr().err
+    assert "the sim lab's cluster does not answer" in err, err
+    assert "GPULAB_STACK=sim make destroy && GPULAB_STACK=sim make lab" in err, err
+    calls = log.read_text().splitlines()
+    assert calls.count("stack export --show-secrets --stack sim") == 1, calls

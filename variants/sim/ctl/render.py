@@ -411,13 +411,21 @@ def render_kwokctl_config(
         "kind": "KwokctlConfiguration",
         "options": options,
     }
+    # One instance of each: no leader to elect. With election on, kube-controller-manager and
+    # kube-scheduler each renew a Lease every 2 s (their --leader-elect-retry-period default),
+    # a write through the API server into etcd that is most of an idle cluster's CPU.
+    patches: list[dict[str, Any]] = [
+        {"name": name, "extraArgs": [{"key": "leader-elect", "value": "false"}]}
+        for name in ("kube-controller-manager", "kube-scheduler")
+    ]
     if apiserver_advertise_address:
-        config["componentsPatches"] = [
+        patches.append(
             {
                 "name": "kube-apiserver",
                 "extraArgs": [{"key": "advertise-address", "value": apiserver_advertise_address}],
             }
-        ]
+        )
+    config["componentsPatches"] = patches
     docs: list[Mapping[str, Any]] = [
         config,
         *(load_stages() if stages is None else stages),

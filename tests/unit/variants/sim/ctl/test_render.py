@@ -61,7 +61,11 @@ def test_config_options_bind_loopback_and_use_local_binaries() -> None:
     assert opts["kubectlBinary"] == "/opt/sim/bin/kubectl"
     # No binary may be a URL: kwokctl would download it.
     assert not any(str(v).startswith("http") for v in opts.values())
-    assert "componentsPatches" not in conf
+    # Single instances: no leader election (no Lease renewed every 2 s); no other patch.
+    assert conf["componentsPatches"] == [
+        {"name": "kube-controller-manager", "extraArgs": [{"key": "leader-elect", "value": "false"}]},
+        {"name": "kube-scheduler", "extraArgs": [{"key": "leader-elect", "value": "false"}]},
+    ]
 
 
 def test_config_lists_the_complete_stage_set() -> None:
@@ -151,7 +155,7 @@ def test_cluster_logs_select_the_smoke_pod_and_every_container() -> None:
 
 def test_config_adds_advertise_address_only_when_asked() -> None:
     conf = _config_docs(apiserver_advertise_address="10.0.0.5")[0]
-    assert conf["componentsPatches"] == [
+    assert conf["componentsPatches"][2:] == [
         {
             "name": "kube-apiserver",
             "extraArgs": [{"key": "advertise-address", "value": "10.0.0.5"}],
