@@ -10,7 +10,7 @@ for the raw answer (``_preload_content=False``) and decode it here. Both take a 
 of a client API object (``CoreV1Api``, ``ApiextensionsV1Api``, ...) or that object, and raise
 the client's ``kubernetes.client.rest.ApiException`` for an answer outside 2xx.
 
-May import: the standard library only (the client object is passed in).
+May import: the standard library, and the client's ``ApiException`` (the client object is passed in).
 """
 
 from __future__ import annotations
@@ -43,3 +43,30 @@ def read_json(call: Callable[..., Any], *args: Any, **params: Any) -> Any:
     """
     response = call(*args, _preload_content=False, **params)
     return json.loads(bytes(response.data or b"") or b"null")
+
+
+def raw_get(
+    api: Any, path: str, query: list[tuple[str, str]] | None = None, timeout: Any = 5
+) -> tuple[int, bytes]:
+    """``GET path`` on the API server as (HTTP status, body bytes), whatever the status: the
+    client raises its ``ApiException`` for a status outside 2xx, whose status and body are
+    returned here instead. ``timeout``: seconds, or (connect, read) seconds. A server that does
+    not answer at all (no connection, TLS failure: status 0) raises the client's error."""
+    from kubernetes.client.rest import ApiException
+
+    try:
+        response = api.call_api(
+            path,
+            "GET",
+            query_params=query or [],
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+            _request_timeout=timeout,
+        )
+    except ApiException as exc:
+        if not exc.status:
+            raise
+        body = exc.body
+        return int(exc.status), body if isinstance(body, bytes) else str(body or "").encode()
+    return int(response.status), bytes(response.data or b"")

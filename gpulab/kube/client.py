@@ -21,7 +21,7 @@ import yaml
 
 from gpulab.core import yamlio
 from gpulab.core.errors import GpuLabError
-from gpulab.core.rawapi import pod_log
+from gpulab.core.rawapi import pod_log, raw_get
 from gpulab.diagnose.live import Context
 from gpulab.diagnose.live import diagnosis as _diagnose
 
@@ -82,33 +82,6 @@ def bound_requests(api: Any, timeout: tuple[float, float] | None = None) -> Any:
 
     rest.request = bounded
     return api
-
-
-def raw_get(
-    api: Any, path: str, query: list[tuple[str, str]] | None = None, timeout: Any = 5
-) -> tuple[int, bytes]:
-    """``GET path`` on the API server as (HTTP status, body bytes), whatever the status: the
-    client raises its ``ApiException`` for a status outside 2xx, whose status and body are
-    returned here instead. ``timeout``: seconds, or (connect, read) seconds. A server that does
-    not answer at all (no connection, TLS failure: status 0) raises the client's error."""
-    from kubernetes.client.rest import ApiException
-
-    try:
-        response = api.call_api(
-            path,
-            "GET",
-            query_params=query or [],
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=timeout,
-        )
-    except ApiException as exc:
-        if not exc.status:
-            raise
-        body = exc.body
-        return int(exc.status), body if isinstance(body, bytes) else str(body or "").encode()
-    return int(response.status), bytes(response.data or b"")
 
 
 def readiness(api: Any, timeout: float = 5) -> tuple[bool, list[str]]:

@@ -40,8 +40,8 @@ from typing import Any, Final
 import yaml
 
 from gpulab.core import fixes, yamlio
+from gpulab.core.rawapi import raw_get
 from gpulab.kube import chart_apis, kube_version
-from gpulab.kube.client import raw_get
 
 Json = Mapping[str, Any]
 
