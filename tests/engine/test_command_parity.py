@@ -26,8 +26,9 @@ import pytest
 
 from tests.support.sandbox import ROOT, run_pulumi, toolchain_env
 
-# One module-scoped lab, its tests in order: one worker runs them all (make test: --dist loadgroup).
-pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("command-parity")]
+# Each test has its own stack; the module's one fixture (a PULUMI_HOME with the provider) is cheap
+# to make per worker, so the tests spread over the workers (no xdist_group).
+pytestmark = pytest.mark.engine
 
 UPSTREAM = os.environ.get("GPULAB_COMMAND_PROVIDER") == "upstream"
 PROGRAM = Path(__file__).resolve().parent / "command_parity"
