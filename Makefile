@@ -12,8 +12,10 @@ PYTEST := . scripts/env.sh && $(PY) -m pytest
 # whose tests share one lab in order is marked xdist_group and runs on one worker (loadgroup).
 # The bounded waits the end-to-end tests assert (a gate that stops within 30 s, ...) are the
 # lab's own timers and bounds, which hold under this load. TEST_JOBS=0: in process, in order.
+# --no-loadscope-reorder: the workers take the tests in tests/conftest.py's order (slowest
+# first), not loadgroup's default of the biggest group first.
 TEST_JOBS ?= 6
-XDIST := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadgroup)
+XDIST := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadgroup --no-loadscope-reorder)
 
 # Never through sudo: sudo's secure_path drops your PATH (your pulumi would look missing and the
 # offline toolchain would be built) and .venv/.state would become root's. The k3s lab runs only

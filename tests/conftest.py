@@ -1,8 +1,9 @@
 """Test order for parallel runs (``make test``: pytest-xdist, ``--dist loadgroup``).
 
-Workers take tests in collection order, so the slowest go first: the end-to-end tests that
-build several labs, then every other end-to-end test, then the engine tests, then the rest. A
-long lab started last would run alone at the end while the other workers idle. Only the order
+Workers take tests in collection order (``make test`` passes ``--no-loadscope-reorder``), so
+the slowest go first: :data:`SLOWEST`, then every other end-to-end test, then the engine
+tests, then the rest. A long lab started last would run alone at the end while the other
+workers idle. Only the order
 changes, never which tests run; within each rank the collection order is kept.
 """
 
@@ -12,24 +13,31 @@ from typing import Final
 
 import pytest
 
-#: End-to-end tests that build more than one lab or cluster (measured on 2 cores, 6 workers:
-#: 110-400 s each), by the start of their node id: started first.
-MULTI_LAB: Final = (
-    "tests/e2e/test_sim_faults.py::test_etcd_killed_then_etcd_frozen",
-    "tests/e2e/test_sim_faults.py::test_engine_killed_at_the_gate",
-    "tests/e2e/test_sim_verify.py",
-    "tests/e2e/test_existing_lab.py",
-    "tests/e2e/test_sim_faults.py::test_engine_killed_at_the_helm_release",
-    "tests/e2e/test_sim_faults.py::test_two_labs_at_once",
-    "tests/e2e/test_sim_wrong_cluster.py",
+#: The slowest end-to-end tests (most build more than one lab or cluster), by the start of
+#: their node id, in the order the workers take them. xdist hands each worker two at the start
+#: (loadgroup keeps one queued behind the running one), so worker i runs entries i and i + 6
+#: back to back: the first six are the longest, longest first, and the next six run shortest
+#: first, so the longest of the first round is paired with the shortest of the second. Measured
+#: on 2 cores, 6 workers (2026-12-02): 100-260 s each.
+SLOWEST: Final = (
+    "tests/e2e/test_sim_lab.py::test_the_lab_up_verify",
     "tests/e2e/test_sim_failures.py",
-    "tests/e2e/test_sim_fleet.py",
+    "tests/e2e/test_sim_faults.py::test_etcd_frozen",
+    "tests/e2e/test_sim_faults.py::test_etcd_killed",
+    "tests/e2e/test_sim_wrong_cluster.py",
+    "tests/e2e/test_existing_lab.py",
+    "tests/e2e/test_sim_2gpu.py",
     "tests/e2e/test_sim_connected.py",
+    "tests/e2e/test_sim_fleet.py::test_a_node_short",
+    "tests/e2e/test_sim_faults.py::test_engine_killed_at_the_helm_release",
+    "tests/e2e/test_sim_faults.py::test_engine_killed_at_the_gate",
+    "tests/e2e/test_sim_faults.py::test_two_labs_at_once",
+    "tests/e2e/test_sim_fleet.py",
 )
 
 
 def _rank(item: pytest.Item) -> tuple[int, int]:
-    for i, prefix in enumerate(MULTI_LAB):
+    for i, prefix in enumerate(SLOWEST):
         if item.nodeid.startswith(prefix):
             return (0, i)
     if item.get_closest_marker("sim"):

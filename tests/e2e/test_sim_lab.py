@@ -1,14 +1,36 @@
-"""End to end: the simulated lab through the real engine against a real API server.
+"""End to end: the simulated lab's whole life through the real engine against a real API server.
 
-up (with the policy pack) -> outputs, the compute check and the pack's verdict -> no-op up ->
-a 2-GPU Pod stays Pending on the 1-GPU node (and the diagnosis names who holds the GPU) ->
-destroy -> nothing left (no process, no port, no directory). Two simulated GPUs: tests/e2e/test_sim_2gpu.py.
+One lab, through ``scripts/lab`` (what the make targets run) in a throwaway copy of the project:
+
+1. ``up`` (``make lab``: preview, then the update, with the policy pack): the outputs, the
+   compute check and the pack's verdict; the card written (md, json, html), its last line the
+   summary;
+2. ``verify``: only the gate, the smoke Pod and its check are replaced (URN create times,
+   the Pod's UID), every other resource is untouched, and the card's measurement times are
+   newer and all "current";
+3. a no-op ``up`` with ``--expect-no-changes``: nothing changes, and the gate's and smoke
+   test's facts are flagged as an earlier run's (card, summary, HTML);
+4. a 2-GPU Pod stays Pending on the 1-GPU node, and the diagnosis names who holds the GPU;
+5. secrets planted where a bundle would pick them up (a stack secret config value, a
+   Kubernetes Secret, a Pod's env and annotations, an event), then ``debug-bundle``: the
+   archive has the lab's objects and the smoke Pod's log, and none of the secrets;
+6. the HTML card in headless Chromium (skipped, with the reason, when it is not installed);
+7. the chapter's cleanup done by hand first (the cluster deleted): the bundle still comes,
+   saying what it could not read; ``destroy`` confirms the cluster is gone, prunes its
+   objects from the state (the stock provider cannot delete a Helm release on a dead
+   cluster, pulumi-kubernetes#2675) and ends with an empty stack: no process, no port, no
+   directory left.
+
+One lab for all seven, since each step starts from where the one before left the lab. A stopped
+(SIGSTOP) cluster's destroy is the other test here. Two simulated GPUs: tests/e2e/test_sim_2gpu.py.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+import tarfile
 import time
 from pathlib import Path
 from typing import Any
@@ -20,9 +42,22 @@ from gpulab import diagnose
 from gpulab.core import outputs as out
 from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import card, checklist
+from tests import chromium
 from tests.support.sandbox import Project, kube_api, shared_chart
 
 pytestmark = pytest.mark.sim
+
+PROFILE = "e2e-one"
+SENTINEL = "gpulab-e2e-sentinel-0c5b7d21e9"
+CONFIG_SENTINEL = "gpulab-e2e-config-sentinel-44f0a3"
+REPLACED = {"gpu-operator-gate", "smoke-pod", "smoke-check", "compute-pod", "compute-check"}
+SUMMARY = re.compile(
+    r"^gpu-lab: GPUs 1 allocatable / 1 physical \(simulated\); smoke Succeeded \(simulated\); "
+)
+#: What ``make destroy`` drops from the state once it confirmed the cluster is gone.
+PRUNED = (
+    "gpu-operator-namespace, gpu-operator-release, gpu-operator-sim-device-plugin, smoke-pod, compute-pod"
+)
 
 
 def _chart() -> str:
@@ -60,38 +95,27 @@ def _listening(port: int) -> bool:
     return False
 
 
-def test_simulated_lab_up_noop_contention_destroy(project: Project) -> None:
+def test_the_lab_up_verify_noop_contention_bundle_html_then_destroy_after_deletion_by_hand(
+    project: Project,
+) -> None:
     chart = _chart()
-    project.init("sim", chartPath=chart, profile="e2e-one")
+    project.init("sim", chartPath=chart, profile=PROFILE)
+    project.pulumi("config", "set", "--secret", "--stack", "sim", "e2e:sentinel", CONFIG_SENTINEL)
     try:
-        _up_noop_contention_destroy(project)
+        _the_whole_life(project)
     finally:
         # Whatever failed above, leave no cluster running behind.
         project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False)
 
 
-def _topology_shown_dcgm_not_observable(o: dict[str, Any]) -> None:
-    """The capture's topology is exported and labelled simulated; no DCGM exporter runs, so its
-    checklist item is not observable (issue #15 points 2 and 3)."""
-    topo = o[out.HOST_TOPOLOGY]
-    assert topo["source"] == "capture:h200-1gpu (nvidia-smi topo -m)", topo
-    assert [(g["index"], g["cpuAffinity"], g["numaNode"], g["links"]) for g in topo["gpus"]] == [
-        (0, "0-15", 0, [])
-    ]
-    assert out.HOST_TOPOLOGY in o[out.SIMULATED_FIELDS]
-    # Nothing scraped: the outputs are null, which `pulumi stack output --json` leaves out.
-    assert o.get(out.DCGM_METRICS) is None and o.get(out.DCGM_MEASURED_AT) is None
-    items = {i.id: i for i in checklist.evaluate(LabOutputs.from_json(o))}
-    assert items["dcgm-reports-gpus"].status == checklist.NOT_OBSERVABLE, items["dcgm-reports-gpus"]
-    c = card.build_card(LabOutputs.from_json(o))
-    assert c["topology"]["simulated"] is True and c["dcgm"]["status"] == "not-observable-in-simulation"
-    md = card.render_markdown(c)
-    assert "read with capture:h200-1gpu (nvidia-smi topo -m) *(simulated)*" in md
-    assert "not observable in simulation: no DCGM exporter runs" in md
-
-
-def _up_noop_contention_destroy(project: Project) -> None:
-    up_s, up = project.timed("up", "--yes", "--skip-preview", "--stack", "sim", "--policy-pack", "policy")
+def _the_whole_life(project: Project) -> None:
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    up = project.lab("up")
+    timings["up"] = time.monotonic() - t0
+    lines = _ok(up, "scripts/lab up")
+    assert SUMMARY.match(lines[-1]) and lines[-1].endswith("checklist pass (simulated lab)"), lines[-1]
+    assert "earlier run" not in lines[-1]
     o = project.outputs("sim")
     _compute_check_and_the_pack(project, up, o)
     assert o[out.SIMULATED] is True
@@ -106,14 +130,148 @@ def _up_noop_contention_destroy(project: Project) -> None:
     assert o[out.KUBECONFIG] == "[secret]"
     _topology_shown_dcgm_not_observable(o)
 
-    noop_s, noop = project.timed("up", "--yes", "--skip-preview", "--stack", "sim", "--expect-no-changes")
-    assert "unchanged" in noop.stdout, noop.stdout
+    card_before = _verify(project, timings)
+    _noop(project, card_before, timings)
 
     kubeconfig = project.secret_outputs("sim")[out.KUBECONFIG]
     server = yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]["server"]
     port = int(server.rsplit(":", 1)[1])
     assert _listening(port)
+    _contention(kubeconfig)
 
+    _plant_secrets(kubeconfig)
+    t0 = time.monotonic()
+    p = project.lab("debug-bundle")
+    timings["debug-bundle"] = time.monotonic() - t0
+    files = _bundle(p, project)
+    for name in (
+        "README.txt",
+        "stack/outputs.json",
+        "cluster/nodes.json",
+        "cluster/clusterpolicies.json",
+        "cluster/gpu-operator/pods.json",
+        "cluster/gpu-operator/daemonsets.json",
+        "cluster/gpu-operator/events.json",
+        "cluster/gpu-operator/helm-releases.json",
+        "logs/default/gpu-smoke/cuda.log",
+        "host/probe.json",
+        "host/preflight.json",
+        "tools.json",
+    ):
+        assert name in files, f"{name} missing from the bundle: {sorted(files)}"
+    assert "Driver Version: 580.159.04" in files["logs/default/gpu-smoke/cuda.log"]
+    assert json.loads(files["cluster/gpu-operator/helm-releases.json"])[0]["status"] == "deployed"
+    assert "e2e-planted" in files["cluster/gpu-operator/pods.json"]
+    _assert_no_secret(files, kubeconfig)
+
+    _html(project)
+
+    # The chapter's cleanup done by hand: the cluster deleted. The bundle still comes, and says
+    # what it could not read.
+    workdir = project.dir / ".state" / "sim" / PROFILE
+    assert workdir.exists()
+    subprocess.run(
+        [
+            "python3",
+            "-m",
+            "variants.sim.ctl",
+            "down",
+            "--name",
+            PROFILE,
+            "--workdir",
+            f".state/sim/{PROFILE}",
+        ],
+        cwd=project.dir,
+        env=project.env,
+        check=True,
+        capture_output=True,
+    )
+    p = project.lab("debug-bundle")
+    files = _bundle(p, project)
+    assert "Could not read:" in files["README.txt"] and "  cluster: " in files["README.txt"]
+    assert "gpu-lab: could not read cluster:" in p.stderr
+    assert "stack/outputs.json" in files and not any(n.startswith("cluster/") for n in files)
+    _assert_no_secret(files, kubeconfig)
+
+    # `make destroy` all the same: the lab confirms the cluster is gone and prunes its objects
+    # from the state (gpulab.ops.teardown), then `pulumi destroy` on the stock provider.
+    t0 = time.monotonic()
+    down = project.lab("destroy")
+    timings["destroy"] = time.monotonic() - t0
+    _ok(down, "scripts/lab destroy")
+    assert "is gone (the sim cluster directory" in down.stderr, down.stderr
+    assert (
+        f"removed its 5 unreachable Kubernetes resource(s) from the sim stack's state ({PRUNED})"
+        in down.stderr
+    ), down.stderr
+    export = json.loads(project.pulumi("stack", "export", "--stack", "sim").stdout)
+    assert not export["deployment"].get("resources"), export["deployment"].get("resources")
+    assert not workdir.exists(), f"{workdir} left behind"
+    assert _cluster_pids(workdir) == [], "cluster processes left running"
+    assert not _listening(port), f"port {port} still listening"
+    print(f"\ntimings: {', '.join(f'{k} {v:.1f}s' for k, v in timings.items())}")
+
+
+def _verify(project: Project, timings: dict[str, float]) -> dict[str, Any]:
+    """``make verify`` replaces only the measuring resources (see the module docstring); the
+    card before it."""
+    before = _resources(project)
+    card_before: dict[str, Any] = json.loads((project.dir / "baseline-card.json").read_text())
+    assert {m["freshness"] for m in card_before["measurements"]["groups"].values()} == {"current"}
+    time.sleep(1.2)  # the stamps have one-second resolution
+
+    t0 = time.monotonic()
+    p = project.lab("verify")
+    timings["verify"] = time.monotonic() - t0
+    lines = _ok(p, "scripts/lab verify")
+    assert "re-running the readiness gate, the smoke test (a fresh smoke Pod)" in p.stderr, p.stderr
+    assert "the compute check (a fresh compute Pod)" in p.stderr, p.stderr
+    assert SUMMARY.match(lines[-1]) and lines[-1].endswith("checklist pass (simulated lab)"), lines[-1]
+    after = _resources(project)
+    assert set(after) == set(before)
+    replaced = {name for name in after if after[name]["created"] != before[name]["created"]}
+    assert replaced == REPLACED, f"replaced {sorted(replaced)}, expected only {sorted(REPLACED)}"
+    for name in (n for n in set(after) - REPLACED if after[n].get("custom")):  # components mirror them
+        assert _plain(after[name].get("outputs")) == _plain(before[name].get("outputs")), f"{name} changed"
+        assert after[name].get("modified") == before[name].get("modified"), f"{name} was updated"
+    uids = [state["smoke-pod"]["outputs"]["metadata"]["uid"] for state in (before, after)]
+    assert uids[0] != uids[1], "the smoke Pod must be a fresh one"
+
+    card_after: dict[str, Any] = json.loads((project.dir / "baseline-card.json").read_text())
+    for group in ("host", "gate", "smoke"):
+        new, old = card_after["measurements"]["groups"][group], card_before["measurements"]["groups"][group]
+        assert new["freshness"] == "current", group
+        assert new["measuredAt"] > old["measuredAt"], (group, new, old)
+    o = project.outputs("sim")
+    assert o[out.SMOKE_MEASURED_AT] == card_after["smoke"]["phase"]["measuredAt"]
+    assert o[out.GATE_MEASURED_AT] >= o[out.RUN_AT]
+    return card_after
+
+
+def _noop(project: Project, card_before: dict[str, Any], timings: dict[str, float]) -> None:
+    """A no-op ``make lab`` (``--expect-no-changes``: the CLI fails on any change) re-runs
+    neither the gate nor the smoke check: their facts are then an earlier run's, and the card
+    and the summary say so."""
+    time.sleep(1.2)
+    t0 = time.monotonic()
+    p = project.lab("up", pulumi_args="--expect-no-changes")
+    timings["no-op up"] = time.monotonic() - t0
+    lines = _ok(p, "scripts/lab up (no-op)")
+    assert "unchanged" in p.stdout, p.stdout
+    assert "smoke Succeeded (simulated, earlier run)" in lines[-1], lines[-1]
+    stale = json.loads((project.dir / "baseline-card.json").read_text())["measurements"]["groups"]
+    assert {g: m["freshness"] for g, m in stale.items()} == {
+        "host": "current",
+        "gate": "earlier-run",
+        "smoke": "earlier-run",
+        "compute": "earlier-run",
+    }
+    assert stale["smoke"]["measuredAt"] == card_before["measurements"]["groups"]["smoke"]["measuredAt"]
+
+
+def _contention(kubeconfig: str) -> None:
+    """A long-running Pod takes the node's one GPU; a second smoke Pod asks for 2 and stays
+    Pending with ``Insufficient nvidia.com/gpu``; the diagnosis names it and who holds the GPU."""
     from kubernetes import client
 
     api = kube_api(kubeconfig)
@@ -165,15 +323,25 @@ def _up_noop_contention_destroy(project: Project) -> None:
     for name in ("gpu-holder", "gpu-smoke-2"):
         core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
 
-    workdir = project.dir / ".state" / "sim" / "e2e-one"
-    assert workdir.exists()
-    destroy_s, _ = project.timed("destroy", "--yes", "--skip-preview", "--stack", "sim")
-    export = json.loads(project.pulumi("stack", "export", "--stack", "sim").stdout)
-    assert not export["deployment"].get("resources"), export["deployment"].get("resources")
-    assert not workdir.exists(), f"{workdir} left behind"
-    assert _cluster_pids(workdir) == [], "cluster processes left running"
-    assert not _listening(port), f"port {port} still listening"
-    print(f"\ntimings: up {up_s:.1f}s, no-op up {noop_s:.1f}s, destroy {destroy_s:.1f}s")
+
+def _topology_shown_dcgm_not_observable(o: dict[str, Any]) -> None:
+    """The capture's topology is exported and labelled simulated; no DCGM exporter runs, so its
+    checklist item is not observable (issue #15 points 2 and 3)."""
+    topo = o[out.HOST_TOPOLOGY]
+    assert topo["source"] == "capture:h200-1gpu (nvidia-smi topo -m)", topo
+    assert [(g["index"], g["cpuAffinity"], g["numaNode"], g["links"]) for g in topo["gpus"]] == [
+        (0, "0-15", 0, [])
+    ]
+    assert out.HOST_TOPOLOGY in o[out.SIMULATED_FIELDS]
+    # Nothing scraped: the outputs are null, which `pulumi stack output --json` leaves out.
+    assert o.get(out.DCGM_METRICS) is None and o.get(out.DCGM_MEASURED_AT) is None
+    items = {i.id: i for i in checklist.evaluate(LabOutputs.from_json(o))}
+    assert items["dcgm-reports-gpus"].status == checklist.NOT_OBSERVABLE, items["dcgm-reports-gpus"]
+    c = card.build_card(LabOutputs.from_json(o))
+    assert c["topology"]["simulated"] is True and c["dcgm"]["status"] == "not-observable-in-simulation"
+    md = card.render_markdown(c)
+    assert "read with capture:h200-1gpu (nvidia-smi topo -m) *(simulated)*" in md
+    assert "not observable in simulation: no DCGM exporter runs" in md
 
 
 def _compute_check_and_the_pack(
@@ -184,7 +352,11 @@ def _compute_check_and_the_pack(
     simulated, the check read ``Test PASSED`` from it; the outputs carry the compute keys,
     listed as simulated; ``compute-works`` reads "not observable in simulation", never a pass.
     The pack (issue #5's engine test): every item passed or marked not observable."""
-    _the_pack_passed_or_marked_each_item(up.stdout + up.stderr, o)
+    # `make lab` previews first; the pack's verdict after the update is what follows "Updating".
+    assert "[mandatory]" not in up.stdout + up.stderr, up.stdout[-3000:]
+    _, updating, after_update = up.stdout.partition("\nUpdating (")
+    assert updating, f"no update in the run's output:\n{up.stdout[-3000:]}"
+    _the_pack_passed_or_marked_each_item(after_update, o)
     # The check read a log with Test PASSED from a Pod that reached Succeeded.
     assert o[out.COMPUTE_RESULT] == "passed" and o[out.COMPUTE_PHASE] == "Succeeded"
     assert o[out.COMPUTE_GPUS] == 1  # one GPU: one vectorAdd container
@@ -204,7 +376,7 @@ def _compute_check_and_the_pack(
         checklist.overall(checklist.evaluate(LabOutputs.from_json(o))) == "pass"
     )  # the card adds "(simulated lab)"
     # The pack says so after up, without blocking it.
-    assert "[compute-works] not observable in the simulated lab" in up.stdout + up.stderr
+    assert "[compute-works] not observable in the simulated lab" in after_update
 
     kubeconfig = project.secret_outputs("sim")[out.KUBECONFIG]
     from kubernetes import client
@@ -252,62 +424,109 @@ def _the_pack_passed_or_marked_each_item(text: str, o: dict[str, Any]) -> None:
     }
 
 
-def _teardown(project: Project) -> subprocess.CompletedProcess[str]:
-    """What `make destroy` runs before `pulumi destroy` (gpulab.ops.teardown)."""
-    return subprocess.run(
-        [str(project.dir / ".venv" / "bin" / "python"), "-m", "gpulab.ops.teardown", "--stack", "sim"],
-        cwd=project.dir,
-        env={**project.env, "GPULAB_ROOT": str(project.dir)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def test_destroy_after_cluster_deleted_by_hand(project: Project) -> None:
-    """The chapter's cleanup done by hand first: destroy still ends with an empty stack, on the
-    stock provider, after the lab confirmed the cluster is gone and pruned its objects."""
-    chart = _chart()
-    project.init("sim", chartPath=chart, profile="e2e-gone")
-    try:
-        _delete_by_hand_then_destroy(project)
-    finally:
-        project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False)
-
-
-def _delete_by_hand_then_destroy(project: Project) -> None:
-    project.pulumi("up", "--yes", "--skip-preview", "--stack", "sim")
-    env = {**project.env}
-    subprocess.run(
-        [
-            "python3",
-            "-m",
-            "variants.sim.ctl",
-            "down",
-            "--name",
-            "e2e-gone",
-            "--workdir",
-            ".state/sim/e2e-gone",
-        ],
-        cwd=project.dir,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    # As `make destroy` does: the stock provider cannot delete a Helm release on a dead
-    # cluster (pulumi-kubernetes#2675), so the lab confirms the cluster is gone and prunes.
-    t = _teardown(project)
-    assert t.returncode == 0, t.stderr
-    assert "is gone (the sim cluster directory" in t.stderr, t.stderr
-    pruned = (
-        "gpu-operator-namespace, gpu-operator-release, gpu-operator-sim-device-plugin, smoke-pod, compute-pod"
-    )
-    assert (
-        f"removed its 5 unreachable Kubernetes resource(s) from the sim stack's state ({pruned})" in t.stderr
-    )
-    project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", timeout=600)
+def _resources(project: Project) -> dict[str, dict[str, Any]]:
     export = json.loads(project.pulumi("stack", "export", "--stack", "sim").stdout)
-    assert not export["deployment"].get("resources")
+    return {r["urn"].rsplit("::", 1)[-1]: r for r in export["deployment"].get("resources") or []}
+
+
+def _plain(value: Any) -> Any:
+    """A state value with secrets' ciphertexts (re-encrypted at every checkpoint) left out."""
+    if isinstance(value, dict):
+        if "ciphertext" in value:
+            return "<secret>"
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _ok(p: subprocess.CompletedProcess[str], what: str) -> list[str]:
+    assert p.returncode == 0, f"{what} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    return p.stdout.splitlines()
+
+
+def _plant_secrets(kubeconfig: str) -> None:
+    """The sentinels where the bundle reads: a Secret, a Pod's env and annotation, an event."""
+    from kubernetes import client
+
+    api = kube_api(kubeconfig)
+    core = client.CoreV1Api(api)
+    core.create_namespaced_secret(
+        "gpu-operator",
+        {"metadata": {"name": "e2e-planted"}, "stringData": {"token": SENTINEL}},
+    )
+    core.create_namespaced_pod(
+        "gpu-operator",
+        {
+            "metadata": {"name": "e2e-planted", "annotations": {"e2e/note": CONFIG_SENTINEL}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "busybox:1.37",
+                        "env": [{"name": "GREETING", "value": f"hello {SENTINEL}"}],
+                    }
+                ]
+            },
+        },
+    )
+    core.create_namespaced_event(
+        "default",
+        {
+            "metadata": {"name": "e2e-planted.1"},
+            "involvedObject": {"kind": "Pod", "name": "gpu-smoke", "namespace": "default"},
+            "reason": "E2E",
+            "message": f"printed a secret: {SENTINEL}",
+            "type": "Normal",
+        },
+    )
+
+
+def _bundle(p: subprocess.CompletedProcess[str], project: Project) -> dict[str, str]:
+    lines = _ok(p, "scripts/lab debug-bundle")
+    m = re.match(r"gpu-lab: debug bundle (\S+\.tar\.gz) \(([\d.]+ (?:B|KiB|MiB)), (\d+) files\):", lines[0])
+    assert m, lines[0]
+    path = project.dir / m.group(1)
+    assert path.parent == project.dir / ".state"
+    with tarfile.open(path) as tar:
+        names = [x for x in tar.getmembers() if x.isfile()]
+        assert len(names) == int(m.group(3))
+        files = {x.name.split("/", 1)[1]: tar.extractfile(x).read().decode() for x in names}  # type: ignore[union-attr]
+    for name in files:
+        assert f"  {name}" in p.stdout, f"{name} not listed"
+    return files
+
+
+def _assert_no_secret(files: dict[str, str], kubeconfig: str) -> None:
+    doc = yaml.safe_load(kubeconfig)
+    user = doc["users"][0]["user"]
+    secrets = [SENTINEL, CONFIG_SENTINEL, *(v for k, v in user.items() if isinstance(v, str) and len(v) > 8)]
+    secrets.append(doc["clusters"][0]["cluster"]["certificate-authority-data"])
+    for name, text in files.items():
+        for secret in secrets:
+            assert secret not in text, f"a secret ({secret[:6]}...) leaked into {name}"
+        assert "BEGIN RSA PRIVATE KEY" not in text and "PRIVATE KEY-----" not in text, name
+
+
+def _html(project: Project) -> None:
+    page = project.dir / "baseline-card.html"
+    html = page.read_text()
+    card = json.loads((project.dir / "baseline-card.json").read_text())
+    for item in card["checklist"]["items"]:
+        assert f'data-item="{item["id"]}" data-status="{item["status"]}"' in html
+    assert 'id="tflops-not-measured"' in html and "<svg" not in html
+    if chromium.binary() is None:
+        print(f"\nHTML in Chromium skipped: {chromium.MISSING}")
+        return
+    png = chromium.screenshot(page, project.dir / "card.png", 1200, 2400)
+    assert chromium.png_size(png) == (1200, 2400) and png.stat().st_size > 50_000
+    dom = chromium.dump_dom(page)
+    for item in card["checklist"]["items"]:
+        assert f'data-item="{item["id"]}"' in dom
+    # After the no-op up: the gate's and the smoke test's facts are flagged as an earlier run's.
+    assert 'id="simulated-banner"' in dom and 'id="stale-banner"' in dom
+    assert 'data-source="smokePhase" data-freshness="earlier-run"' in dom
+    assert Path(png).is_file()
 
 
 def test_a_cluster_that_does_not_answer_is_destroyed_all_the_same(project: Project) -> None:

@@ -143,13 +143,16 @@ class Project:
         for k, v in config.items():
             self.pulumi("config", "set", "--stack", stack, f"gpu-lab:{k}", str(v))
 
-    def lab(self, action: str, stack: str = "sim", timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    def lab(
+        self, action: str, stack: str = "sim", timeout: float = 900, pulumi_args: str = ""
+    ) -> subprocess.CompletedProcess[str]:
         """``scripts/lab <action>`` in the copy (what ``make lab``/``verify``/``debug-bundle``/
-        ``destroy`` run), for ``stack``; not checked: the caller reads the exit code."""
+        ``destroy`` run), for ``stack``, with ``PULUMI_ARGS`` (the Makefile's variable, passed
+        on to the CLI) set to ``pulumi_args``; not checked: the caller reads the exit code."""
         return subprocess.run(
             ["bash", str(self.dir / "scripts" / "lab"), action],
             cwd=self.dir,
-            env={**self.env, "GPULAB_STACK": stack, "GPULAB_CHOICE_QUIET": "1"},
+            env={**self.env, "GPULAB_STACK": stack, "GPULAB_CHOICE_QUIET": "1", "PULUMI_ARGS": pulumi_args},
             capture_output=True,
             text=True,
             timeout=timeout,
