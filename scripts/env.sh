@@ -13,8 +13,13 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export GPULAB_ROOT="$root"
 export GPULAB_CACHE="${GPULAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-lab}"
 export GPULAB_PYTHON="${GPULAB_PYTHON:-$root/.venv/bin/python}"
+# The helpers below need only the standard library: the project's virtualenv runs them once
+# `make venv` made it (a `python3` on PATH may be a version manager's shim, pyenv's forks a
+# dozen shells per call), else python3.
+_gpulab_py=python3
+[[ -x "$root/.venv/bin/python" ]] && _gpulab_py="$root/.venv/bin/python"
 
-if _gpulab_tc=$(python3 "$root/toolchain/decide.py" --stack "${GPULAB_STACK:-none}" --shell 2>&1); then
+if _gpulab_tc=$("$_gpulab_py" "$root/toolchain/decide.py" --stack "${GPULAB_STACK:-none}" --shell 2>&1); then
   eval "$_gpulab_tc"
   unset GPULAB_TOOLCHAIN_ERROR
 else
@@ -46,7 +51,7 @@ unset _gpulab_path
 # GPULAB_BACKEND_REASON says which of these it is (`make lab` prints it in its first lines).
 _gpulab_creds="${PULUMI_HOME:-$HOME/.pulumi}/credentials.json"
 if [[ -z "${PULUMI_BACKEND_URL:-}" ]]; then
-  GPULAB_BACKEND=$(python3 - "$_gpulab_creds" <<'PY' 2>/dev/null || true
+  GPULAB_BACKEND=$("$_gpulab_py" - "$_gpulab_creds" <<'PY' 2>/dev/null || true
 import json, sys
 try:
     print(json.load(open(sys.argv[1])).get("current") or "")
@@ -89,3 +94,4 @@ case $GPULAB_BACKEND in
     fi
     ;;
 esac
+unset _gpulab_py

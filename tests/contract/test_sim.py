@@ -7,6 +7,7 @@ per-container compute logs (issue 20, point 5) depend on. The e2e tests run it f
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -74,3 +75,40 @@ def test_cluster_logs_pick_the_entry_that_names_the_container() -> None:
 
     assert served("vectoradd-1") == "/w/logs/vectoradd-1.log"
     assert served("vectoradd-99") == "/w/logs/vectoradd.log"
+
+
+def test_the_single_control_plane_runs_without_leader_election() -> None:
+    """The sim's kube-controller-manager and kube-scheduler get ``--leader-elect=false``.
+
+    Kubernetes v1.36.3: both bind ``--leader-elect`` through component-base's
+    ``options.BindLeaderElectionFlags`` (config/options/leaderelectionconfig.go, a bool flag;
+    cmd/kube-scheduler/app/options/options.go, controller-manager options/generic.go), default
+    true (cmd/kube-scheduler/app/options/options.go ``LeaderElect: true``; component-base
+    config/v1alpha1/defaults.go for the controller-manager). kwok v0.8.0
+    pkg/kwokctl/runtime/util.go ``applyComponentPatch``: a ``componentsPatches`` entry whose
+    ``name`` is the component's appends ``--<key>=<value>`` for each ``extraArgs`` item (without
+    ``override``), after kwokctl's own arguments, which set no ``--leader-elect``; the last value
+    of a pflag bool wins. Where the sim build is cached, the binaries' ``--help`` is read too.
+    """
+    config = next(
+        yaml.safe_load_all(
+            render.render_kwokctl_config(
+                kube_version="v1.36.3",
+                bin_dir=Path("/b"),
+                log_file=Path("/w/l.log"),
+                compute_log_file=Path("/w/v.log"),
+            )
+        )
+    )
+    patches = {p["name"]: p for p in config["componentsPatches"]}
+    for component in ("kube-controller-manager", "kube-scheduler"):
+        assert patches[component]["extraArgs"] == [{"key": "leader-elect", "value": "false"}]
+        assert "override" not in patches[component]["extraArgs"][0]
+    bin_dir = Path.home() / ".cache" / "gpu-lab" / "sim" / "bin"
+    for component in ("kube-controller-manager", "kube-scheduler"):
+        binary = bin_dir / component
+        if not binary.is_file():
+            continue  # not built here; the sources above are the citation
+        text = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60).stdout
+        line = next((x for x in text.splitlines() if x.strip().startswith("--leader-elect ")), "")
+        assert line.rstrip().endswith("(default true)"), f"{component} --help: {line!r}"

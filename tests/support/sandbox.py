@@ -140,8 +140,9 @@ class Project:
         if template.is_file():
             shutil.copy2(template, self.dir / "stacks" / f"Pulumi.{stack}.yaml")
         self.pulumi("stack", "init", stack, "--secrets-provider", "passphrase")
-        for k, v in config.items():
-            self.pulumi("config", "set", "--stack", stack, f"gpu-lab:{k}", str(v))
+        if config:  # one CLI run for them all (`pulumi config set-all --plaintext k=v ...`)
+            pairs = [a for k, v in config.items() for a in ("--plaintext", f"gpu-lab:{k}={v}")]
+            self.pulumi("config", "set-all", "--stack", stack, *pairs)
 
     def lab(
         self, action: str, stack: str = "sim", timeout: float = 900, pulumi_args: str = ""

@@ -56,6 +56,20 @@ NODE_CPU: Final = "16"
 NODE_MEMORY: Final = "64Gi"
 NODE_PODS: Final = "110"
 BIND_ADDRESS: Final = "127.0.0.1"
+#: The sim control plane's Go programs, by kwokctl's component names (kwok v0.8.0
+#: pkg/consts: ComponentEtcd, ComponentKubeApiserver, ...).
+GO_COMPONENTS: Final = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok-controller",
+)
+#: Their garbage collector's settings (the Go runtime's GOGC and GOMEMLIMIT, set per component
+#: through kwokctl's ``componentsPatches[].extraEnvs``, which the binary runtime adds to the
+#: component's environment: pkg/kwokctl/runtime/binary/cluster_operation.go): collect at 400 %
+#: heap growth instead of 100 %, and harder near 1 GiB, so a lab's heap stays bounded.
+GO_GC_ENV: Final[Mapping[str, str]] = {"GOGC": "400", "GOMEMLIMIT": "1GiB"}
 
 _NAME_RE: Final = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DRIVER_RE: Final = re.compile(r"Driver Version:\s*([0-9][0-9.]*)")
@@ -418,13 +432,18 @@ def render_kwokctl_config(
         {"name": name, "extraArgs": [{"key": "leader-elect", "value": "false"}]}
         for name in ("kube-controller-manager", "kube-scheduler")
     ]
+    # The Go garbage collector at GOGC=400, capped by GOMEMLIMIT (:data:`GO_GC_ENV`): a lab's
+    # API server spends about a quarter less CPU (measured 2026-12-02, one `make lab`), for a
+    # larger heap that stays under the cap.
+    for component in GO_COMPONENTS:
+        patch = next((p for p in patches if p["name"] == component), None)
+        if patch is None:
+            patch = {"name": component}
+            patches.append(patch)
+        patch["extraEnvs"] = [{"name": k, "value": v} for k, v in GO_GC_ENV.items()]
     if apiserver_advertise_address:
-        patches.append(
-            {
-                "name": "kube-apiserver",
-                "extraArgs": [{"key": "advertise-address", "value": apiserver_advertise_address}],
-            }
-        )
+        apiserver = next(p for p in patches if p["name"] == "kube-apiserver")
+        apiserver["extraArgs"] = [{"key": "advertise-address", "value": apiserver_advertise_address}]
     config["componentsPatches"] = patches
     docs: list[Mapping[str, Any]] = [
         config,

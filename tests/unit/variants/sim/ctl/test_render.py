@@ -61,10 +61,16 @@ def test_config_options_bind_loopback_and_use_local_binaries() -> None:
     assert opts["kubectlBinary"] == "/opt/sim/bin/kubectl"
     # No binary may be a URL: kwokctl would download it.
     assert not any(str(v).startswith("http") for v in opts.values())
-    # Single instances: no leader election (no Lease renewed every 2 s); no other patch.
-    assert conf["componentsPatches"] == [
-        {"name": "kube-controller-manager", "extraArgs": [{"key": "leader-elect", "value": "false"}]},
-        {"name": "kube-scheduler", "extraArgs": [{"key": "leader-elect", "value": "false"}]},
+    # Single instances: no leader election (no Lease renewed every 2 s); the Go programs'
+    # collector at GOGC=400 under a 1 GiB GOMEMLIMIT; no other patch.
+    gc = [{"name": "GOGC", "value": "400"}, {"name": "GOMEMLIMIT", "value": "1GiB"}]
+    elect = [{"key": "leader-elect", "value": "false"}]
+    assert sorted(conf["componentsPatches"], key=lambda p: p["name"]) == [
+        {"name": "etcd", "extraEnvs": gc},
+        {"name": "kube-apiserver", "extraEnvs": gc},
+        {"name": "kube-controller-manager", "extraArgs": elect, "extraEnvs": gc},
+        {"name": "kube-scheduler", "extraArgs": elect, "extraEnvs": gc},
+        {"name": "kwok-controller", "extraEnvs": gc},
     ]
 
 
@@ -154,13 +160,13 @@ def test_cluster_logs_select_the_smoke_pod_and_every_container() -> None:
 
 
 def test_config_adds_advertise_address_only_when_asked() -> None:
-    conf = _config_docs(apiserver_advertise_address="10.0.0.5")[0]
-    assert conf["componentsPatches"][2:] == [
-        {
-            "name": "kube-apiserver",
-            "extraArgs": [{"key": "advertise-address", "value": "10.0.0.5"}],
-        }
+    def args(conf: dict[str, Any]) -> dict[str, Any]:
+        return {p["name"]: p.get("extraArgs") for p in conf["componentsPatches"]}
+
+    assert args(_config_docs(apiserver_advertise_address="10.0.0.5")[0])["kube-apiserver"] == [
+        {"key": "advertise-address", "value": "10.0.0.5"}
     ]
+    assert args(_config_docs()[0])["kube-apiserver"] is None
 
 
 def test_config_rejects_relative_paths() -> None:
