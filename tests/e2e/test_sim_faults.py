@@ -10,8 +10,10 @@ cluster directory, no port reservation.
 * Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while the cluster starts;
 * SIGKILL of the engine alone (as the OOM killer does) at three steps, seen in the checkpoint
   as the step's pending operation: the cluster, the Helm release, the readiness gate;
-* etcd killed (the supervisor takes the control plane down) and etcd frozen (SIGSTOP: every
-  command ends within its bound and names etcd);
+* etcd killed (the supervisor takes the control plane down), and then, the lab rebuilt as
+  printed, every process of its cluster stopped (SIGSTOP): ``make destroy`` ends within its
+  bound and leaves nothing; etcd frozen (SIGSTOP: every command ends within its bound and
+  names etcd);
 * a full disk at the cluster step (the ``No space left on device`` line, no traceback);
 * two labs in two copies at once, both passing on ports of their own; then no file anywhere
   in the temporary directory or the copies holds their client keys; and the first lines of
@@ -382,7 +384,7 @@ def test_engine_killed_at_the_gate_then_repaired(lab: Lab) -> None:
     lab.destroy_leaves_nothing()
 
 
-def test_etcd_killed(lab: Lab) -> None:
+def test_etcd_killed_then_a_stopped_cluster_destroyed(lab: Lab) -> None:
     _ok(lab.lab("up"), "make lab")
 
     # etcd killed: the supervisor takes the whole control plane down.
@@ -406,7 +408,34 @@ def test_etcd_killed(lab: Lab) -> None:
     m = REBUILD.search(text)
     assert m, text[-3000:]
     _ok(lab.run_printed(m.group(1)), m.group(1))
-    lab.destroy_leaves_nothing()
+    _destroy_a_stopped_cluster(lab)
+
+
+def _destroy_a_stopped_cluster(lab: Lab) -> None:
+    """Every process of the lab's cluster stopped (SIGSTOP: present, not answering): it is the
+    lab's own cluster all the same. ``make destroy`` finishes within its bound (no finalizer
+    waits), drops the Kubernetes resources from the state, deletes the cluster with its own
+    command (which continues the stopped processes to stop them) and leaves nothing."""
+    from variants.sim.ctl.process import Paths, _cluster_pids
+
+    paths = Paths(lab.profile, lab.workdir)
+    pids = sorted(_cluster_pids(paths))
+    assert pids
+    try:
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        runs = sum(k.startswith("destroy #") for k in lab.timings)
+        down = lab.destroy_leaves_nothing()
+        took = lab.timings[f"destroy #{runs + 1}"]  # make destroy alone, not the residue wait
+    finally:
+        for pid in sorted(_cluster_pids(paths)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    assert "does not answer (the sim cluster directory" in down.stderr and "exists;" in down.stderr, (
+        down.stderr
+    )
+    assert "removed its 5 unreachable Kubernetes resource(s)" in down.stderr, down.stderr
+    assert took < 180, f"make destroy took {took:.0f}s on a stopped cluster"
 
 
 def test_etcd_frozen(lab: Lab) -> None:

@@ -22,7 +22,8 @@ One lab, through ``scripts/lab`` (what the make targets run) in a throwaway copy
    directory left.
 
 One lab for all seven, since each step starts from where the one before left the lab. A stopped
-(SIGSTOP) cluster's destroy is the other test here. Two simulated GPUs: tests/e2e/test_sim_2gpu.py.
+(SIGSTOP) cluster's destroy: tests/e2e/test_sim_faults.py. Two simulated GPUs:
+tests/e2e/test_sim_2gpu.py.
 """
 
 from __future__ import annotations
@@ -527,45 +528,3 @@ def _html(project: Project) -> None:
     assert 'id="simulated-banner"' in dom and 'id="stale-banner"' in dom
     assert 'data-source="smokePhase" data-freshness="earlier-run"' in dom
     assert Path(png).is_file()
-
-
-def test_a_cluster_that_does_not_answer_is_destroyed_all_the_same(project: Project) -> None:
-    """An API server that is stopped (SIGSTOP: present, not answering) is the lab's own cluster
-    all the same: ``make destroy`` finishes within its bound (no finalizer waits), drops the
-    Kubernetes resources from the state, deletes the cluster with its own command (which
-    continues the stopped processes to stop them) and leaves nothing (issue #21)."""
-    import os
-    import signal
-
-    from variants.sim.ctl.process import Paths, _cluster_pids, _pid_alive
-
-    chart = _chart()
-    project.init("sim", chartPath=chart, profile="e2e-paused")
-    paths = Paths("e2e-paused", project.dir / ".state" / "sim" / "e2e-paused")
-    try:
-        project.pulumi("up", "--yes", "--skip-preview", "--stack", "sim")
-        pids = sorted(_cluster_pids(paths))
-        assert pids
-        for pid in pids:
-            os.kill(pid, signal.SIGSTOP)
-        t0 = time.monotonic()
-        down = project.lab("destroy", timeout=600)
-        took = time.monotonic() - t0
-        assert down.returncode == 0, down.stderr[-3000:]
-        assert "does not answer (the sim cluster directory" in down.stderr and "exists;" in down.stderr, (
-            down.stderr
-        )
-        assert "removed its 5 unreachable Kubernetes resource(s)" in down.stderr, down.stderr
-        assert took < 180, f"make destroy took {took:.0f}s on a stopped cluster"
-        assert not paths.workdir.exists()
-        deadline = time.monotonic() + 10  # an exited component may be a zombie until init reaps it
-        while [p for p in pids if _pid_alive(p)] and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [p for p in pids if _pid_alive(p)]
-        after = json.loads(project.pulumi("stack", "export", "--stack", "sim").stdout)
-        assert not after["deployment"].get("resources")
-        print(f"\ntimings: make destroy of a stopped cluster {took:.1f}s")
-    finally:
-        for pid in sorted(_cluster_pids(paths)):
-            os.kill(pid, signal.SIGCONT)
-        project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False, timeout=600)
