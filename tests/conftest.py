@@ -3,8 +3,8 @@
 Workers take tests in collection order (``make test`` passes ``--no-loadscope-reorder``), so
 the slowest go first: :data:`SLOWEST`, then every other end-to-end test, then the engine
 tests, then the rest. A long lab started last would run alone at the end while the other
-workers idle. Only the order
-changes, never which tests run; within each rank the collection order is kept.
+workers idle. Only the order changes, never which tests run; within each rank the collection
+order is kept.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 #: (loadgroup keeps one queued behind the running one), so worker i runs entries i and i + 6
 #: back to back: the first six are the longest, longest first, and the next six run shortest
 #: first, so the longest of the first round is paired with the shortest of the second. Measured
-#: on 2 cores, 6 workers (2026-12-02): 100-260 s each.
+#: on 2 cores, 6 workers (2026-12-02): 65-300 s each.
 SLOWEST: Final = (
     "tests/e2e/test_sim_lab.py::test_the_lab_up_verify",
     "tests/e2e/test_sim_failures.py",

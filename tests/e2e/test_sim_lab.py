@@ -118,7 +118,8 @@ def _the_whole_life(project: Project) -> None:
     assert SUMMARY.match(lines[-1]) and lines[-1].endswith("checklist pass (simulated lab)"), lines[-1]
     assert "earlier run" not in lines[-1]
     o = project.outputs("sim")
-    _compute_check_and_the_pack(project, up, o)
+    kubeconfig = project.secret_outputs("sim")[out.KUBECONFIG]  # the same for the lab's whole life
+    _compute_check_and_the_pack(kubeconfig, up, o)
     assert o[out.SIMULATED] is True
     assert o[out.ALLOCATABLE_GPUS] == 1 and o[out.CAPACITY_GPUS] == 1
     assert o[out.HOST_DRIVER_VERSION] == "580.159.04"
@@ -134,7 +135,6 @@ def _the_whole_life(project: Project) -> None:
     card_before = _verify(project, timings)
     _noop(project, card_before, timings)
 
-    kubeconfig = project.secret_outputs("sim")[out.KUBECONFIG]
     server = yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]["server"]
     port = int(server.rsplit(":", 1)[1])
     assert _listening(port)
@@ -346,7 +346,7 @@ def _topology_shown_dcgm_not_observable(o: dict[str, Any]) -> None:
 
 
 def _compute_check_and_the_pack(
-    project: Project, up: subprocess.CompletedProcess[str], o: dict[str, Any]
+    kubeconfig: str, up: subprocess.CompletedProcess[str], o: dict[str, Any]
 ) -> None:
     """The compute check in the simulated lab, after an up with the policy pack: the compute
     Pod ``gpu-compute`` ran after the smoke Pod, kwok served it the vectorAdd log marked
@@ -379,7 +379,6 @@ def _compute_check_and_the_pack(
     # The pack says so after up, without blocking it.
     assert "[compute-works] not observable in the simulated lab" in after_update
 
-    kubeconfig = project.secret_outputs("sim")[out.KUBECONFIG]
     from kubernetes import client
 
     core = client.CoreV1Api(kube_api(kubeconfig))

@@ -425,26 +425,23 @@ def render_kwokctl_config(
         "kind": "KwokctlConfiguration",
         "options": options,
     }
+    # The Go garbage collector at GOGC=400, capped by GOMEMLIMIT (:data:`GO_GC_ENV`): a lab's
+    # API server spends about a fifth less CPU (measured 2026-12-02, two `make lab` each way),
+    # for a larger heap that stays under the cap.
+    patches: dict[str, dict[str, Any]] = {
+        name: {"name": name, "extraEnvs": [{"name": k, "value": v} for k, v in GO_GC_ENV.items()]}
+        for name in GO_COMPONENTS
+    }
     # One instance of each: no leader to elect. With election on, kube-controller-manager and
     # kube-scheduler each renew a Lease every 2 s (their --leader-elect-retry-period default),
     # a write through the API server into etcd that is most of an idle cluster's CPU.
-    patches: list[dict[str, Any]] = [
-        {"name": name, "extraArgs": [{"key": "leader-elect", "value": "false"}]}
-        for name in ("kube-controller-manager", "kube-scheduler")
-    ]
-    # The Go garbage collector at GOGC=400, capped by GOMEMLIMIT (:data:`GO_GC_ENV`): a lab's
-    # API server spends about a quarter less CPU (measured 2026-12-02, one `make lab`), for a
-    # larger heap that stays under the cap.
-    for component in GO_COMPONENTS:
-        patch = next((p for p in patches if p["name"] == component), None)
-        if patch is None:
-            patch = {"name": component}
-            patches.append(patch)
-        patch["extraEnvs"] = [{"name": k, "value": v} for k, v in GO_GC_ENV.items()]
+    for name in ("kube-controller-manager", "kube-scheduler"):
+        patches[name]["extraArgs"] = [{"key": "leader-elect", "value": "false"}]
     if apiserver_advertise_address:
-        apiserver = next(p for p in patches if p["name"] == "kube-apiserver")
-        apiserver["extraArgs"] = [{"key": "advertise-address", "value": apiserver_advertise_address}]
-    config["componentsPatches"] = patches
+        patches["kube-apiserver"]["extraArgs"] = [
+            {"key": "advertise-address", "value": apiserver_advertise_address}
+        ]
+    config["componentsPatches"] = list(patches.values())
     docs: list[Mapping[str, Any]] = [
         config,
         *(load_stages() if stages is None else stages),
