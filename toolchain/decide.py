@@ -125,7 +125,7 @@ def decide(
             the user's.
         offline_built: the offline build is complete in the cache (no ``go`` needed to use it).
         sim_built: the Go build of the simulated control plane is complete in the cache
-            (toolchain/sim/fetch.py ``cached_build``).
+            (toolchain/sim/buildcache.py ``cached_build``).
         euid: this process's effective uid (None: not checked).
 
     Raises:
@@ -202,17 +202,18 @@ def decide(
 
 
 def sim_built(cache: Path, versions: Mapping[str, str]) -> bool:
-    """toolchain/sim/fetch.py's ``cached_build`` (loaded by path: this directory is no
-    package); False where that file is absent (a partial copy of the project)."""
-    path = HERE / "sim" / "fetch.py"
+    """toolchain/sim/buildcache.py's ``cached_build`` (loaded by path: this directory is no
+    package; that module, not fetch.py, so no download machinery is loaded here); False where
+    that file is absent (a partial copy of the project)."""
+    path = HERE / "sim" / "buildcache.py"
     if not path.is_file():
         return False
-    spec = importlib.util.spec_from_file_location("gpulab_sim_fetch", path)
+    spec = importlib.util.spec_from_file_location("gpulab_sim_buildcache", path)
     assert spec and spec.loader
     module: Any = sys.modules.get(spec.name)
     if module is None:
         module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses look their module up there
+        sys.modules[spec.name] = module
         spec.loader.exec_module(module)
     return bool(module.cached_build(cache, versions))
 

@@ -556,7 +556,9 @@ def test_two_labs_at_once_then_no_key_material_left(tmp_path: Path) -> None:
         keys = [k for lab in labs for k in _client_keys(lab.project.secret_outputs("sim")["kubeconfig"])]
         for lab in labs:
             lab.destroy_leaves_nothing()
+        # /tmp, each copy, and each copy's TMPDIR (where a user's /tmp would be: make_project).
         roots = [Path(tempfile.gettempdir()), *(lab.dir for lab in labs)]
+        roots += [Path(lab.project.env["TMPDIR"]) for lab in labs]
         leaked = _files_with(keys, roots, since)
         assert leaked == [], f"files holding a lab's client key after make destroy: {leaked}"
         print(

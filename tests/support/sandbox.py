@@ -2,7 +2,7 @@
 
 A :class:`Project` is a copy of the program's files in a temporary directory that shares
 the checkout's ``.venv``, with its own file backend, ``PULUMI_HOME`` (its ``plugins`` the
-user's, read only by name) and passphrase, so nothing it does touches the checkout's state,
+user's, read only by name), passphrase and ``TMPDIR``, so nothing it does touches the checkout's state,
 stack files, or the user's login and backend (no ``credentials.json``, no access token).
 """
 
@@ -240,10 +240,16 @@ def make_project(base: Path, env: dict[str, str] | None = None) -> Project:
         (home / "plugins").symlink_to(plugins)
     for key in ("PULUMI_ACCESS_TOKEN", "PULUMI_CONFIG_PASSPHRASE_FILE"):
         env.pop(key, None)
+    # The copy's own temporary directory: what a CLI run directly (not through scripts/pulumi,
+    # which makes a private one per run) leaves there, such as the Kubernetes provider's
+    # kubeconfig files, goes with the test's directory instead of staying in /tmp.
+    tmp = base / "tmp"
+    tmp.mkdir(mode=0o700)
     env.update(
         PULUMI_BACKEND_URL=f"file://{base / 'backend'}",
         PULUMI_CONFIG_PASSPHRASE="test",
         PULUMI_HOME=str(home),
+        TMPDIR=str(tmp),
     )
     return Project(dest, env)
 

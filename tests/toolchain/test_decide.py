@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.releases import fetch
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("decide", ROOT / "toolchain" / "decide.py")
@@ -161,3 +164,28 @@ def test_make_refuses_to_run_through_sudo_before_it_creates_the_venv() -> None:
     proc = subprocess.run(["make", "-n", "lab"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert proc.returncode != 0
     assert "run make as alice, not through sudo" in proc.stderr
+
+
+def test_the_sim_cache_check_loads_no_download_machinery() -> None:
+    """decide.py answers "is the sim build cached?" on every scripts/env.sh (about 250 times a
+    suite) from toolchain/sim/buildcache.py alone: fetch.py's urllib, tarfile and thread pool
+    stay unloaded, and the answer is the one fetch.py gives."""
+    code = (
+        "import importlib.util, json, pathlib, sys\n"
+        "spec = importlib.util.spec_from_file_location('d', sys.argv[1])\n"
+        "d = importlib.util.module_from_spec(spec); sys.modules['d'] = d; spec.loader.exec_module(d)\n"
+        "cache = pathlib.Path(sys.argv[2])\n"
+        "answer = d.sim_built(cache, d.read_versions(d.VERSIONS))\n"
+        "print(json.dumps([answer, sorted(m for m in ('urllib.request', 'tarfile', 'concurrent.futures')"
+        " if m in sys.modules)]))\n"
+    )
+    cache = Path(os.environ.get("GPULAB_CACHE") or Path.home() / ".cache" / "gpu-lab")
+    p = subprocess.run(
+        [sys.executable, "-I", "-c", code, str(ROOT / "toolchain" / "decide.py"), str(cache)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    answer, loaded = json.loads(p.stdout)
+    assert loaded == [], loaded
+    assert answer == bool(fetch.cached_build(cache, fetch.read_versions())), answer

@@ -84,7 +84,6 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 VERSIONS = HERE.parent / "versions.env"
 BUILD_SH = HERE / "build.sh"
-WRAPPERS = HERE / "go"
 
 #: Where each project publishes its release files (kwok v0.8.0 pkg/consts/consts.go:
 #: ``KubeBinaryPrefix``, ``EtcdBinaryPrefix``, ``BinaryPrefix``; helm's get-helm-3 script).
@@ -433,45 +432,24 @@ def cached_release(cache: Path, arts: Sequence[Artifact]) -> dict[str, Any] | No
     return records
 
 
-def wrapper_fingerprint(wrapper: Path) -> str:
-    """What build.sh's ``fingerprint`` computes for a wrapper dir: the first 16 hex of the
-    sha256 of go.mod, go.sum and the *.go files, concatenated in that order."""
-    h = hashlib.sha256()
-    for f in [wrapper / "go.mod", wrapper / "go.sum", *sorted(wrapper.glob("*.go"))]:
-        if f.is_file():
-            h.update(f.read_bytes())
-    return h.hexdigest()[:16]
+# The build cache's check lives in buildcache.py (decide.py asks it on every env.sh without
+# loading this module's download machinery); its names are this module's too.
+def _load_buildcache() -> Any:
+    """toolchain/sim/buildcache.py, loaded by path (toolchain/ is no package)."""
+    name = "gpulab_sim_buildcache"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE / "buildcache.py")
+        assert spec and spec.loader
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
 
 
-#: What build.sh builds into each ``<component>-<version>/bin``.
-BUILD_BINARIES = {
-    "kube": ("hyperkube", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"),
-    "etcd": ("etcd",),
-    "kwok": ("kwok", "kwokctl"),
-    "helm": ("helm",),
-}
-
-
-def cached_build(cache: Path, versions: Mapping[str, str], wrappers: Path = WRAPPERS) -> bool:
-    """Whether build.sh's cache holds every component of the pinned versions, built from
-    the committed wrapper sources (so ``build.sh`` only relinks: no network, no ``go``)."""
-    keys = {
-        "kube": "KUBERNETES_VERSION",
-        "etcd": "ETCD_VERSION",
-        "kwok": "KWOK_VERSION",
-        "helm": "HELM_VERSION",
-    }
-    for comp, key in keys.items():
-        d = cache / "sim" / f"{comp}-{versions[key]}"
-        try:
-            stamp = (d / ".complete").read_text().strip()
-        except OSError:
-            return False
-        if stamp != wrapper_fingerprint(wrappers / comp):
-            return False
-        if not all(os.access(d / "bin" / b, os.X_OK) for b in BUILD_BINARIES[comp]):
-            return False
-    return True
+_buildcache = _load_buildcache()
+WRAPPERS = _buildcache.WRAPPERS
+BUILD_BINARIES = _buildcache.BUILD_BINARIES
+wrapper_fingerprint = _buildcache.wrapper_fingerprint
+cached_build = _buildcache.cached_build
 
 
 def link_release(cache: Path, arts: Sequence[Artifact]) -> Path:
