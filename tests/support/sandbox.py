@@ -2,8 +2,9 @@
 
 A :class:`Project` is a copy of the program's files in a temporary directory that shares
 the checkout's ``.venv``, with its own file backend, ``PULUMI_HOME`` (its ``plugins`` the
-user's, read only by name), passphrase and ``TMPDIR``, so nothing it does touches the checkout's state,
-stack files, or the user's login and backend (no ``credentials.json``, no access token).
+user's, read only by name), passphrase and ``TMPDIR``, so nothing it does touches the
+checkout's state, stack files, /tmp, or the user's login and backend (no ``credentials.json``,
+no access token).
 """
 
 from __future__ import annotations
