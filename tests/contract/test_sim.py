@@ -7,11 +7,13 @@ per-container compute logs (issue 20, point 5) depend on. The e2e tests run it f
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import yaml
 
+from tests.support.releases import fetch
 from variants.sim.ctl import render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +106,7 @@ def test_the_single_control_plane_runs_without_leader_election() -> None:
     for component in ("kube-controller-manager", "kube-scheduler"):
         assert patches[component]["extraArgs"] == [{"key": "leader-elect", "value": "false"}]
         assert "override" not in patches[component]["extraArgs"][0]
-    bin_dir = Path.home() / ".cache" / "gpu-lab" / "sim" / "bin"
+    bin_dir = fetch.cache_root(os.environ) / "sim" / "bin"
     for component in ("kube-controller-manager", "kube-scheduler"):
         binary = bin_dir / component
         if not binary.is_file():

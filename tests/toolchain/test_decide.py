@@ -179,7 +179,7 @@ def test_the_sim_cache_check_loads_no_download_machinery() -> None:
         "print(json.dumps([answer, sorted(m for m in ('urllib.request', 'tarfile', 'concurrent.futures')"
         " if m in sys.modules)]))\n"
     )
-    cache = Path(os.environ.get("GPULAB_CACHE") or Path.home() / ".cache" / "gpu-lab")
+    cache = fetch.cache_root(os.environ)
     p = subprocess.run(
         [sys.executable, "-I", "-c", code, str(ROOT / "toolchain" / "decide.py"), str(cache)],
         capture_output=True,
