@@ -201,21 +201,30 @@ def decide(
     return Decision(mode, cli, version, reason, build, needs_go=needs_go)
 
 
+BUILDCACHE = HERE / "sim" / "buildcache.py"
+
+
+def load_buildcache() -> Any | None:
+    """toolchain/sim/buildcache.py as a module, loaded by path once (this directory is no
+    package) under the one name fetch.py's re-export uses too; that module, not fetch.py, so
+    no download machinery is loaded. None where the file is absent (a partial copy of the
+    project)."""
+    name = "gpulab_sim_buildcache"
+    if name not in sys.modules:
+        if not BUILDCACHE.is_file():
+            return None
+        spec = importlib.util.spec_from_file_location(name, BUILDCACHE)
+        assert spec and spec.loader
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
 def sim_built(cache: Path, versions: Mapping[str, str]) -> bool:
-    """toolchain/sim/buildcache.py's ``cached_build`` (loaded by path: this directory is no
-    package; that module, not fetch.py, so no download machinery is loaded here); False where
-    that file is absent (a partial copy of the project)."""
-    path = HERE / "sim" / "buildcache.py"
-    if not path.is_file():
-        return False
-    spec = importlib.util.spec_from_file_location("gpulab_sim_buildcache", path)
-    assert spec and spec.loader
-    module: Any = sys.modules.get(spec.name)
-    if module is None:
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    return bool(module.cached_build(cache, versions))
+    """toolchain/sim/buildcache.py's ``cached_build`` (:func:`load_buildcache`); False where
+    that file is absent."""
+    module = load_buildcache()
+    return module is not None and bool(module.cached_build(cache, versions))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -216,19 +216,15 @@ class Artifact:
         return [b for _, b in self.install]
 
 
-def _load(name: str, path: Path) -> Any:
-    """The module at ``path``, loaded by path once under ``name`` (toolchain/ is no package)."""
+def _load_decide() -> Any:
+    """toolchain/decide.py, loaded by path once (toolchain/ is no package)."""
+    name = "gpulab_toolchain_decide"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
+        spec = importlib.util.spec_from_file_location(name, HERE.parent / "decide.py")
         assert spec and spec.loader
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
     return sys.modules[name]
-
-
-def _load_decide() -> Any:
-    """toolchain/decide.py."""
-    return _load("gpulab_toolchain_decide", HERE.parent / "decide.py")
 
 
 def read_versions(path: Path = VERSIONS) -> dict[str, str]:
@@ -437,9 +433,9 @@ def cached_release(cache: Path, arts: Sequence[Artifact]) -> dict[str, Any] | No
 
 
 # The build cache's check lives in buildcache.py (decide.py asks it on every env.sh without
-# loading this module's download machinery; both load it under this name); its names are this
-# module's too.
-_buildcache = _load("gpulab_sim_buildcache", HERE / "buildcache.py")
+# loading this module's download machinery), loaded once, by decide.py's loader; its names are
+# this module's too.
+_buildcache = _load_decide().load_buildcache()
 WRAPPERS = _buildcache.WRAPPERS
 BUILD_BINARIES = _buildcache.BUILD_BINARIES
 wrapper_fingerprint = _buildcache.wrapper_fingerprint
