@@ -6,9 +6,8 @@
 #   pulumi.tar.xz   the offline toolchain's pulumi CLI, its Python language host (the
 #                   project's stand-in) and pulumi-resource-kubernetes, from $GPULAB_CACHE
 #                   (make toolchain-tests builds them), one solid archive
-#   site.tar.xz     the program's Python packages (requirements.txt and what they need) for
-#                   the machine's CPython 3.12, less those its image has (grpcio, protobuf,
-#                   PyYAML, Jinja2, MarkupSafe, requests, ...: KINDS.md's list)
+#   site.tar.xz     the program's Python packages for the machine's CPython 3.12:
+#                   requirements.txt and everything they require (site.py), every one carried
 #   chart.tar.xz    the GPU Operator chart (GPULAB_CHART_PATH, else ../shared/charts), for
 #                   the variant modes that install it; never committed
 #   unpack.sh       the first call's command
@@ -45,39 +44,19 @@ fi
 rm -rf "$tmp"
 cp "$cache/xz/pulumi-$key.tar.xz" "$dest/pulumi.tar.xz"
 
-# The program's packages for CPython 3.12 on x86-64 Linux, resolved from requirements.txt;
-# what the machine's image already has is left out (its versions satisfy the pins' ranges).
-have="grpcio protobuf PyYAML Jinja2 MarkupSafe requests certifi charset-normalizer idna six python-dateutil"
-skey=$( (cat "$root/requirements.txt"; echo "$have") | sha256sum | cut -c1-16)
+# The program's packages for CPython 3.12 on x86-64 Linux: requirements.txt's and everything
+# they require, recursively, at the .venv's versions (site.py), installed into a new folder;
+# staging stops if a module the program, the policy pack or the toolchain's stand-ins import is
+# in none of them. Nothing is assumed of the machine's own Python (its virtualenv's packages
+# are not the checkout's: 2026-12-03's run lacked PyYAML, grpcio, protobuf, Jinja2, ...).
+srcs=(gpulab variants components program policy __main__.py toolchain/langhost toolchain/command
+  toolchain/pulumi_protos.py toolchain/decide.py)
+pins=$(cd "$root" && "$py" "$here/site.py" pins -r requirements.txt --check-imports "${srcs[@]}")
+skey=$(printf '%s\n' "$pins" drop=kubernetes/aio | sha256sum | cut -c1-16)
 site=$cache/pulumi-site-$skey.tar.xz
 if [[ ! -s $site ]]; then
-  t=$(mktemp -d)
-  log "site for Python 3.12 from requirements.txt (less: $have)"
-  "$py" -m pip install -q --disable-pip-version-check --no-compile --only-binary=:all: --python-version 3.12 \
-    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-    --platform manylinux2014_x86_64 --target "$t/site" -r "$root/requirements.txt"
-  # Each left-out distribution's files, as its RECORD lists them.
-  "$py" - "$t/site" $have <<'PY'
-import pathlib, re, shutil, sys
-site, names = pathlib.Path(sys.argv[1]), {re.sub(r"[-_.]+", "-", n).lower() for n in sys.argv[2:]}
-for info in site.glob("*.dist-info"):
-    meta = (info / "METADATA").read_text(errors="replace")
-    name = re.search(r"^Name: (.+)$", meta, re.M).group(1).strip()
-    if re.sub(r"[-_.]+", "-", name).lower() not in names:
-        continue
-    for line in (info / "RECORD").read_text().splitlines():
-        f = site / line.split(",")[0]
-        if f.is_file():
-            f.unlink()
-    shutil.rmtree(info, ignore_errors=True)
-for d in sorted((p for p in site.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-    if not any(d.iterdir()):
-        d.rmdir()
-PY
-  rm -rf "$t/site/kubernetes/aio" "$t/site/bin"
-  find "$t/site" -name '*_test.py' -delete
-  tar -C "$t/site" -cf - . | xz -T2 -9 >"$site.partial" && mv "$site.partial" "$site"
-  rm -rf "$t"
+  log "site for Python 3.12: ${pins//$'\n'/ }"
+  (cd "$root" && "$py" "$here/site.py" build "$site" -r requirements.txt --drop kubernetes/aio)
 fi
 cp "$site" "$dest/site.tar.xz"
 

@@ -4,8 +4,9 @@
 #   bin/*.xz, MANIFEST   the node's binaries (toolchain/node/build.sh --stage)
 #   pki/                 a throwaway PKI (toolchain/node/pki.sh), valid 7 days, never committed
 #   rendered.json        what the program renders for the node (toolchain/node/render.py)
-#   site.tar.xz          the kubernetes client and its dependencies for the machine's Python 3.12
-#                        (the versions this checkout's .venv pins; its unused asyncio client left out)
+#   site.tar.xz          the kubernetes client, what it requires (site.py: the closure of its
+#                        distribution's requirements as the .venv has them) and nvidia-ml-py, for
+#                        the machine's Python 3.12 (the client's unused asyncio package left out)
 #   lab/                 the lab's packages gpulab and variants and its Pulumi.yaml (the config
 #                        schema) from this checkout (the branch under test; the device gets
 #                        main's checkout)
@@ -27,24 +28,17 @@ mkdir -p "$dest"
 rm -rf "$dest/pki" && "$here/pki.sh" "$dest/pki"
 "$py" "$here/render.py" >"$dest/rendered.json"
 
-# The client's wheels for CPython 3.12 on x86-64 Linux, at the versions the .venv has.
-pkgs=(kubernetes pydantic pydantic-core annotated-types typing-inspection typing-extensions
-  websocket-client requests-oauthlib oauthlib durationpy urllib3 nvidia-ml-py)
-pins=()
-for p in "${pkgs[@]}"; do pins+=("$p==$("$py" -c 'import importlib.metadata as m, sys; print(m.version(sys.argv[1]))' "$p")"); done
-key=$(printf '%s\n' "${pins[@]}" | sha256sum | cut -c1-16)
+# The client's wheels for CPython 3.12 on x86-64 Linux: the kubernetes client, what its
+# distribution requires (recursively, as installed in the .venv: site.py) and nvidia-ml-py
+# (the lab's host probe), at the .venv's versions.
+roots=(kubernetes nvidia-ml-py)
+pins=$("$py" "$here/site.py" pins "${roots[@]}")
+key=$(printf '%s\n' "$pins" drop=kubernetes/aio | sha256sum | cut -c1-16)
 site=$cache/site-$key.tar.xz
 if [[ ! -s $site ]]; then
-  tmp=$(mktemp -d)
-  log "site for Python 3.12: ${pins[*]}"
-  "$py" -m pip install -q --disable-pip-version-check --no-deps --no-compile --only-binary=:all: \
-    --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 \
-    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --target "$tmp/site" "${pins[@]}"
-  rm -rf "$tmp/site/kubernetes/aio" "$tmp/site/bin"
-  find "$tmp/site" -name '*_test.py' -delete
+  log "site for Python 3.12: ${pins//$'\n'/ }"
   mkdir -p "$cache"
-  tar -C "$tmp/site" -cf - . | xz -T2 -9 >"$site.partial" && mv "$site.partial" "$site"
-  rm -rf "$tmp"
+  "$py" "$here/site.py" build "$site" "${roots[@]}" --drop kubernetes/aio
 fi
 cp "$site" "$dest/site.tar.xz"
 

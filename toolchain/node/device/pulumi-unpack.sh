@@ -19,5 +19,15 @@ ln -sfn "$opt/cache/pulumi/pulumi-v$PULUMI_VERSION/bin/pulumi" "$opt/cache/bin/p
 tar -C "$opt/site" -xJf "$here/site.tar.xz"
 [[ ! -f $here/chart.tar.xz ]] || tar -C "$opt" -xJf "$here/chart.tar.xz"
 "$opt/cache/bin/pulumi" version
-python3 -c 'import sys; sys.path.insert(0, "/opt/gpulab-pulumi/site"); import pulumi, pulumi_kubernetes, pulumi_command, pulumi_policy, kubernetes; print("python packages:", pulumi.__file__)'
+# Every module the program needs comes from the carried site, none from the machine's own.
+python3 - <<'PY'
+import importlib, sys
+sys.path.insert(0, "/opt/gpulab-pulumi/site")
+for mod in ("pulumi", "pulumi_kubernetes", "pulumi_command", "pulumi_policy", "kubernetes", "yaml",
+            "grpc", "google.protobuf", "jinja2", "markupsafe", "six", "dateutil", "certifi", "semver"):
+    f = importlib.import_module(mod).__file__ or ""
+    print(f"{mod}: {f}")
+    if not f.startswith("/opt/gpulab-pulumi/site/"):
+        sys.exit(f"{mod} is not the carried one: {f}")
+PY
 echo "unpacked in $((SECONDS - t0)) s: $(du -sh "$opt" | cut -f1) in $opt"
