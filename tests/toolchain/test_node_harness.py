@@ -139,3 +139,22 @@ def test_the_plugin_relabelled_for_the_fleet_keeps_its_selector(monkeypatch: pyt
     labels = ds["spec"]["template"]["metadata"]["labels"]
     assert ds["spec"]["selector"]["matchLabels"].items() <= labels.items()
     assert any(f"{k}={v}" in fleet.DEVICE_PLUGIN_SELECTORS for k, v in labels.items())
+
+
+def test_the_checkouts_python_is_the_harness_interpreter_with_its_virtualenv(tmp_path: Path) -> None:
+    """node.py gives the checkout a ``.venv/bin/python`` that runs the harness's interpreter (the
+    machine's python3 is a virtualenv's): a script that execs it keeps that virtualenv's
+    sys.prefix (its packages); a symlink, what the 2026-12-03 run had, does not."""
+    env = tmp_path / "machine-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    interpreter = str(env / "bin" / "python")
+    checkout_python = tmp_path / "repo" / ".venv" / "bin" / "python"
+    ask = ["-c", "import sys; print(sys.prefix)"]
+    checkout_python.parent.mkdir(parents=True)
+    checkout_python.symlink_to(interpreter)  # what the run had
+    linked = subprocess.run([str(checkout_python), *ask], capture_output=True, text=True, check=True)
+    assert Path(linked.stdout.strip()) != env
+    node.python_wrapper(checkout_python, interpreter)
+    assert not checkout_python.is_symlink()
+    wrapped = subprocess.run([str(checkout_python), *ask], capture_output=True, text=True, check=True)
+    assert Path(wrapped.stdout.strip()) == env

@@ -1450,13 +1450,24 @@ def lab_env(repo: Path, rehearsal: bool) -> dict[str, str]:
         env["PYTHONPATH"] = str(PULUMI_OPT / "site")
         if (PULUMI_OPT / "gpu-operator" / "Chart.yaml").exists():
             env["GPULAB_CHART_PATH"] = str(PULUMI_OPT / "gpu-operator")
-        # scripts/env.sh runs the program and the card with the checkout's .venv/bin/python.
-        venv = repo / ".venv" / "bin"
-        if not (venv / "python").exists():
-            venv.mkdir(parents=True, exist_ok=True)
-            (venv / "python").symlink_to(sys.executable)
+        # scripts/env.sh runs the program and the card with the checkout's .venv/bin/python:
+        # the harness's interpreter, unless the checkout has a virtualenv of its own.
+        if not (repo / ".venv" / "pyvenv.cfg").exists():
+            python_wrapper(repo / ".venv" / "bin" / "python", sys.executable)
     (STATE / "pulumi").mkdir(parents=True, exist_ok=True)
     return env
+
+
+def python_wrapper(dest: Path, python: str) -> None:
+    """``dest``: a shell script that execs ``python`` as it is named (the machine's ``python3``
+    is a virtualenv's). Not a symlink: Python finds its virtualenv from the path it is started
+    by (``pyvenv.cfg`` beside or above it), so a link elsewhere starts the base interpreter
+    without the virtualenv's packages (the 2026-12-03 run lost PyYAML, grpcio, protobuf)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.is_symlink() or dest.exists():
+        dest.unlink()
+    dest.write_text(f'#!/bin/sh\nexec {shlex.quote(python)} "$@"\n')
+    dest.chmod(0o755)
 
 
 def lab_config(rehearsal: bool) -> dict[str, str]:
