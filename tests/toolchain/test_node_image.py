@@ -109,3 +109,21 @@ def test_cli_refuses_a_missing_file_and_a_relative_path(
     assert "must be absolute" in capsys.readouterr().err
     assert image.main(["--name", "gpulab.local/x:1", "--out", out, "--add", "/bin/sh"]) == 0
     assert "gpulab.local/x:1 sha256:" in capsys.readouterr().out
+
+
+def test_user_is_the_images_user(tmp_path: Path) -> None:
+    """NFD's image runs as 65534:65534 (its Dockerfile's USER), and the chart's runAsNonRoot
+    Pods need the image to say so; without --user the config has no User (root)."""
+    out = tmp_path / "nfd.tar"
+    args = ["--name", "gpulab.local/nfd:1", "--out", str(out), "--add", "/bin/sh"]
+    assert image.main([*args, "--user", "65534:65534"]) == 0
+
+    def config(path: Path) -> dict:
+        files = _layout(path)
+        digest = json.loads(files["index.json"])["manifests"][0]["digest"].split(":")[1]
+        manifest = json.loads(files["blobs/sha256/" + digest])
+        return json.loads(files["blobs/sha256/" + manifest["config"]["digest"].split(":")[1]])["config"]
+
+    assert config(out)["User"] == "65534:65534"
+    assert image.main(args) == 0
+    assert "User" not in config(out)

@@ -59,6 +59,8 @@ class Image:
     entrypoint: list[str] = field(default_factory=list)
     cmd: list[str] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
+    #: The image's ``User`` (``UID[:GID]``): "" is root, as an image without USER.
+    user: str = ""
 
 
 def is_elf(path: Path) -> bool:
@@ -171,6 +173,7 @@ def build(image: Image) -> dict[str, bytes]:
             "Entrypoint": image.entrypoint or None,
             "Cmd": image.cmd or None,
             "WorkingDir": "/",
+            **({"User": image.user} if image.user else {}),
             "Labels": image.labels or None,
         },
         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(raw).hexdigest()]},
@@ -254,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--entrypoint", nargs="*", default=[])
     ap.add_argument("--cmd", nargs="*", default=[])
     ap.add_argument("--label", action="append", default=[], help="KEY=VALUE")
+    ap.add_argument("--user", default="", help="UID[:GID] the image runs as (its USER)")
     args = ap.parse_args(argv)
     try:
         files = with_libraries(parse_add(args.add), args.libs_of)
@@ -264,6 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.entrypoint,
             args.cmd,
             dict(lbl.split("=", 1) for lbl in args.label),
+            args.user,
         )
         layout = build(image)
         write_layout(layout, args.out)
