@@ -1,7 +1,11 @@
 """FoundGpuStack component: a GPU stack somebody else installed, verified on every GPU node.
 
 ``gpuStack: found`` (``existing``, ``sim``): in place of the GPU Operator and its gate
-(components/gpu_operator.py), with the same outputs:
+(components/gpu_operator.py), with the same outputs. ``gpuStack: device-plugin`` uses it too,
+after the lab installed NVIDIA's device plugin chart (components/device_plugin.py, given as
+``FoundStackArgs.installed``): then the gate also waits for the chart's device-plugin Pod and
+GPU Feature Discovery's labels on every GPU node (``--installed-in``), and the chart's version
+and source are the outputs'. Children:
 
 * ``{name}-access`` (``python -m gpulab.kube access``): a SelfSubjectAccessReview per
   permission the lab needs (gpulab.kube.access); a missing one stops the lab here, named,
@@ -15,12 +19,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.command import kube_command, parse_json_stdout
+from components.device_plugin import DevicePluginChartRelease
+from gpulab.config.device_plugin import NAMESPACE as PLUGIN_NAMESPACE
 from gpulab.config.fleet import FleetSettings
 from gpulab.core import names
 
@@ -32,7 +38,9 @@ class FoundStackArgs:
     ``runtime_class``, ``timeout_seconds`` (each Pod), ``grace_seconds`` (a node's time to
     advertise), ``simulated``, ``profile``, ``release_after`` (the census: before anything),
     ``dcgm_exporter`` (the lab reads the DCGM exporter found there; False: its checklist item
-    is not tested, as with an operator installed without one)."""
+    is not tested, as with an operator installed without one), ``installed`` (NVIDIA's device
+    plugin chart the lab installed, ``gpuStack: device-plugin``; None: the stack was found),
+    ``install_timeout`` (seconds the installed chart's Pods may take to come up)."""
 
     fleet: FleetSettings
     kubeconfig: pulumi.Input[str]
@@ -46,6 +54,10 @@ class FoundStackArgs:
     profile: str = names.DEFAULT_PROFILE
     release_after: tuple[pulumi.Resource, ...] = ()
     dcgm_exporter: bool = False
+    installed: DevicePluginChartRelease | None = None
+    install_timeout: int = 600
+    #: operatorComponents' settings of an installed chart (time-slicing, device list strategy).
+    chart_components: dict[str, bool | int | str | None] = field(default_factory=dict)
 
 
 class FoundGpuStack(pulumi.ComponentResource):
@@ -67,7 +79,10 @@ class FoundGpuStack(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpulab:fleet:FoundGpuStack", name, None, opts)
-        fleet = args.fleet
+        fleet, installed = args.fleet, args.installed
+        install_args = (
+            ["--installed-in", PLUGIN_NAMESPACE, "--wait", str(args.install_timeout)] if installed else []
+        )
         self.access = kube_command(
             f"{name}-access",
             ["access", "--namespace", fleet.namespace],
@@ -106,19 +121,31 @@ class FoundGpuStack(pulumi.ComponentResource):
                 *(["--simulated"] if args.simulated else []),
                 "--profile",
                 args.profile,
+                *install_args,
             ],
             args.kubeconfig,
-            # Re-measured by make verify (gpulab.ops.verify replaces the gate).
-            triggers=[fleet.namespace],
-            timeout=args.timeout_seconds * 2 + 600,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
+            # Re-measured by make verify (gpulab.ops.verify replaces the gate); re-run when the
+            # installed chart's release is upgraded.
+            triggers=[
+                fleet.namespace,
+                *([installed.release.status.apply(lambda s: s.revision if s else None)] if installed else []),
+            ],
+            timeout=args.timeout_seconds * 2 + 600 + (args.install_timeout if installed else 0),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[self.namespace, *([installed.release] if installed else [])]
+            ),
         )
         facts = parse_json_stdout(self.gate.stdout, "gpulab.kube fleet")
-        self.chart_version = pulumi.Output.from_input(None)
-        self.chart_source = pulumi.Output.from_input(None)
+        self.chart_version = installed.chart_version if installed else pulumi.Output.from_input(None)
+        self.chart_source = installed.chart_source if installed else pulumi.Output.from_input(None)
         # What the checklist asks of the operand set: a found stack installs nothing, and its
-        # DCGM exporter is read only when the config says so (gpulab.core.outputs component_off).
-        self.components = pulumi.Output.from_input({"found": True, "dcgmExporter": args.dcgm_exporter})
+        # DCGM exporter is read only when the config says so (gpulab.core.outputs component_off);
+        # NVIDIA's device plugin chart has no DCGM exporter.
+        self.components = pulumi.Output.from_input(
+            {"devicePluginChart": True, "gfd": True, "dcgmExporter": False, **args.chart_components}
+            if installed
+            else {"found": True, "dcgmExporter": args.dcgm_exporter}
+        )
         self.allocatable_gpus = facts.apply(lambda f: f.get("allocatableGpus"))
         self.capacity_gpus = facts.apply(lambda f: f.get("capacityGpus"))
         self.cluster_policy_state = facts.apply(lambda f: f.get("clusterPolicyState"))
@@ -131,10 +158,11 @@ class FoundGpuStack(pulumi.ComponentResource):
         self.expected_gpus = facts.apply(lambda f: f.get("expectedGpus"))
         self.gpu_stack = facts.apply(
             lambda f: {
-                "mode": "found",
+                "mode": fleet.stack,
                 "namespace": fleet.namespace,
                 "devicePlugin": f.get("devicePluginFound") or [],
                 "clusterPolicyState": f.get("clusterPolicyState"),
+                **({"release": f"{PLUGIN_NAMESPACE}/{installed.release_name}"} if installed else {}),
             }
         )
         self.register_outputs(

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from pulumi.runtime.config import CONFIG
 
+from gpulab.config import device_plugin as plugin_config
 from gpulab.config import mig
 from gpulab.config.lab import ConfigError, LabConfig
 from gpulab.core.findings import Finding
@@ -79,13 +80,23 @@ def _stack() -> str:
         return "<stack>"
 
 
-def chart_findings(repo: str, chart_version: str, resolve: Any = None, fetch: Any = None) -> list[Finding]:
+def chart_findings(
+    repo: str,
+    chart_version: str,
+    resolve: Any = None,
+    fetch: Any = None,
+    chart: str = "gpu-operator",
+    path_env: str = "GPULAB_CHART_PATH",
+    path_key: str = "chartPath",
+) -> list[Finding]:
     """A failed Finding when the chart repository cannot be reached (offline machines).
 
     Checked before anything is created; otherwise the cluster would be made first and the
     Helm release would fail later with "not a valid chart repository". ``resolve``
     (host -> None, raises OSError) and ``fetch`` (url -> None, raises OSError) are the
-    name lookup and the HTTPS request, injectable for tests.
+    name lookup and the HTTPS request, injectable for tests. ``chart``, ``path_env`` and
+    ``path_key`` name the chart and its offline override in the fix (the GPU Operator's by
+    default; NVIDIA's device plugin chart with ``gpuStack: device-plugin``).
     """
     import socket
     import urllib.parse
@@ -113,10 +124,10 @@ def chart_findings(repo: str, chart_version: str, resolve: Any = None, fetch: An
                 "chart-repository",
                 False,
                 f"the chart repository {repo} cannot be reached ({exc})",
-                "offline? point the lab at an unpacked chart: GPULAB_CHART_PATH=/path/to/gpu-operator "
-                f"make lab (or `scripts/pulumi config set --stack {_stack()} gpu-lab:chartPath "
-                "/path/to/gpu-operator`); get "
-                f"it on a connected machine with `helm pull gpu-operator --repo {repo} --version "
+                f"offline? point the lab at an unpacked chart: {path_env}=/path/to/{chart} "
+                f"make lab (or `scripts/pulumi config set --stack {_stack()} gpu-lab:{path_key} "
+                f"/path/to/{chart}`); get "
+                f"it on a connected machine with `helm pull {chart} --repo {repo} --version "
                 f"{chart_version} --untar`",
             )
         ]
@@ -138,7 +149,16 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None, variant: Variant
     if cfg.host_probe == "off":
         return
     failed: list[Finding] = variant.host.missing_tools()
-    if cfg.operator.chart_path is None and not cfg.fleet.found:  # a found GPU stack installs no chart
+    plugin = cfg.device_plugin_chart
+    if cfg.fleet.device_plugin and plugin.path is None:  # NVIDIA's device plugin chart alone
+        failed += chart_findings(
+            plugin.repo,
+            plugin.version,
+            chart=plugin_config.CHART,
+            path_env=plugin_config.CHART_PATH_ENV,
+            path_key="devicePluginChartPath",
+        )
+    elif cfg.operator.chart_path is None and not cfg.fleet.per_node:  # found: no chart at all
         failed += chart_findings(cfg.operator.chart_repo, cfg.operator.chart_version)
     failed += [f for f in variant.host.host_findings(cfg) if not f.ok]
     if failed:

@@ -28,6 +28,7 @@ from components.cluster import identity_command
 from components.command import GpuPodArgs, parse_json_stdout
 from components.compute import ComputeCheck
 from components.dcgm import DcgmArgs, DcgmMetrics
+from components.device_plugin import DevicePluginArgs, DevicePluginChartRelease
 from components.fleet import FoundGpuStack, FoundStackArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
@@ -102,8 +103,24 @@ class Lab(pulumi.ComponentResource):
             for line in mig.mig_findings(facts.gpus, cfg.gpu.mig_strategy, facts.mig_devices):
                 pulumi.log.info(f"preflight [{line.id}] {line.observed}", resource=self.probe)
         self.operator: GpuOperator | FoundGpuStack
-        if cfg.fleet.found:
-            # The GPU stack somebody else installed: read, never installed; every GPU node checked.
+        self.device_plugin: DevicePluginChartRelease | None = None
+        if cfg.fleet.device_plugin:
+            # NVIDIA's device plugin chart alone, with GFD; then gated and checked per node.
+            self.device_plugin = DevicePluginChartRelease(
+                "device-plugin",
+                DevicePluginArgs(
+                    chart=cfg.device_plugin_chart,
+                    operator=cfg.operator,
+                    runtime_class=cfg.smoke_runtime_class,
+                    device_list=variant.operator.device_list_strategy(cfg.operator),
+                    release_after=tuple(self.cluster.release_after),
+                ),
+                provider=self.provider,
+                opts=child,
+            )
+        if cfg.fleet.per_node:
+            # A GPU stack somebody else installed (read, never installed), or the device plugin
+            # chart just installed: every GPU node gated and checked.
             self.operator = FoundGpuStack(
                 "gpu-stack",
                 FoundStackArgs(
@@ -119,6 +136,9 @@ class Lab(pulumi.ComponentResource):
                     profile=cfg.profile,
                     release_after=tuple(self.cluster.release_after),
                     dcgm_exporter=cfg.operator.dcgm_exporter,
+                    installed=self.device_plugin,
+                    install_timeout=cfg.operator.timeout_seconds,
+                    chart_components=_chart_components(cfg, variant),
                 ),
                 provider=self.provider,
                 opts=child,
@@ -161,8 +181,8 @@ class Lab(pulumi.ComponentResource):
             profile=cfg.profile,
             runtime_class=cfg.smoke_runtime_class,
             host_driver=facts.driver_version if facts else None,
-            # A found GPU stack's lab writes only in its own namespace.
-            namespace=cfg.fleet.namespace if cfg.fleet.found else None,
+            # A found GPU stack's lab (and the device plugin chart's) writes its Pods in its own namespace.
+            namespace=cfg.fleet.namespace if cfg.fleet.per_node else None,
         )
         self.smoke = SmokeTest(
             "smoke",
@@ -329,6 +349,21 @@ _COMPUTE_KEYS = (
     out.COMPUTE_IMAGE,
     out.COMPUTE_MEASURED_AT,
 )
+
+
+def _chart_components(cfg: LabConfig, variant: Variant) -> dict[str, bool | int | str | None]:
+    """operatorComponents' settings of NVIDIA's device plugin chart (``gpuStack: device-plugin``):
+    NFD, the device list strategy and the time-slicing settings; {} for the other stacks."""
+    if not cfg.fleet.device_plugin:
+        return {}
+    op = cfg.operator
+    return {
+        "nfd": op.nfd,
+        "deviceListStrategy": variant.operator.device_list_strategy(op),
+        "timeSlicingReplicas": op.time_slicing_replicas,
+        "timeSlicingRename": op.time_slicing_rename,
+        "timeSlicingFailRequestsGreaterThanOne": op.time_slicing_fail_requests_greater_than_one,
+    }
 
 
 def _host_uuids(facts: HostFacts | None, from_config: bool) -> tuple[str, ...]:

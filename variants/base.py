@@ -196,12 +196,16 @@ class Capabilities:
         owns_cluster: the lab creates and deletes the cluster (so an unreachable cluster
             that is confirmed gone may be pruned from the state, the provider may drop
             unreachable objects, and the chart's CRDs of another version may be upgraded).
-        finds_gpu_stack: ``gpuStack: found`` is allowed: the variant can verify a GPU stack
-            somebody else installed (gpulab.config.fleet) instead of installing the GPU Operator.
+        gpu_stacks: the ``gpuStack`` values the variant offers (gpulab.config.fleet.GPU_STACKS):
+            ``install`` (the GPU Operator) always; ``device-plugin`` (NVIDIA's device plugin chart
+            alone) and ``found`` (a GPU stack somebody else installed) where the variant can
+            verify them.
+        gpu_stack_note: why a ``gpuStack`` value is not offered, named in config's refusal.
     """
 
     owns_cluster: bool = True
-    finds_gpu_stack: bool = False
+    gpu_stacks: tuple[str, ...] = ("install",)
+    gpu_stack_note: str = ""
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,9 @@ from gpulab.config import schema
 SCHEMA: Final[dict[str, tuple[str, object]]] = schema.section(
     "gpuStack", "labNamespace", "fleetParallelism", "nodePoolLabel", "nodePoolGpus", "simNodes"
 )
-#: ``gpuStack`` values: the lab installs the GPU Operator, or finds the GPU stack installed.
-GPU_STACKS: Final = ("install", "found")
+#: ``gpuStack`` values: the lab installs the GPU Operator, installs NVIDIA's device plugin chart
+#: alone (gpulab.config.device_plugin), or finds the GPU stack installed.
+GPU_STACKS: Final = ("install", "device-plugin", "found")
 #: Bounds, (lowest, highest) inclusive (gpulab.config.lab.BOUNDS takes them in).
 BOUNDS: Final[dict[str, tuple[int, int]]] = {
     "fleetParallelism": (1, 64),  # nodes checked at once: each holds a few API watches
@@ -48,6 +49,8 @@ class FleetSettings:
 
     Attributes:
         found: ``gpuStack: found``: no Helm release; the gate reads what is there.
+        device_plugin: ``gpuStack: device-plugin``: the lab installs NVIDIA's device plugin chart
+            (gpulab.config.device_plugin), then gates every GPU node as ``found`` does.
         namespace: ``labNamespace``: the only namespace the lab writes to.
         parallelism: ``fleetParallelism``: nodes whose Pods run at once.
         pool_label: ``nodePoolLabel``: the node label naming a node's pool ("" none).
@@ -57,10 +60,21 @@ class FleetSettings:
 
     found: bool = False
     namespace: str = "gpu-lab"
+    device_plugin: bool = False
     parallelism: int = 4
     pool_label: str = ""
     pool_gpus: tuple[tuple[str, int], ...] = ()
     sim_nodes: tuple[str, ...] = ()
+
+    @property
+    def per_node(self) -> bool:
+        """The gate is the per-node fleet check (gpulab.kube.fleet): ``found`` or ``device-plugin``."""
+        return self.found or self.device_plugin
+
+    @property
+    def stack(self) -> str:
+        """The ``gpuStack`` value these settings came from."""
+        return "found" if self.found else "device-plugin" if self.device_plugin else "install"
 
     def pool_args(self) -> list[str]:
         """The fleet check's pool arguments (``--pool-label``, one ``--pool-gpus`` each)."""
@@ -119,4 +133,12 @@ def parse(get: Callable[[str], object], problems: list[str], ns: str = "gpu-lab"
             f"{ns}:nodePoolGpus is set without {ns}:nodePoolLabel (the label naming a node's pool)"
         )
     sim_nodes = tuple(filter(None, (i.strip() for i in str(get("simNodes")).split(","))))
-    return FleetSettings(stack == "found", namespace, parallelism, label, tuple(pools), sim_nodes)
+    return FleetSettings(
+        stack == "found",
+        namespace,
+        stack == "device-plugin",
+        parallelism,
+        label,
+        tuple(pools),
+        sim_nodes,
+    )

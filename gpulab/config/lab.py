@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol, TypeVar
 
+from gpulab.config import device_plugin as plugin_config
 from gpulab.config import fleet as fleet_config
 from gpulab.config import gpus as gpu_config
 from gpulab.config import operand_images, schema
@@ -178,6 +179,11 @@ class LabConfig:
     gpu: gpu_config.GpuSettings = field(default_factory=gpu_config.GpuSettings)
     #: The GPU stack found installed and the per-node checks (gpulab.config.fleet).
     fleet: fleet_config.FleetSettings = field(default_factory=fleet_config.FleetSettings)
+    #: NVIDIA's device plugin chart, installed alone with ``gpuStack: device-plugin``
+    #: (gpulab.config.device_plugin); its ``runtime_class`` is ``runtimeClass`` for every lab.
+    device_plugin_chart: plugin_config.DevicePluginChart = field(
+        default_factory=plugin_config.DevicePluginChart
+    )
 
     #: ``hostProbe`` with ``auto`` resolved by the variant: ``capture`` for the sim lab,
     #: ``off`` for an existing cluster (it is not this host), ``nvidia-smi`` elsewhere.
@@ -295,11 +301,13 @@ class OperatorChoices(Protocol):
 
 
 class StackFinder(Protocol):
-    """Whether a variant can verify a GPU stack somebody else installed (``gpuStack: found``;
-    ``variants.base.Capabilities`` answers it)."""
+    """Which ``gpuStack`` values a variant offers, and why not the others
+    (``variants.base.Capabilities`` answers it)."""
 
     @property
-    def finds_gpu_stack(self) -> bool: ...
+    def gpu_stacks(self) -> tuple[str, ...]: ...
+    @property
+    def gpu_stack_note(self) -> str: ...
 
 
 class VariantRules(Protocol):
@@ -521,11 +529,14 @@ def parse_config(
     pinned_operands = operand_images.parse(r.get, r.problems, NAMESPACE)
     gpu = gpu_config.parse(r.get, r.problems, NAMESPACE)
     fleet = fleet_config.parse(r.get, r.problems, NAMESPACE)
-    if fleet.found and chosen is not None and not chosen.capabilities.finds_gpu_stack:
+    offered = chosen.capabilities.gpu_stacks if chosen is not None else fleet_config.GPU_STACKS
+    if fleet.stack not in offered:
+        note = chosen.capabilities.gpu_stack_note if chosen is not None else ""
         r.problems.append(
-            f"{NAMESPACE}:gpuStack=found applies to a cluster the lab does not install the GPU stack on "
-            f"(existing, sim); cluster={cluster} installs it: unset gpuStack"
+            f"{NAMESPACE}:gpuStack={fleet.stack} is not offered on cluster={cluster} (it offers "
+            f"{', '.join(offered)}){': ' + note if note else ''}; unset gpuStack"
         )
+    plugin_chart = plugin_config.parse(r.get, r.problems, env, NAMESPACE, installs=fleet.device_plugin)
     simulated = chosen.config.simulated(r.get) if chosen else False
     if r.flag("benchmarkPod") and simulated:
         r.problems.append(
@@ -565,12 +576,14 @@ def parse_config(
         ),
         gpu=gpu,
         fleet=fleet,
+        device_plugin_chart=plugin_chart,
         effective_host_probe=host["host_probe"]
         if host["host_probe"] != "auto"
         else chosen.config.default_host_probe(),
         variant_settings=own_settings,
     )
-    return replace(cfg, smoke_runtime_class=chosen.operator.runtime_class(cfg))
+    # runtimeClass when set, else the variant's node runtime decides.
+    return replace(cfg, smoke_runtime_class=plugin_chart.runtime_class or chosen.operator.runtime_class(cfg))
 
 
 def _auto_choice(key: str, values: dict[str, object], problems: list[str]) -> None:

@@ -159,6 +159,15 @@ def fleet_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool-gpus", action="append", default=[], help="POOL=GPUS per node (repeatable)")
     p.add_argument("--simulated", action="store_true")
     p.add_argument("--profile", default=DEFAULT_PROFILE)
+    p.add_argument(
+        "--installed-in",
+        default=None,
+        help="the namespace of the device plugin chart the lab installed (gpuStack device-plugin): "
+        "its device-plugin Pod and GFD's labels are required on every GPU node",
+    )
+    p.add_argument(
+        "--wait", type=float, default=0, help="seconds the installed chart's Pods may take to come up"
+    )
 
 
 def fleet_spec(args: argparse.Namespace) -> fleet.FleetSpec:
@@ -183,4 +192,6 @@ def fleet_spec(args: argparse.Namespace) -> fleet.FleetSpec:
         pool_gpus=pools,
         simulated=args.simulated,
         profile=args.profile,
+        installed_in=args.installed_in,
+        wait=max(0.0, args.wait),
     )

@@ -104,6 +104,13 @@ class FleetSpec:
         simulated: the nodes are simulated (kwok): the Pods are annotated, DCGM is "not
             observable in simulation".
         profile: named in fixes.
+        installed_in: the namespace of NVIDIA's device plugin chart the lab installed
+            (``gpuStack: device-plugin``; None: the stack was found). Then every GPU node must run
+            the chart's device-plugin Pod and carry GFD's labels, and the gate waits up to
+            ``wait`` seconds for them while the chart's Pods make progress; a Pod of the chart
+            stuck (:data:`STUCK_REASONS`) for ``settle`` seconds ends the wait at once.
+        wait: seconds the installed chart's Pods may take to come up (image pulls, NFD's first
+            pass); 0 with a found stack.
     """
 
     namespace: str
@@ -118,16 +125,47 @@ class FleetSpec:
     pool_gpus: Mapping[str, int] = field(default_factory=dict)
     simulated: bool = False
     profile: str = PROJECT
+    installed_in: str | None = None
+    wait: float = 0
+
+
+#: Container waiting reasons that do not end by themselves (a bad image, a crashing binary, a
+#: config the kubelet cannot run): the installed chart's Pod stuck in one for ``settle`` seconds
+#: ends the gate's wait.
+#: Seconds NFD's worker may take to label a node after GPU Feature Discovery wrote its feature
+#: file: the worker's default ``core.sleepInterval`` (node-feature-discovery chart 0.17.3 and
+#: 0.19.0 values.yaml, ``worker.config``: ``sleepInterval: 60s``).
+NFD_PASS_SECONDS: Final = 60.0
+STUCK_REASONS: Final = (
+    "CrashLoopBackOff",
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+)
 
 
 @dataclass(frozen=True)
 class Expectation:
-    """What one node should advertise: ``count`` of the resource (None: nothing says), and
+    """What one node should advertise: ``count`` of the resource (None: nothing says),
     ``source`` (``"gfd:nvidia.com/gpu.count=8"``, ``"config:nodePoolGpus[pool-a]=8"``,
-    ``"capacity"``)."""
+    ``"capacity"``) and ``replicas`` (GFD's ``nvidia.com/gpu.replicas`` under time-slicing: each
+    GPU is advertised that many times, so a Pod's units need not be distinct GPUs; 1 otherwise)."""
 
     count: int | None
     source: str
+    replicas: int = 1
+
+    @property
+    def pod_gpus(self) -> int | None:
+        """How many units the node's smoke Pod holds: every one advertised, or one under sharing
+        (replicas of one GPU are not distinct GPUs, and the plugin may refuse more than one:
+        ``failRequestsGreaterThanOne``)."""
+        if self.count is None:
+            return None
+        return 1 if self.replicas > 1 else self.count
 
 
 def _labels(node: Json) -> Mapping[str, str]:
@@ -166,7 +204,7 @@ def expectation(node: Json, spec: FleetSpec) -> Expectation:
         shared = replicas > 1 and labels.get(GFD_SHARING, "none") != "none"
         total = count * replicas if shared else count
         note = f" x {GFD_REPLICAS}={replicas}" if shared else ""
-        return Expectation(total, f"gfd:{GFD_COUNT}={count}{note}")
+        return Expectation(total, f"gfd:{GFD_COUNT}={count}{note}", replicas if shared else 1)
     pool = labels.get(spec.pool_label) if spec.pool_label else None
     if pool is not None and pool in spec.pool_gpus:
         return Expectation(spec.pool_gpus[pool], f"config:nodePoolGpus[{pool}]={spec.pool_gpus[pool]}")
@@ -202,11 +240,18 @@ class GateResult:
 
 
 def gate_node(
-    node: Json, exp: Expectation, resource: str, plugin_pod: Json | None, plugin_found: bool
+    node: Json,
+    exp: Expectation,
+    resource: str,
+    plugin_pod: Json | None,
+    plugin_found: bool,
+    installed_in: str | None = None,
 ) -> GateResult:
     """Judge one node (module docstring, step 2). ``plugin_pod``: the device plugin's Pod on
     it (None: none there); ``plugin_found``: a device-plugin DaemonSet was found at all (else
-    only allocatable is read, and the row says the plugin was not found)."""
+    only allocatable is read, and the row says the plugin was not found); ``installed_in``: the
+    namespace of the device plugin chart the lab installed, whose device-plugin Pod and GFD's
+    count label every GPU node must have."""
     name = _name(node)
     status = node.get("status") or {}
     alloc = _quantity(status, "allocatable", resource)
@@ -214,6 +259,26 @@ def gate_node(
     describe = f"scripts/kubectl describe node {name}"
     if not _ready(node):
         return GateResult(False, alloc, cap, f"node {name} is not Ready", f"{describe} (Conditions)")
+    if installed_in and plugin_pod is None:
+        return GateResult(
+            False,
+            alloc,
+            cap,
+            f"no Pod of the device plugin chart's DaemonSet runs on node {name}",
+            f"scripts/kubectl -n {installed_in} get daemonset,pods -o wide; then {describe}: a taint "
+            "the chart's Pods do not tolerate, or a node without NFD's feature.node.kubernetes.io/"
+            "pci-10de.present or nvidia.com/gpu.present=true label (the chart's node affinity)",
+        )
+    if installed_in and GFD_COUNT not in _labels(node):
+        return GateResult(
+            False,
+            alloc,
+            cap,
+            f"node {name} has no {GFD_COUNT} label: GPU Feature Discovery has not labelled it",
+            f"scripts/kubectl -n {installed_in} logs -l app.kubernetes.io/name=gpu-feature-discovery "
+            "--all-containers; GFD writes a feature file that NFD's worker reads and NFD's master "
+            f"turns into labels: scripts/kubectl -n {installed_in} get pods (NFD's worker and master)",
+        )
     if plugin_found and plugin_pod is None:
         return GateResult(
             False,
@@ -553,14 +618,17 @@ def run_fleet(
     from kubernetes import client
 
     core = client.CoreV1Api(api)
+    installed = spec.installed_in
     dss, pods = _plugin_pods(api)
-    plugin_found = bool(pods)
-    deadline = clock() + spec.settle
+    plugin_found = bool(pods) or installed is not None
+    start = clock()
+    progress = _Progress(start, spec)
 
     def read() -> list[dict[str, Any]]:
         return [n for n in (sanitize(x, api) for x in core.list_node().items) if is_gpu_node(n, spec)]
 
-    # Wait (at most the grace) for every GPU node to advertise what it should; then judge.
+    # Wait for every GPU node to advertise what it should, at most the grace (and, for a chart
+    # the lab installed, while its Pods still come up: _Progress); then judge.
     while True:
         nodes = read()
         dss, pods = _plugin_pods(api) if plugin_found else (dss, pods)
@@ -569,8 +637,13 @@ def run_fleet(
             name = _name(n)
             on_node = next((p for p in pods if (p.get("spec") or {}).get("nodeName") == name), None)
             exp = expectation(n, spec)
-            gates[name] = (n, exp, gate_node(n, exp, spec.resource, on_node, plugin_found))
-        if (nodes and all(g[2].ok for g in gates.values())) or clock() >= deadline:
+            gates[name] = (n, exp, gate_node(n, exp, spec.resource, on_node, plugin_found, installed))
+        if nodes and all(g[2].ok for g in gates.values()):
+            break
+        chart_pods = _chart_pods(api, installed) if installed else []
+        if progress.over(
+            clock(), chart_pods, labelled=bool(nodes) and all(GFD_COUNT in _labels(n) for n in nodes)
+        ):
             break
         sleep(1.0)
     if not nodes:
@@ -578,6 +651,7 @@ def run_fleet(
             f"no GPU node: no node is labelled {GPU_PRESENT}=true or {GFD_COUNT}, none is in a "
             f"configured pool, and none advertises {spec.resource}\n  fix: scripts/kubectl get nodes "
             "--show-labels (is the GPU stack installed? is GPU Feature Discovery running?)"
+            + (f"\n{progress.describe(_chart_pods(api, installed))}" if installed else "")
         )
     rows: list[dict[str, Any]] = []
     for name, (node, exp, g) in sorted(gates.items()):
@@ -589,6 +663,7 @@ def run_fleet(
                 "product": labels.get(GFD_PRODUCT),
                 "expected": exp.count,
                 "expectedSource": exp.source,
+                "replicas": exp.replicas,
                 "allocatable": g.allocatable,
                 "capacity": g.capacity,
                 "gate": PASS if g.ok else FAIL,
@@ -607,7 +682,8 @@ def run_fleet(
         )
     passing = [r for r in rows if r["gate"] == PASS]
     if not passing:
-        raise GateError("no GPU node passed the gate:\n" + table(rows))
+        tail = f"\n{progress.describe(_chart_pods(api, installed))}" if installed else ""
+        raise GateError("no GPU node passed the gate:\n" + table(rows) + tail)
     # A guest on a cluster in use: a node whose GPUs others hold is not tested, never waited on.
     held = gpus_in_use([sanitize(p, api) for p in core.list_pod_for_all_namespaces().items], spec.resource)
     for row in passing:
@@ -621,7 +697,7 @@ def run_fleet(
         flush=True,
     )
     with ThreadPoolExecutor(max_workers=max(1, min(spec.parallelism, len(passing) or 1))) as pool:
-        results = list(pool.map(lambda r: check(api, r["node"], int(r["allocatable"]), spec), passing))
+        results = list(pool.map(lambda r: check(api, r["node"], _pod_gpus(r), spec), passing))
     for row, result in zip(passing, results, strict=True):
         row.update(result)
         _driver_matches(row)
@@ -651,6 +727,81 @@ def run_fleet(
         "kubernetesVersion": str(client.VersionApi(api).get_code().git_version),
         "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _pod_gpus(row: Mapping[str, Any]) -> int:
+    """Units the node's smoke Pod holds: all it advertises, one under time-slicing
+    (:attr:`Expectation.pod_gpus`)."""
+    return 1 if int(row.get("replicas") or 1) > 1 else int(row["allocatable"])
+
+
+def _chart_pods(api: Any, namespace: str | None) -> list[dict[str, Any]]:
+    """The Pods of the installed chart's namespace, as JSON (none without a namespace)."""
+    if not namespace:
+        return []
+    from kubernetes import client
+
+    items = client.CoreV1Api(api).list_namespaced_pod(namespace).items
+    return [sanitize(p, api) for p in items]
+
+
+def _waiting(pod: Json) -> str | None:
+    """The first stuck waiting reason of the Pod's containers (:data:`STUCK_REASONS`), else None."""
+    status = pod.get("status") or {}
+    for cs in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        reason = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
+        if reason in STUCK_REASONS:
+            return str(reason)
+    return None
+
+
+def _starting(pod: Json) -> bool:
+    """The Pod is still coming up: not being deleted, not finished, not stuck, not yet Ready."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    if meta.get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed") or _waiting(pod):
+        return False
+    conds = status.get("conditions") or []
+    return not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+class _Progress:
+    """How long the gate waits (:func:`run_fleet`): the grace (``settle``); with a chart the lab
+    installed, also while a Pod of it is still coming up and, once none is, one NFD pass for the
+    labels, never past ``wait``; a Pod stuck (:data:`STUCK_REASONS`) for ``settle`` ends it."""
+
+    def __init__(self, start: float, spec: FleetSpec) -> None:
+        self.start, self.spec = start, spec
+        self.last_progress = start
+        self.stuck_since: dict[str, float] = {}
+        self.stuck: dict[str, str] = {}
+
+    def over(self, now: float, chart_pods: Sequence[Json], labelled: bool) -> bool:
+        """True when the wait is over at ``now`` (seconds on the gate's clock)."""
+        spec = self.spec
+        if not spec.installed_in:
+            return now >= self.start + spec.settle
+        if now >= self.start + max(spec.settle, spec.wait):
+            return True
+        self.stuck = {f"{(p.get('metadata') or {}).get('name')}": r for p in chart_pods if (r := _waiting(p))}
+        self.stuck_since = {k: self.stuck_since.get(k, now) for k in self.stuck}
+        if any(now - t >= spec.settle for t in self.stuck_since.values()):
+            return True
+        if any(_starting(p) for p in chart_pods):
+            self.last_progress = now
+        allowance = spec.settle + (0.0 if labelled else NFD_PASS_SECONDS)
+        return now >= max(self.start + spec.settle, self.last_progress + allowance)
+
+    def describe(self, chart_pods: Sequence[Json]) -> str:
+        """The installed chart's Pods, one line each, for a failed gate's message."""
+        lines = [f"  the chart's Pods in {self.spec.installed_in}:"]
+        for p in chart_pods:
+            meta, status = p.get("metadata") or {}, p.get("status") or {}
+            reason = _waiting(p) or status.get("phase")
+            node = (p.get("spec") or {}).get("nodeName") or "(unscheduled)"
+            lines.append(f"    {meta.get('name')} on {node}: {reason}")
+        if len(lines) == 1:
+            lines.append("    none (is the release installed? scripts/kubectl get daemonset -A)")
+        return "\n".join(lines)
 
 
 def _driver_matches(row: dict[str, Any]) -> None:

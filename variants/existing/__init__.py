@@ -83,14 +83,13 @@ class Existing(Variant):
     """A cluster somebody else runs: operator, smoke test and checks only (see module docstring)."""
 
     name = "existing"
-    capabilities = Capabilities(owns_cluster=False, finds_gpu_stack=True)
+    capabilities = Capabilities(owns_cluster=False, gpu_stacks=("install", "device-plugin", "found"))
     config = _Config(
         name, exclusive_settings=(("simulatedOperands", True), ("removeCrds", True)), bounds=settings.BOUNDS
     )
     local = Lifecycle(name, steps={"census": "existing-census", "crd-plan": "existing-crd-cleanup"})
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
-        from variants.existing import ctl
         from variants.existing.component import ExistingArgs, ExistingCluster
 
         own = cfg.settings(ExistingSettings)
@@ -99,8 +98,7 @@ class Existing(Variant):
             ExistingArgs(
                 kubeconfig_path=own.kubeconfig_path,
                 context=own.kube_context,
-                # A found GPU stack: no chart goes in, so none of its CRDs is the lab's.
-                crds=() if cfg.fleet.found else ctl.operator_crds(cfg.operator.chart_path, cfg.operator.nfd),
+                crds=_chart_crds(cfg),
                 remove_crds=own.remove_crds,
                 timeout_seconds=cfg.operator.timeout_seconds,
             ),
@@ -111,9 +109,22 @@ class Existing(Variant):
         # The cluster is not this host: the config promises the count; with a found stack and
         # no expectedGpus, each node's labels do (gpulab.kube.fleet), summed by the fleet check.
         expected = cfg.settings(ExistingSettings).expected_gpus
-        if cfg.fleet.found and expected < 1:
+        if cfg.fleet.per_node and expected < 1:
             return GpuExpectation(None, True, "node labels (gpulab.kube.fleet)")
         return GpuExpectation(expected, True, "config:expectedGpus" if facts is None else None)
+
+
+def _chart_crds(cfg: LabConfig) -> list[str]:
+    """The CRDs the lab's chart brings (the census keeps those that existed before): none for a
+    found GPU stack (no chart goes in); NFD's for NVIDIA's device plugin chart, whose NFD
+    subchart carries them; the GPU Operator chart's otherwise."""
+    from variants.existing import ctl
+
+    if cfg.fleet.found:
+        return []
+    if cfg.fleet.device_plugin:
+        return sorted(ctl.NFD_CRDS) if cfg.operator.nfd else []
+    return ctl.operator_crds(cfg.operator.chart_path, cfg.operator.nfd)
 
 
 VARIANT = Existing()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from gpulab.config.lab import CHART_VERSION, NAMESPACE
 from gpulab.core.names import DEVICE_LIST_ENVVAR
 from variants.base import (
+    Capabilities,
     ConfigRules,
     Getter,
     HostNeeds,
@@ -155,6 +156,13 @@ class K3s(Variant):
     installer brings every tool."""
 
     name = "k3s"
+    capabilities = Capabilities(
+        gpu_stack_note=(
+            "k3s ships the nvidia RuntimeClass and adds the nvidia handler only where NVIDIA's runtime is "
+            "on the host, which on this variant the GPU Operator's toolkit installs; with the toolkit "
+            "installed on the host, use cluster=existing on k3s's kubeconfig with runtimeClass=nvidia"
+        )
+    )
     config = _Config(name, exclusive_settings=(("k3sNriPlugin", True),))
     operator = _Operator(
         node_runtime="k3s",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpulab.core.names import DEVICE_LIST_ENVVAR
 from variants.base import (
+    Capabilities,
     ConfigRules,
     Getter,
     HostNeeds,
@@ -128,6 +129,14 @@ class Kind(Variant):
     """kind with one GPU worker holding every GPU (see module docstring)."""
 
     name = "kind"
+    capabilities = Capabilities(
+        gpu_stack_note=(
+            "the kind node gets NVIDIA's toolkit and an nvidia containerd handler from the lab, but the "
+            "nvidia RuntimeClass comes from the GPU Operator, which device-plugin does not install; for "
+            "NVIDIA's chart alone on a kind cluster, create that RuntimeClass and use cluster=existing "
+            "with runtimeClass=nvidia"
+        )
+    )
     config = _Config(name)
     operator = _Operator(
         node_runtime="containerd",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from gpulab.core.names import DEVICE_LIST_ENVVAR
 from variants.base import (
+    Capabilities,
     ConfigRules,
     Getter,
     HostNeeds,
@@ -108,6 +109,14 @@ class Minikube(Variant):
     """minikube with the docker driver and runtime on this GPU host (see module docstring)."""
 
     name = "minikube"
+    capabilities = Capabilities(
+        gpu_stack_note=(
+            "minikube's --gpus=all turns on its own nvidia-device-plugin addon, NVIDIA's device plugin "
+            "v0.17.3 as a static DaemonSet (kubernetes/minikube v1.37.0 pkg/minikube/assets/addons.go), "
+            "so there the device plugin alone is that addon: set devicePluginOwner=minikube-addon and "
+            "devicePlugin=false; NVIDIA's chart beside it would register nvidia.com/gpu a second time"
+        )
+    )
     config = _Config(
         name, exclusive_settings=(("devicePluginOwner", "minikube-addon"),), bounds=settings.BOUNDS
     )

@@ -54,10 +54,33 @@ def test_pools_parse_and_bad_items_are_named() -> None:
     assert sum("is not POOL=GPUS" in p for p in problems) == 2 and any("twice" in p for p in problems)
 
 
-def test_found_is_refused_where_the_lab_installs_the_stack() -> None:
+@pytest.mark.parametrize("cluster", ["minikube", "kind", "k3s"])
+@pytest.mark.parametrize("stack", ["found", "device-plugin"])
+def test_a_stack_the_variant_does_not_offer_is_refused_with_why(cluster: str, stack: str) -> None:
     with pytest.raises(ConfigError) as err:
-        parse_config({"cluster": "minikube", "gpuStack": "found"}, {})
-    assert "gpu-lab:gpuStack=found applies to a cluster the lab does not install" in str(err.value)
+        parse_config({"cluster": cluster, "gpuStack": stack}, {})
+    said = str(err.value)
+    assert f"gpu-lab:gpuStack={stack} is not offered on cluster={cluster} (it offers install)" in said
+    # The reason is the variant's own, naming what serves the device plugin there.
+    assert {"minikube": "nvidia-device-plugin addon", "kind": "RuntimeClass", "k3s": "RuntimeClass"}[
+        cluster
+    ] in said
+
+
+@pytest.mark.parametrize("cluster", ["sim", "existing"])
+def test_the_device_plugin_stack_is_offered_on_existing_and_sim(cluster: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    raw = {"cluster": cluster, "gpuStack": "device-plugin"}
+    if cluster == "existing":
+        kubeconfig = tmp_path / "config"
+        kubeconfig.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: k, cluster: "
+            "{server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: t}}]\n"
+            "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+        )
+        raw |= {"kubeconfigPath": str(kubeconfig), "expectedGpus": "1"}
+    cfg = parse_config(raw, {})
+    assert cfg.fleet.device_plugin and cfg.fleet.per_node and not cfg.fleet.found
+    assert cfg.fleet.stack == "device-plugin"
 
 
 def test_sim_nodes_need_found_and_a_well_formed_spec() -> None:

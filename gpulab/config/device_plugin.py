@@ -1,0 +1,177 @@
+"""The config keys of NVIDIA's device plugin chart installed alone (``gpuStack: device-plugin``):
+:class:`DevicePluginChart`, one field of :class:`gpulab.config.lab.LabConfig`.
+
+The lab installs NVIDIA's ``nvidia-device-plugin`` chart (NVIDIA/k8s-device-plugin,
+``deployments/helm/nvidia-device-plugin``) as a Helm release, with GPU Feature Discovery on
+(``gfd.enabled``) and so the chart's Node Feature Discovery subchart (its dependency's
+condition is ``nfd.enabled,gfd.enabled``; the lab sets ``nfd.enabled`` from ``nfd``). The
+values it sets, each checked in the chart at v0.19.0 and v0.20.0 (tests/contract/test_device_plugin_chart.py):
+
+* ``gfd.enabled: true``, ``nfd.enabled``;
+* ``config.map`` / ``config.default`` (the chart's own config mechanism: a ConfigMap the chart
+  makes, which its config-manager init container and sidecar copy to ``/config/config.yaml``)
+  with the time-slicing config of gpulab.config.time_slicing when ``timeSlicingReplicas`` > 1;
+* ``migStrategy``, ``deviceListStrategy`` (the variant's: how the node's runtime reads the
+  allocated GPUs), ``runtimeClassName`` (``runtimeClass``);
+* ``image.repository`` / ``image.tag`` (``devicePluginImage``) and ``nfd.image.repository`` /
+  ``nfd.image.tag`` (``nfdImage``): the chart joins ``repository:tag`` (``_helpers.tpl``
+  ``nvidia-device-plugin.fullimage``), so a reference must carry a tag here.
+
+The chart refuses the default namespace (``allowDefaultNamespace: false``, templates/
+validation.yml); the release goes to :data:`NAMESPACE`, as NVIDIA's README installs it.
+
+Pure: no Pulumi, no I/O but the chart path's existence.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from gpulab.config import operand_images, schema
+
+#: This module's keys (Pulumi.yaml declares each once); part of gpulab.config.lab.SCHEMA.
+SCHEMA: Final[dict[str, tuple[str, object]]] = schema.section(
+    "devicePluginChartVersion", "devicePluginChartRepo", "devicePluginChartPath", "nfdImage", "runtimeClass"
+)
+#: The chart's name in NVIDIA's repository, the release's name and namespace (NVIDIA's README:
+#: ``helm upgrade -i nvdp nvdp/nvidia-device-plugin --namespace nvidia-device-plugin``; the lab
+#: names the release after the chart, so the chart's fullname is the release name).
+CHART: Final = "nvidia-device-plugin"
+RELEASE: Final = "nvidia-device-plugin"
+NAMESPACE: Final = "nvidia-device-plugin"
+#: The environment variable that points an empty ``devicePluginChartPath`` at a local chart.
+CHART_PATH_ENV: Final = "GPULAB_DEVICE_PLUGIN_CHART_PATH"
+#: NVIDIA's repository names versions without a leading v (Chart.yaml ``version: "0.19.0"``).
+_VERSION: Final = re.compile(r"^\d+\.\d+\.\d+$")
+_DNS_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """An image as the chart takes it: ``repository`` (``nvcr.io/nvidia/k8s-device-plugin``)
+    and ``tag`` (``v0.19.0``, or ``v0.19.0@sha256:<digest>``: the chart writes ``repository:tag``)."""
+
+    repository: str
+    tag: str
+
+    def helm_values(self) -> dict[str, str]:
+        """``{"repository", "tag"}`` for the chart's ``image`` section."""
+        return {"repository": self.repository, "tag": self.tag}
+
+
+@dataclass(frozen=True)
+class DevicePluginChart:
+    """NVIDIA's device plugin chart as the lab installs it.
+
+    Attributes:
+        version: ``devicePluginChartVersion`` (``0.20.0``).
+        repo: ``devicePluginChartRepo``.
+        path: an unpacked chart directory (``devicePluginChartPath`` or
+            ``$GPULAB_DEVICE_PLUGIN_CHART_PATH``), absolute; None: from ``repo`` at ``version``.
+        image: ``devicePluginImage`` split for the chart (None: the chart's default).
+        nfd_image: ``nfdImage`` split for the NFD subchart (None: its default).
+        runtime_class: ``runtimeClass`` ("" : the variant's choice).
+    """
+
+    version: str = "0.20.0"
+    repo: str = "https://nvidia.github.io/k8s-device-plugin"
+    path: str | None = None
+    image: ImageRef | None = None
+    nfd_image: ImageRef | None = None
+    runtime_class: str = ""
+
+    @property
+    def source(self) -> str:
+        """``"local:<path>"`` or the repository URL (the ``chartSource`` output)."""
+        return f"local:{self.path}" if self.path else self.repo
+
+    def local_version(self) -> str | None:
+        """The local chart's Chart.yaml ``version`` (None: no local chart, or none found)."""
+        if not self.path:
+            return None
+        try:
+            with open(os.path.join(self.path, "Chart.yaml"), encoding="utf-8") as f:
+                for line in f:
+                    m = re.match(r"^version:\s*[\"']?([^\"'\s]+)", line)
+                    if m:
+                        return m.group(1)
+        except OSError:
+            return None
+        return None
+
+
+def _image(key: str, ref: str, problems: list[str], ns: str) -> ImageRef | None:
+    """``ref`` split for a chart that joins ``repository:tag`` (None: empty, or a problem
+    appended: not a pinned reference, or a digest without a tag)."""
+    if not ref:
+        return None
+    try:
+        parsed = operand_images.parse_ref("image", ref)  # registry/.../name, pinned
+    except ValueError as exc:
+        problems.append(f"{ns}:{key}={exc}")
+        return None
+    name, _, digest = ref.partition("@")
+    tail = name.rsplit("/", 1)[-1]
+    if ":" not in tail:
+        problems.append(
+            f"{ns}:{key}={ref!r}: the nvidia-device-plugin chart writes repository:tag, so a digest "
+            "alone cannot be given; put the tag before it (name:v0.20.0@sha256:<digest>)"
+        )
+        return None
+    tag = tail.split(":", 1)[1]
+    return ImageRef(f"{parsed.repository}/{parsed.image}", f"{tag}@{digest}" if digest else tag)
+
+
+def parse(
+    get: Callable[[str], object],
+    problems: list[str],
+    env: Mapping[str, str],
+    ns: str = "gpu-lab",
+    installs: bool = False,
+) -> DevicePluginChart:
+    """The :class:`DevicePluginChart` from the parsed values (``get(key)``: the value or its
+    default; ``env``: for ``$GPULAB_DEVICE_PLUGIN_CHART_PATH``); one line per bad key is
+    appended to ``problems``. ``installs``: ``gpuStack: device-plugin`` is chosen; only then are
+    the chart path and the images read for the chart (``devicePluginImage`` is the GPU
+    Operator's operand image otherwise, checked by gpulab.config.operand_images).
+
+    Problems: a version not ``MAJOR.MINOR.PATCH``; a repository not https:// or oci://;
+    ``runtimeClass`` not a DNS subdomain; ``nfdImage`` set for another ``gpuStack``; and with
+    ``installs``: a chart path without a Chart.yaml, ``devicePluginImage`` / ``nfdImage`` not a
+    pinned reference with a tag.
+    """
+    version = str(get("devicePluginChartVersion"))
+    if not _VERSION.match(version):
+        problems.append(
+            f"{ns}:devicePluginChartVersion={version!r} must be MAJOR.MINOR.PATCH without a leading v "
+            "(NVIDIA's repository names them so), e.g. 0.20.0"
+        )
+    repo = str(get("devicePluginChartRepo"))
+    if not re.match(r"^(https://|oci://)[A-Za-z0-9./_-]+$", repo):
+        problems.append(f"{ns}:devicePluginChartRepo={repo!r} must be an https:// or oci:// URL")
+    path = (str(get("devicePluginChartPath")) or env.get(CHART_PATH_ENV, "") or None) if installs else None
+    if not installs and get("nfdImage"):
+        problems.append(f"{ns}:nfdImage applies to gpuStack=device-plugin only (the NFD of its chart)")
+    if path is not None and not os.path.isfile(os.path.join(path, "Chart.yaml")):
+        problems.append(
+            f"device plugin chart path {path!r} (from {ns}:devicePluginChartPath or ${CHART_PATH_ENV}) has "
+            "no Chart.yaml; point it at an unpacked nvidia-device-plugin chart or unset it to use the "
+            "repository"
+        )
+    runtime_class = str(get("runtimeClass"))
+    if runtime_class and (len(runtime_class) > 253 or not _DNS_SUBDOMAIN.match(runtime_class)):
+        problems.append(f"{ns}:runtimeClass={runtime_class!r} is not a RuntimeClass name (a DNS subdomain)")
+    return DevicePluginChart(
+        version=version,
+        repo=repo,
+        path=os.path.abspath(path) if path else None,
+        image=_image("devicePluginImage", str(get("devicePluginImage") or ""), problems, ns)
+        if installs
+        else None,
+        nfd_image=_image("nfdImage", str(get("nfdImage") or ""), problems, ns) if installs else None,
+        runtime_class=runtime_class,
+    )
