@@ -263,7 +263,9 @@ class Lab(pulumi.ComponentResource):
             "chart_version": operator.chart_version,
             "chart_source": operator.chart_source,
             "operator_components": operator.components,
-            "device_plugin_owner": cfg.device_plugin_owner,
+            # Who runs the device plugin: the operator or minikube's addon as configured; a
+            # found stack's somebody else; NVIDIA's chart the lab installed.
+            "device_plugin_owner": _DEVICE_PLUGIN_OWNER.get(cfg.fleet.stack, cfg.device_plugin_owner),
             "simulated_flag": cfg.simulated,
             "simulated_fields": [
                 f for f in simulated_fields(cfg, variant) if cfg.compute_check or f not in _COMPUTE_KEYS
@@ -339,6 +341,9 @@ class Lab(pulumi.ComponentResource):
             "compute_measured_at": c.measured_at,
         }
 
+
+#: ``devicePluginOwner`` by ``gpuStack`` where the config's devicePluginOwner does not apply.
+_DEVICE_PLUGIN_OWNER = {"found": "found", "device-plugin": "device-plugin-chart"}
 
 #: The outputs of the compute check (computeResult first).
 _COMPUTE_KEYS = (

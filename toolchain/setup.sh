@@ -29,4 +29,9 @@ for part in $GPULAB_TOOLCHAIN_BUILD; do
     sim) python3 "$here/sim/fetch.py" ;;
   esac
 done
+# The device plugin chart offline (gpuStack device-plugin): for the tests, and for a sim stack
+# whose chart cannot come from NVIDIA's repository here; a connected machine's lab uses the repository.
+if [[ $purpose == tests ]]; then
+  "$here/device-plugin-chart.sh" >/dev/null
+fi
 [[ -n "$GPULAB_TOOLCHAIN_BUILD" ]] || echo "gpu-lab: toolchain: nothing to build for the $stack stack" >&2

@@ -132,9 +132,12 @@ class FleetSpec:
 #: Container waiting reasons that do not end by themselves (a bad image, a crashing binary, a
 #: config the kubelet cannot run): the installed chart's Pod stuck in one for ``settle`` seconds
 #: ends the gate's wait.
-#: Seconds NFD's worker may take to label a node after GPU Feature Discovery wrote its feature
-#: file: the worker's default ``core.sleepInterval`` (node-feature-discovery chart 0.17.3 and
-#: 0.19.0 values.yaml, ``worker.config``: ``sleepInterval: 60s``).
+#: Seconds the node's labels may lag once the chart's Pods are Ready: GPU Feature Discovery
+#: publishes a NodeFeature object (``--use-node-feature-api``, default true in NVIDIA/
+#: k8s-device-plugin v0.19.0 and v0.20.0 cmd/gpu-feature-discovery/main.go) that NFD's master
+#: turns into labels, and NFD's worker writes the PCI label the chart's affinity needs on its
+#: first pass, then every ``core.sleepInterval`` (60s by default, node-feature-discovery chart
+#: values.yaml ``worker.config``): one such interval.
 NFD_PASS_SECONDS: Final = 60.0
 STUCK_REASONS: Final = (
     "CrashLoopBackOff",
@@ -276,8 +279,8 @@ def gate_node(
             cap,
             f"node {name} has no {GFD_COUNT} label: GPU Feature Discovery has not labelled it",
             f"scripts/kubectl -n {installed_in} logs -l app.kubernetes.io/name=gpu-feature-discovery "
-            "--all-containers; GFD writes a feature file that NFD's worker reads and NFD's master "
-            f"turns into labels: scripts/kubectl -n {installed_in} get pods (NFD's worker and master)",
+            "--all-containers; GFD publishes a NodeFeature object that NFD's master turns into labels: "
+            f"scripts/kubectl -n {installed_in} get pods,nodefeatures (is NFD's master running?)",
         )
     if plugin_found and plugin_pod is None:
         return GateResult(

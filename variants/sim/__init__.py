@@ -194,7 +194,7 @@ class Sim(Variant):
 def _fleet_problems(get: Getter, problems: list[str]) -> None:
     """``simNodes``: each ``NAME=GPUS[/ADVERTISED]`` (variants.sim.ctl.fleet), only with
     ``gpuStack: found`` (the simulated fleet's stack is found installed, as on a cluster the lab
-    does not own)."""
+    does not own) or ``device-plugin`` (the lab installs NVIDIA's chart, then checks each node)."""
     from variants.sim.ctl.fleet import parse_node_specs
 
     items = [i.strip() for i in str(get("simNodes")).split(",") if i.strip()]
@@ -204,9 +204,10 @@ def _fleet_problems(get: Getter, problems: list[str]) -> None:
         parse_node_specs(items)
     except ValueError as exc:
         problems.append(f"gpu-lab:simNodes={get('simNodes')!r}: {exc}")
-    if get("gpuStack") != "found":
+    if get("gpuStack") not in ("found", "device-plugin"):
         problems.append(
-            "gpu-lab:simNodes needs gpu-lab:gpuStack=found (the fleet's GPU stack is found installed)"
+            "gpu-lab:simNodes needs gpu-lab:gpuStack=found or device-plugin (a fleet's nodes are checked "
+            "one by one: found installed, or NVIDIA's device plugin chart installed by the lab)"
         )
 
 

@@ -88,7 +88,7 @@ def test_sim_nodes_need_found_and_a_well_formed_spec() -> None:
     assert cfg.fleet.found and cfg.fleet.sim_nodes == ("gpu-a=8", "gpu-c=4/3")
     with pytest.raises(ConfigError) as err:
         parse_config({"cluster": "sim", "simNodes": "gpu-a=8"}, {})
-    assert "simNodes needs gpu-lab:gpuStack=found" in str(err.value)
+    assert "simNodes needs gpu-lab:gpuStack=found or device-plugin" in str(err.value)
     with pytest.raises(ConfigError) as err:
         parse_config({"cluster": "sim", "gpuStack": "found", "simNodes": "gpu-a=9,gpu-b=2/3"}, {})
     assert "GPUS must be 1..8" in str(err.value)

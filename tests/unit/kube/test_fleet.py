@@ -249,3 +249,87 @@ def test_a_driver_other_than_gfds_label_fails_the_smoke() -> None:
     same = {"node": "gpu-b", "smoke": "pass", "labelDriverVersion": "580.15", "driverVersion": "580.15"}
     fleet._driver_matches(same)
     assert same["smoke"] == "pass"
+
+
+# --- NVIDIA's device plugin chart installed by the lab (gpuStack device-plugin) -----------------
+
+PLUGIN_NS = "nvidia-device-plugin"
+
+
+def _plugin_pod(name: str, node_name: str, ready: bool = True, waiting: str | None = None) -> dict[str, Any]:
+    state = {"waiting": {"reason": waiting}} if waiting else {"running": {}}
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": PLUGIN_NS,
+            "ownerReferences": [{"kind": "DaemonSet", "name": "nvidia-device-plugin"}],
+        },
+        "spec": {"nodeName": node_name},
+        "status": {
+            "phase": "Running" if ready else "Pending",
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            "containerStatuses": [{"ready": ready, "state": state}],
+        },
+    }
+
+
+def test_an_installed_chart_requires_its_plugin_pod_and_gfds_labels() -> None:
+    exp = fleet.Expectation(4, "gfd:nvidia.com/gpu.count=1 x nvidia.com/gpu.replicas=4", 4)
+    labelled = {fleet.GFD_COUNT: "1", fleet.GFD_REPLICAS: "4", fleet.GFD_SHARING: "time-slicing"}
+    pod = _plugin_pod("dp-a", "a")
+    assert fleet.gate_node(node("a", labelled, 4), exp, "nvidia.com/gpu", pod, True, PLUGIN_NS).ok
+    # Evicted (a taint the chart's Pods do not tolerate): named, with the affinity and taints to check.
+    gone = fleet.gate_node(node("a", labelled, 0), exp, "nvidia.com/gpu", None, True, PLUGIN_NS)
+    assert gone.cause == "no Pod of the device plugin chart's DaemonSet runs on node a"
+    assert "taint" in gone.fix and "pci-10de.present" in gone.fix
+    # The plugin registered, GFD has not labelled the node: not judged on capacity alone.
+    bare = fleet.gate_node(
+        node("a", {}, 4), fleet.Expectation(4, "capacity"), "nvidia.com/gpu", pod, True, PLUGIN_NS
+    )
+    assert bare.cause == "node a has no nvidia.com/gpu.count label: GPU Feature Discovery has not labelled it"
+    assert "NodeFeature" in bare.fix
+    # A found stack is not held to GFD's labels.
+    assert fleet.gate_node(node("a", {}, 4), fleet.Expectation(4, "capacity"), "nvidia.com/gpu", pod, True).ok
+
+
+def test_time_slicing_pods_hold_one_replica_and_expect_one_gpu() -> None:
+    labels = {fleet.GFD_COUNT: "2", fleet.GFD_REPLICAS: "4", fleet.GFD_SHARING: "time-slicing"}
+    exp = fleet.expectation(node("a", labels, 8), SPEC)
+    assert (exp.count, exp.replicas, exp.pod_gpus) == (8, 4, 1)
+    assert fleet.expectation(node("b", {fleet.GFD_COUNT: "2"}, 2), SPEC).pod_gpus == 2
+
+
+def _progress(wait: float = 600, settle: float = 10) -> fleet._Progress:
+    spec = fleet.FleetSpec(
+        namespace="gpu-lab", smoke_image="i:1", settle=settle, installed_in=PLUGIN_NS, wait=wait
+    )
+    return fleet._Progress(0.0, spec)
+
+
+def test_the_gate_waits_while_the_charts_pods_come_up_and_stops_on_a_stuck_one() -> None:
+    starting = [_plugin_pod("dp-a", "a", ready=False)]
+    ready = [_plugin_pod("dp-a", "a")]
+    p = _progress()
+    # Pods still starting at t=100: past the 10 s grace, the gate keeps waiting.
+    assert not p.over(100.0, starting, labelled=False)
+    # All Ready from t=101 but no GFD label yet: one NFD pass (60 s) plus the grace more.
+    assert not p.over(101.0 + fleet.NFD_PASS_SECONDS, ready, labelled=False)
+    assert p.over(101.0 + fleet.NFD_PASS_SECONDS + 11, ready, labelled=False)
+    # A Pod stuck on its image: over once it has been stuck for the grace.
+    stuck = [_plugin_pod("dp-a", "a", ready=False, waiting="ImagePullBackOff")]
+    q = _progress()
+    assert not q.over(1.0, stuck, labelled=True)
+    assert q.over(11.0, stuck, labelled=True)
+    assert "dp-a on a: ImagePullBackOff" in q.describe(stuck)
+    # Never past the wait, even while Pods keep starting.
+    assert _progress(wait=30).over(30.0, starting, labelled=False)
+    # No Pod at all (evicted, or the release gone): the grace only.
+    r = _progress()
+    assert not r.over(5.0, [], labelled=True) and r.over(10.0, [], labelled=True)
+    assert "none (is the release installed?" in r.describe([])
+
+
+def test_a_found_stack_waits_the_grace_only() -> None:
+    p = fleet._Progress(0.0, fleet.FleetSpec(namespace="gpu-lab", smoke_image="i:1", settle=10))
+    assert not p.over(9.9, [_plugin_pod("x", "a", ready=False)], labelled=False)
+    assert p.over(10.0, [_plugin_pod("x", "a", ready=False)], labelled=False)

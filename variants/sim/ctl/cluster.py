@@ -108,7 +108,8 @@ class UpOptions:
         """What node ``node`` advertises."""
         for n in self.fleet:
             if n.name == node:
-                return NodeGpus(n.advertised)
+                # Time-slicing shares a fleet node's GPUs as it does the single node's.
+                return NodeGpus(n.advertised, self.replicas, rename=self.rename)
         return self.node_gpus
 
     @property
@@ -330,7 +331,7 @@ def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo,
             manifest["metadata"]["labels"]["nvidia.com/gpu.count"] = str(n.gpus)
             # The kubelet counts unhealthy devices in capacity, healthy ones in allocatable
             # (kubernetes pkg/kubelet/cm/devicemanager/manager.go GetCapacity).
-            manifest["status"]["capacity"][gpus.gpu_key] = str(n.gpus)
+            manifest["status"]["capacity"][gpus.gpu_key] = str(n.gpus * gpus.replicas)
     stale = gpus.stale()  # merge-patch nulls: a key an earlier up set and this one has not
     status = {"status": {k: {**manifest["status"][k], **stale} for k in ("capacity", "allocatable")}}
     proc = _kubectl(
