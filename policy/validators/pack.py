@@ -24,6 +24,7 @@ from policy.validators.minikube import start_gpu, start_resources
 from policy.validators.release import (
     chart_pinned,
     chart_source,
+    device_plugin_chart,
     driver_disabled,
     namespace,
     operand_images_pinned,
@@ -45,6 +46,7 @@ SPECS: Final[tuple[Spec, ...]] = (
     toolkit_fits_runtime.SPEC,
     toolkit_redundant.SPEC,
     operand_images_pinned.SPEC,
+    device_plugin_chart.SPEC,
     gpu_limit.SPEC,
     restart_never.SPEC,
     image_pinned.SPEC,
