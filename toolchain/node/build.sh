@@ -6,8 +6,12 @@
 #   containerd    containerd + ctr in one binary (containerd v$CONTAINERD_VERSION)
 #   shim          containerd-shim-runc-v2 (same module, static, as upstream builds it)
 #   runc          runc v$RUNC_VERSION (cgo: its nsenter is C; seccomp, static; needs libseccomp-dev)
-#   toolkit       nvidia-ctk v$NVIDIA_CONTAINER_TOOLKIT_VERSION (cgo: NVML; `cdi generate`
-#                 and the CDI hooks: --nvidia-cdi-hook-path=nvidia-ctk)
+#   toolkit       nvidia-ctk and nvidia-container-runtime v$NVIDIA_CONTAINER_TOOLKIT_VERSION (cgo:
+#                 NVML; `cdi generate`, `runtime configure`, the CDI hooks:
+#                 --nvidia-cdi-hook-path=nvidia-ctk; the runtime in its cdi mode)
+#   nvidia-dp     NVIDIA's k8s-device-plugin v$NVIDIA_DEVICE_PLUGIN_VERSION: nvidia-device-plugin,
+#                 gpu-feature-discovery, config-manager, mps-control-daemon (cgo: NVML by dlopen)
+#   nfd           node-feature-discovery v$NFD_VERSION: nfd-master, nfd-worker, nfd-gc (static)
 #   cni           the CNI plugins bridge, host-local, loopback v$CNI_PLUGINS_VERSION
 #   deviceplugin  toolchain/node/deviceplugin (the project's own, cgo: NVML)
 #   native        gpulab-vectoradd and gpulab-pause (C, this checkout)
@@ -19,6 +23,8 @@
 #   --mod-only only (re)generate the wrappers' go.mod/go.sum; build nothing
 #   --stage    write DIR/bin/node-kube.tar.xz and node-runtime.tar.xz (solid xz archives,
 #              cached by content) and DIR/MANIFEST: what travels to the GPU machine
+#   --stage-nvidia DIR   write DIR/bin/nvidia.tar.xz (nvidia-dp and nfd) and DIR/MANIFEST
+#              (toolchain/node/stage-nvidia.sh: the call before `run.sh lab-nvidia`)
 # Output: ${GPULAB_CACHE:-~/.cache/gpu-lab}/node/<component>-<version>/bin, with a
 # .complete marker holding the fingerprint of the sources and flags it was built from.
 set -euo pipefail
@@ -30,7 +36,7 @@ source "$root/toolchain/versions.env"
 # shellcheck source=versions.env
 source "$here/versions.env"
 : "${KUBERNETES_VERSION:?}" "${ETCD_VERSION:?}" "${CONTAINERD_VERSION:?}" "${RUNC_VERSION:?}"
-: "${NVIDIA_CONTAINER_TOOLKIT_VERSION:?}" "${CNI_PLUGINS_VERSION:?}"
+: "${NVIDIA_CONTAINER_TOOLKIT_VERSION:?}" "${CNI_PLUGINS_VERSION:?}" "${NVIDIA_DEVICE_PLUGIN_VERSION:?}" "${NFD_VERSION:?}"
 
 cache_root=${GPULAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-lab}
 cache=$cache_root/node
@@ -40,19 +46,20 @@ log() { echo "[node-build] $*" >&2; }
 die() { echo "node/build.sh: $*" >&2; exit 1; }
 command -v go >/dev/null || die "'go' not found on PATH; install Go >= 1.26"
 
-update=0 mod_only=0 stage= comps=()
+update=0 mod_only=0 stage= stage_nvidia= comps=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --update) update=1 ;;
     --mod-only) mod_only=1 ;;
     --stage) stage=${2:?--stage needs a directory}; shift ;;
-    kube|containerd|shim|runc|toolkit|cni|deviceplugin|native) comps+=("$1") ;;
+    --stage-nvidia) stage_nvidia=${2:?--stage-nvidia needs a directory}; shift; comps+=(nvidia-dp nfd) ;;
+    kube|containerd|shim|runc|toolkit|cni|deviceplugin|native|nvidia-dp|nfd) comps+=("$1") ;;
     -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
-    *) die "unknown argument '$1' (components: kube containerd shim runc toolkit cni deviceplugin native)" ;;
+    *) die "unknown argument '$1' (components: kube containerd shim runc toolkit cni deviceplugin native nvidia-dp nfd)" ;;
   esac
   shift
 done
-[[ ${#comps[@]} -gt 0 ]] || comps=(native deviceplugin cni runc toolkit shim containerd kube)
+[[ ${#comps[@]} -gt 0 ]] || comps=(native deviceplugin cni runc toolkit shim containerd nvidia-dp nfd kube)
 
 # pinned <dir> <module>: the version the committed go.mod requires.
 pinned() { [[ -f $1/go.mod ]] && sed -n "s|^[[:space:]]*\(require \)\{0,1\}$2 \(v[^ ]*\).*|\2|p" "$1/go.mod" | head -1 || true; }
@@ -97,7 +104,32 @@ generate() {
       ;;
     toolkit)
       new_mod "$d" gpulab.local/toolchain/node/toolkit
-      (cd "$d" && go get -tool "github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk@v$NVIDIA_CONTAINER_TOOLKIT_VERSION")
+      (cd "$d" && go get -tool "github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk@v$NVIDIA_CONTAINER_TOOLKIT_VERSION" \
+        "github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-container-runtime@v$NVIDIA_CONTAINER_TOOLKIT_VERSION")
+      ;;
+    nvidia-dp)
+      new_mod "$d" gpulab.local/toolchain/node/nvidia-dp
+      local cmd tools=()
+      for cmd in $NVIDIA_DP_CMDS; do tools+=("github.com/NVIDIA/k8s-device-plugin/cmd/$cmd@v$NVIDIA_DEVICE_PLUGIN_VERSION"); done
+      (cd "$d" && go get -tool "${tools[@]}")
+      ;;
+    nfd)
+      # node-feature-discovery pins its k8s.io modules (and gogo/protobuf) by replace, and its
+      # api/nfd module to ./api/nfd; a dependency's replaces are ignored, so each is repeated
+      # here (the local one at the same version, published from the same tag).
+      local v=v$NFD_VERSION nmod from arrow to ver rest cmd args=() tools=()
+      nmod=$(cd "$d" && go mod download -json "sigs.k8s.io/node-feature-discovery@$v" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+      [[ -f $nmod ]] || die "no go.mod for sigs.k8s.io/node-feature-discovery@$v: is the Go module proxy reachable?"
+      new_mod "$d" gpulab.local/toolchain/node/nfd
+      while read -r from arrow to ver rest; do
+        case $to in
+          ./*) args+=("-replace=$from=$from@$v") ;;
+          *) args+=("-replace=$from=$to@$ver") ;;
+        esac
+      done < <(sed -n '/^replace (/,/^)/{/=>/p}' "$nmod")
+      [[ ${#args[@]} -gt 0 ]] || die "no replaces in $nmod"
+      for cmd in $NFD_CMDS; do tools+=("sigs.k8s.io/node-feature-discovery/cmd/$cmd@$v"); done
+      (cd "$d" && go mod edit "${args[@]}" && go get -tool "${tools[@]}")
       ;;
     cni)
       new_mod "$d" gpulab.local/toolchain/node/cni
@@ -182,9 +214,33 @@ runc_build() {
 }
 toolkit_build() {
   # The toolkit's Makefile links with lazy binding: NVML's symbols resolve at first use.
-  (cd "$wrappers/toolkit" && CGO_ENABLED=1 go build -trimpath \
-    -ldflags "-s -w '-extldflags=-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files -Wl,-z,lazy' -X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=$NVIDIA_CONTAINER_TOOLKIT_VERSION" \
-    -o "$1/nvidia-ctk" github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk)
+  local cmd
+  for cmd in nvidia-ctk nvidia-container-runtime; do
+    (cd "$wrappers/toolkit" && CGO_ENABLED=1 go build -trimpath \
+      -ldflags "-s -w '-extldflags=-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files -Wl,-z,lazy' -X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=$NVIDIA_CONTAINER_TOOLKIT_VERSION" \
+      -o "$1/$cmd" "github.com/NVIDIA/nvidia-container-toolkit/cmd/$cmd")
+  done
+}
+# NVIDIA's Makefile (cmd-%: BUILDFLAGS): NVML's symbols resolve when it is dlopen'ed.
+NVIDIA_DP_CMDS="nvidia-device-plugin gpu-feature-discovery config-manager mps-control-daemon"
+nvidia_dp_build() {
+  local cmd info=github.com/NVIDIA/k8s-device-plugin/internal/info
+  for cmd in $NVIDIA_DP_CMDS; do
+    (cd "$wrappers/nvidia-dp" && CGO_ENABLED=1 go build -trimpath \
+      -ldflags "-s -w '-extldflags=-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files' -X $info.version=v$NVIDIA_DEVICE_PLUGIN_VERSION" \
+      -o "$1/$cmd" "github.com/NVIDIA/k8s-device-plugin/cmd/$cmd")
+  done
+}
+# NFD's Makefile (BUILD_FLAGS, static) with its image's HOSTMOUNT_PREFIX /host- (the chart
+# mounts the host's /sys, /boot, /etc/os-release, /usr/lib, /lib at /host-*).
+NFD_CMDS="nfd-master nfd-worker nfd-gc"
+nfd_build() {
+  local cmd pkg=sigs.k8s.io/node-feature-discovery/pkg
+  for cmd in $NFD_CMDS; do
+    (cd "$wrappers/nfd" && CGO_ENABLED=0 go build -trimpath -tags osusergo,netgo \
+      -ldflags "-s -w -X $pkg/version.version=v$NFD_VERSION -X $pkg/utils/hostpath.pathPrefix=/host-" \
+      -o "$1/$cmd" "sigs.k8s.io/node-feature-discovery/cmd/$cmd")
+  done
 }
 cni_build() {
   local p ld="-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=v$CNI_PLUGINS_VERSION"
@@ -212,27 +268,25 @@ for c in "${comps[@]}"; do
     runc) ensure_wrapper runc github.com/opencontainers/runc "v$RUNC_VERSION"
       build runc "$RUNC_VERSION" cgo-seccomp-static $(wrapper_srcs runc) -- runc_build ;;
     toolkit) ensure_wrapper toolkit github.com/NVIDIA/nvidia-container-toolkit "v$NVIDIA_CONTAINER_TOOLKIT_VERSION"
-      build toolkit "$NVIDIA_CONTAINER_TOOLKIT_VERSION" cgo-lazy $(wrapper_srcs toolkit) -- toolkit_build ;;
+      build toolkit "$NVIDIA_CONTAINER_TOOLKIT_VERSION" "cgo-lazy nvidia-ctk nvidia-container-runtime" $(wrapper_srcs toolkit) -- toolkit_build ;;
     cni) ensure_wrapper cni github.com/containernetworking/plugins "v$CNI_PLUGINS_VERSION"
       build cni "$CNI_PLUGINS_VERSION" "" $(wrapper_srcs cni) -- cni_build ;;
+    nvidia-dp) ensure_wrapper nvidia-dp github.com/NVIDIA/k8s-device-plugin "v$NVIDIA_DEVICE_PLUGIN_VERSION"
+      build nvidia-dp "$NVIDIA_DEVICE_PLUGIN_VERSION" "cgo-dlopen $NVIDIA_DP_CMDS" $(wrapper_srcs nvidia-dp) -- nvidia_dp_build ;;
+    nfd) ensure_wrapper nfd sigs.k8s.io/node-feature-discovery "v$NFD_VERSION"
+      build nfd "$NFD_VERSION" "static hostmount=/host- $NFD_CMDS" $(wrapper_srcs nfd) -- nfd_build ;;
     deviceplugin)
       build deviceplugin dev cgo-lazy "$here"/deviceplugin/go.mod "$here"/deviceplugin/go.sum "$here"/deviceplugin/*.go -- deviceplugin_build ;;
     native) build native dev "$(cc --version | head -1)" "$here"/cuda/vectoradd.c "$here"/pause/pause.c -- native_build ;;
   esac
 done
 
-[[ -n $stage && $mod_only == 0 ]] || exit 0
+[[ (-n $stage || -n $stage_nvidia) && $mod_only == 0 ]] || exit 0
 
 # What travels: two solid xz archives (binaries that share code compress together: 27 MB
 # compressed one by one, 17 MB in one archive with a dictionary that spans them), cached by
 # the content of what is in them, and a manifest of names, versions, sizes and sha256.
-etcd=$cache_root/sim/etcd-$ETCD_VERSION/bin/etcd
-[[ -x $etcd ]] || die "no $etcd: build the simulated lab's toolchain first (make toolchain-tests)"
 rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo dev)
-mkdir -p "$stage/bin" "$cache/xz"
-rm -f "$stage"/bin/*.xz
-manifest=$stage/MANIFEST
-printf 'archive\tbinary\tversion\tbytes\tsha256\n' >"$manifest"
 archive() { # archive <name> <dict> <binary:version>...
   local name=$1 dict=$2; shift 2
   local files=() spec f sum key tmp
@@ -254,6 +308,26 @@ archive() { # archive <name> <dict> <binary:version>...
   rm -rf "$tmp"
   cp "$cache/xz/$name-$key.tar.xz" "$stage/bin/$name.tar.xz"
 }
+if [[ -n $stage_nvidia ]]; then
+  mkdir -p "$stage_nvidia/bin" "$cache/xz"
+  rm -f "$stage_nvidia"/bin/*.xz
+  manifest=$stage_nvidia/MANIFEST
+  printf 'archive\tbinary\tversion\tbytes\tsha256\n' >"$manifest"
+  stage=$stage_nvidia
+  specs=()
+  for c in $NVIDIA_DP_CMDS; do specs+=("$cache/nvidia-dp-$NVIDIA_DEVICE_PLUGIN_VERSION/bin/$c:v$NVIDIA_DEVICE_PLUGIN_VERSION"); done
+  for c in $NFD_CMDS; do specs+=("$cache/nfd-$NFD_VERSION/bin/$c:v$NFD_VERSION"); done
+  archive nvidia 192MiB "${specs[@]}"
+  log "staged in $stage/bin: $(du -b "$stage"/bin/*.tar.xz | awk '{s+=$1} END {print s}') bytes"
+  column -t "$manifest" >&2
+  exit 0
+fi
+etcd=$cache_root/sim/etcd-$ETCD_VERSION/bin/etcd
+[[ -x $etcd ]] || die "no $etcd: build the simulated lab's toolchain first (make toolchain-tests)"
+mkdir -p "$stage/bin" "$cache/xz"
+rm -f "$stage"/bin/*.xz
+manifest=$stage/MANIFEST
+printf 'archive\tbinary\tversion\tbytes\tsha256\n' >"$manifest"
 archive node-kube 192MiB "$etcd:v$ETCD_VERSION" "$cache/kube-$KUBERNETES_VERSION/bin/gpulab-kube:v$KUBERNETES_VERSION"
 archive node-runtime 128MiB \
   "$cache/containerd-$CONTAINERD_VERSION/bin/gpulab-containerd:v$CONTAINERD_VERSION" \
@@ -261,6 +335,7 @@ archive node-runtime 128MiB \
   "$cache/deviceplugin-dev/bin/gpulab-device-plugin:$rev" \
   "$cache/runc-$RUNC_VERSION/bin/runc:v$RUNC_VERSION" \
   "$cache/toolkit-$NVIDIA_CONTAINER_TOOLKIT_VERSION/bin/nvidia-ctk:v$NVIDIA_CONTAINER_TOOLKIT_VERSION" \
+  "$cache/toolkit-$NVIDIA_CONTAINER_TOOLKIT_VERSION/bin/nvidia-container-runtime:v$NVIDIA_CONTAINER_TOOLKIT_VERSION" \
   "$cache/cni-$CNI_PLUGINS_VERSION/bin/bridge:v$CNI_PLUGINS_VERSION" \
   "$cache/cni-$CNI_PLUGINS_VERSION/bin/host-local:v$CNI_PLUGINS_VERSION" \
   "$cache/cni-$CNI_PLUGINS_VERSION/bin/loopback:v$CNI_PLUGINS_VERSION" \

@@ -3,7 +3,10 @@ module gpulab.local/toolchain/node/toolkit
 
 go 1.26.0
 
-tool github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk
+tool (
+	github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-container-runtime
+	github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk
+)
 
 require (
 	cyphar.com/go-pathrs v0.2.6 // indirect
