@@ -42,8 +42,9 @@ SECTIONS: Final[tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]] = (
     ),
     (
         "operator",
-        "GPU Operator",
+        "GPU stack",
         (
+            ("gpuStack", "How the GPUs are served (gpuStack)"),
             ("chartVersion", "Chart version"),
             ("chartSource", "Chart source"),
             ("components", "Components"),

@@ -268,6 +268,8 @@ def build_card(
             "devicePluginPods": f(o.DEVICE_PLUGIN_PODS, group="gate"),
         },
         "operator": {
+            # install (the GPU Operator), device-plugin (NVIDIA's chart alone) or found.
+            "gpuStack": f(o.GPU_STACK),
             "chartVersion": f(o.CHART_VERSION),
             "chartSource": f(o.CHART_SOURCE),
             "components": f(o.OPERATOR_COMPONENTS),

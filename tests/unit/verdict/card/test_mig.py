@@ -39,7 +39,7 @@ def test_mig_section_rows(mig: dict[str, Any]) -> None:
 
 def test_markdown_lists_each_mig_resource_and_the_smoke_resource(mig: dict[str, Any]) -> None:
     md = render_markdown(card.build_card(LabOutputs.from_json(mig), now=NOW))
-    assert "## MIG" in md and md.index("## Cluster") < md.index("## MIG") < md.index("## GPU Operator")
+    assert "## MIG" in md and md.index("## Cluster") < md.index("## MIG") < md.index("## GPU stack")
     assert "| `nvidia.com/mig-1g.18gb` | 7 allocatable / 7 expected *(simulated)* | " in md
     assert "`migResources`, `expectedMigResources` |" in md
     assert "| MIG strategy | mixed | configured | `migStrategy` |" in md
