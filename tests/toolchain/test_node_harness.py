@@ -4,7 +4,10 @@ rendering for the node, the gate's arguments there, the device plugin's Go tests
 from __future__ import annotations
 
 import importlib.util
+import inspect
+import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -158,3 +161,179 @@ def test_the_checkouts_python_is_the_harness_interpreter_with_its_virtualenv(tmp
     assert not checkout_python.is_symlink()
     wrapped = subprocess.run([str(checkout_python), *ask], capture_output=True, text=True, check=True)
     assert Path(wrapped.stdout.strip()) == env
+
+
+# ---------------------------------------------------------------- NVIDIA's device plugin chart
+
+
+def _module_dir(module: str) -> Path:
+    """A module's directory in the Go module cache (skip when Go or the module is absent)."""
+    if shutil.which("go") is None:
+        pytest.skip("no Go on PATH")
+    cache = subprocess.run(
+        ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    path, _, version = module.partition("@")
+    escaped = "".join(f"!{c.lower()}" if c.isupper() else c for c in path)
+    d = Path(cache) / f"{escaped}@{version}"
+    if not d.is_dir():
+        pytest.skip(f"{module} is not in the Go module cache (toolchain/node/build.sh nvidia-dp nfd)")
+    return d
+
+
+def _versions() -> dict[str, str]:
+    text = (NODE / "versions.env").read_text()
+    return dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln and not ln.startswith("#"))
+
+
+def test_pods_reach_the_api_server_at_the_kubernetes_services_address(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No kube-proxy: the ``kubernetes`` Service's ClusterIP (the service range's first address)
+    is the CNI bridge's gateway, the host's address on cni0, in the API server's certificate;
+    the API server listens on the Service's port; Pods get addresses outside the service range."""
+    import ipaddress
+    import json
+
+    monkeypatch.setattr(node, "NET", dict(node.NET))
+    assert node.api_url() == "https://127.0.0.1:6443"  # the other modes keep theirs
+    node.use_in_cluster_network()
+    service = ipaddress.ip_network(node.NET["service_cidr"])
+    cluster_ip = next(service.hosts())
+    (bridge,) = json.loads(node.cni_conflist())["plugins"]
+    ((r,),) = bridge["ipam"]["ranges"]
+    assert ipaddress.ip_address(r["gateway"]) == cluster_ip and bridge["isGateway"] is True
+    pods = ipaddress.ip_network(r["subnet"])
+    assert service.subnet_of(pods) and ipaddress.ip_address(r["rangeStart"]) not in service
+    assert node.NET["api_port"] == 443 and node.api_url() == "https://127.0.0.1:443"
+    assert ipaddress.ip_address(node.NET["cluster_dns"]) in service
+    sans = re.search(r'cert apiserver "/CN=kube-apiserver" \\\n\s+"([^"]+)"', (NODE / "pki.sh").read_text())
+    assert sans and f"IP:{cluster_ip}" in sans.group(1).split(",")
+
+
+def test_nvidia_runtime_maps_visible_devices_to_cdi_names_the_spec_has() -> None:
+    """cdi mode turns NVIDIA_VISIBLE_DEVICES=<id> into ``<default-kind>=<id>``
+    (internal/modifier/cdi.go, v1.20.2); the spec the harness generates names devices by index
+    and UUID, and "all" (the rehearsal's stand-in spec too)."""
+    toolkit = _module_dir(
+        f"github.com/NVIDIA/nvidia-container-toolkit@v{_versions()['NVIDIA_CONTAINER_TOOLKIT_VERSION']}"
+    )
+    src = (toolkit / "internal" / "modifier" / "cdi.go").read_text()
+    assert 'name = fmt.Sprintf("%s=%s", c.defaultKind, name)' in src
+    assert (
+        'DefaultKind:        "nvidia.com/gpu"'
+        in (toolkit / "api" / "config" / "v1" / "config.go").read_text()
+    )
+    text = inspect.getsource(node.nvidia_runtime)
+    assert 'mode = "cdi"' in text and 'default-kind = "nvidia.com/gpu"' in text
+    assert "--runtime=containerd" in text and "--drop-in-config=" in text
+    gen = inspect.getsource(node.cdi)
+    assert "--device-name-strategy=index" in gen and "--device-name-strategy=uuid" in gen
+    assert '("0", FAKE_UUID, "all")' in inspect.getsource(node.fake_gpu)
+
+
+def test_nvidia_images_are_laid_out_as_upstreams(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """k8s-device-plugin's image: the binaries its Dockerfile copies to /usr/bin, its ENV; NFD's:
+    the commands its subchart's templates run, in /usr/bin, USER 65534:65534."""
+    import tarfile
+
+    v = _versions()
+    dp = _module_dir(f"github.com/NVIDIA/k8s-device-plugin@v{v['NVIDIA_DEVICE_PLUGIN_VERSION']}")
+    monkeypatch.setattr(node, "NVIDIA_OPT", tmp_path)
+    (tmp_path / "VERSIONS").write_text(
+        f"NVIDIA_DEVICE_PLUGIN_VERSION={v['NVIDIA_DEVICE_PLUGIN_VERSION']}\nNFD_VERSION={v['NFD_VERSION']}\n"
+    )
+    specs = node.nvidia_image_specs()
+
+    def pairs(args: list[str], flag: str) -> list[str]:
+        return [args[i + 1] for i, a in enumerate(args) if a == flag]
+
+    docker = (dp / "deployments" / "container" / "Dockerfile").read_text()
+    copied = set(re.findall(r"^COPY --from=build /artifacts/\S+\s+(/usr/bin/\S+)$", docker, re.M))
+    added = {a.split("=", 1)[0] for a in pairs(specs["nvidia-dp"], "--add")}
+    assert copied and copied <= added
+    for env in re.findall(r'^ENV (NVIDIA_\w+)="?([^"\n]+)"?$', docker, re.M):
+        assert "=".join(env) in pairs(specs["nvidia-dp"], "--env")
+    assert node.nvidia_images() == {
+        "nvidia-dp": f"gpulab.local/k8s-device-plugin:v{v['NVIDIA_DEVICE_PLUGIN_VERSION']}",
+        "nfd": f"gpulab.local/node-feature-discovery:v{v['NFD_VERSION']}",
+    }
+    sub = (
+        dp
+        / "deployments"
+        / "helm"
+        / "nvidia-device-plugin"
+        / "charts"
+        / f"node-feature-discovery-chart-{v['NFD_VERSION']}.tgz"
+    )
+    commands = set()
+    with tarfile.open(sub) as t:
+        for m in t.getmembers():
+            if "/templates/" in m.name and m.isfile():
+                text = (t.extractfile(m) or io.BytesIO()).read().decode()
+                commands |= set(re.findall(r'command:\s*\n\s*- "(nfd-[a-z-]+)"', text))
+    assert commands >= {"nfd-master", "nfd-worker", "nfd-gc"}
+    nfd_added = {a.split("=", 1)[0] for a in pairs(specs["nfd"], "--add")}
+    assert {f"/usr/bin/{c}" for c in commands if c != "nfd-topology-updater"} <= nfd_added
+    assert pairs(specs["nfd"], "--user") == ["65534:65534"]
+
+
+def test_chart_values_are_keys_of_the_chart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """rehearse-chart-nvidia's values exist in the v0.19.0 chart's values.yaml (or its NFD
+    subchart's), and the chart bundles the NFD that versions.env builds."""
+    import yaml
+
+    v = _versions()
+    chart = (
+        _module_dir(f"github.com/NVIDIA/k8s-device-plugin@v{v['NVIDIA_DEVICE_PLUGIN_VERSION']}")
+        / "deployments"
+        / "helm"
+        / "nvidia-device-plugin"
+    )
+    monkeypatch.setattr(node, "NVIDIA_OPT", tmp_path)
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    meta = yaml.safe_load((chart / "Chart.yaml").read_text())
+    assert meta["version"] == v["NVIDIA_DEVICE_PLUGIN_VERSION"]
+    (dep,) = meta["dependencies"]
+    assert (dep["name"], dep["alias"], dep["version"]) == ("node-feature-discovery", "nfd", v["NFD_VERSION"])
+    want = node.chart_values()
+    for key in ("gfd", "migStrategy", "runtimeClassName", "image", "config"):
+        assert key in values
+    assert {"repository", "tag"} <= set(values["image"]) and {"map", "default"} <= set(values["config"])
+    assert want["nfd"]["worker"]["config"]["core"]["sleepInterval"] == "10s"
+    sharing = yaml.safe_load(want["config"]["map"]["default"])
+    assert sharing["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
+
+
+def test_the_negative_taint_is_one_the_charts_pods_do_not_tolerate() -> None:
+    import yaml
+
+    v = _versions()
+    chart = (
+        _module_dir(f"github.com/NVIDIA/k8s-device-plugin@v{v['NVIDIA_DEVICE_PLUGIN_VERSION']}")
+        / "deployments"
+        / "helm"
+        / "nvidia-device-plugin"
+    )
+    tolerations = yaml.safe_load((chart / "values.yaml").read_text())["tolerations"]
+    taint = node.EVICT_TAINT
+    assert taint["effect"] == "NoExecute"
+    for t in tolerations:
+        assert t["key"] != taint["key"] and t.get("effect") in (None, "NoSchedule")
+
+
+def test_the_wrappers_pin_the_versions_files() -> None:
+    v = _versions()
+    go = NODE / "go"
+    assert (
+        f"github.com/NVIDIA/k8s-device-plugin v{v['NVIDIA_DEVICE_PLUGIN_VERSION']}"
+        in (go / "nvidia-dp" / "go.mod").read_text()
+    )
+    nfd = (go / "nfd" / "go.mod").read_text()
+    assert f"sigs.k8s.io/node-feature-discovery v{v['NFD_VERSION']}" in nfd
+    # NFD's own replaces repeated (its api/nfd module at the same version, not ./api/nfd).
+    api = "sigs.k8s.io/node-feature-discovery/api/nfd"
+    assert f"{api} => {api} v{v['NFD_VERSION']}" in nfd
+    assert "k8s.io/client-go => k8s.io/client-go v0.32.3" in nfd
+    toolkit = (go / "toolkit" / "go.mod").read_text()
+    assert "cmd/nvidia-container-runtime" in toolkit and "cmd/nvidia-ctk" in toolkit

@@ -51,7 +51,26 @@ FAULTS = RUN / "faults"
 FAULT_FILE = FAULTS / "unhealthy"
 PKI = HERE / "pki"
 NODE = "gpulab-h200"
-API = "https://127.0.0.1:6443"
+#: The cluster's addresses (:func:`use_in_cluster_network` changes them for the modes whose Pods
+#: talk to the API server).
+NET: dict[str, Any] = {
+    "api_port": 6443,
+    "service_cidr": "10.96.0.0/16",
+    "cluster_dns": "10.96.0.10",
+    "pod_range_start": None,
+}
+#: Pods reach the API server in-cluster (client-go's in-cluster config: KUBERNETES_SERVICE_HOST
+#: and _PORT, the ``kubernetes`` Service's ClusterIP, the service range's first address, and
+#: 443). No kube-proxy runs here (the machine has no iptables), so nothing translates a
+#: ClusterIP: the service range starts at the CNI bridge's gateway 10.88.0.1, the host's own
+#: address on cni0 (in the API server's certificate), and the API server listens on 443, so
+#: the Service's address and port are the API server's own; Pod addresses start past that /24.
+IN_CLUSTER_NET: dict[str, Any] = {
+    "api_port": 443,
+    "service_cidr": "10.88.0.0/24",
+    "cluster_dns": "10.88.0.10",
+    "pod_range_start": "10.88.1.1",
+}
 CONTAINERD_SOCK = RUN / "containerd" / "containerd.sock"
 CNI_CONF_DIR = RUN / "cni" / "net.d"
 PLUGIN_NS, PLUGIN_DS = "kube-system", "gpulab-device-plugin"
@@ -79,6 +98,40 @@ IMAGES = {
     "smoke": "gpulab.local/node-smoke:1",
     "compute": "gpulab.local/vectoradd:1",
 }
+#: NVIDIA's device plugin stack (``run.sh lab-nvidia``): its binaries and chart, unpacked by the
+#: call before (``bash .devwork/nvidia/unpack.sh``; toolchain/node/stage-nvidia.sh), with VERSIONS.
+NVIDIA_OPT = Path("/opt/gpulab-nvidia")
+NVIDIA_DP_BINARIES = ("nvidia-device-plugin", "gpu-feature-discovery", "config-manager", "mps-control-daemon")
+NFD_BINARIES = ("nfd-master", "nfd-worker", "nfd-gc")
+#: NVIDIA's runtime in its cdi mode (the legacy mode needs libnvidia-container, which is C and
+#: not built here): its config where the toolkit reads it, and containerd's drop-in with the
+#: runtime that ``nvidia-ctk runtime configure`` writes.
+NVIDIA_RUNTIME_CONFIG = Path("/etc/nvidia-container-runtime/config.toml")
+CONTAINERD_DROP_IN = RUN / "containerd" / "conf.d" / "99-nvidia.toml"
+RUNTIME_CLASS = "nvidia"
+#: The lab's release of NVIDIA's chart (components/device_plugin.py) and where GFD writes.
+DP_RELEASE = DP_NAMESPACE = "nvidia-device-plugin"
+FEATURES_D = Path("/etc/kubernetes/node-feature-discovery/features.d")
+#: The negative of ``lab-nvidia``: a NoExecute taint the chart's Pods do not tolerate (they
+#: tolerate CriticalAddonsOnly and nvidia.com/gpu only).
+EVICT_TAINT = {"key": "gpulab.dev/negative", "value": "evict-device-plugin", "effect": "NoExecute"}
+
+
+def nvidia_versions() -> dict[str, str]:
+    """NVIDIA_DEVICE_PLUGIN_VERSION and NFD_VERSION of the unpacked stack (its VERSIONS)."""
+    text = _read(str(NVIDIA_OPT / "VERSIONS"))
+    return dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln)
+
+
+def nvidia_images() -> dict[str, str]:
+    """The images of NVIDIA's stack, named as the lab's stack config names them."""
+    v = nvidia_versions()
+    return {
+        "nvidia-dp": f"gpulab.local/k8s-device-plugin:v{v.get('NVIDIA_DEVICE_PLUGIN_VERSION', '0.19.0')}",
+        "nfd": f"gpulab.local/node-feature-discovery:v{v.get('NFD_VERSION', '0.17.3')}",
+    }
+
+
 #: Where the lab's compute command runs the sample (gpulab.core.names VECTORADD_BINARY: the
 #: path in NVIDIA's cuda-sample image); the compute image holds the project's vector add there.
 VECTORADD_PATH = "/cuda-samples/vectorAdd"
@@ -91,6 +144,7 @@ RESERVE = 40.0
 REQUIRED_BINARIES = (
     "gpulab-kube", "etcd", "gpulab-containerd", "containerd-shim-runc-v2", "runc", "nvidia-ctk",
     "bridge", "host-local", "loopback", "gpulab-device-plugin", "gpulab-pause", "gpulab-vectoradd",
+    "nvidia-container-runtime",
 )  # fmt: skip
 
 
@@ -259,7 +313,8 @@ def clean_start() -> None:
             say(f"   killed {exe} ({pid}) left by an earlier run")
     for m in sorted(our_mounts(), key=len, reverse=True):
         sh(["umount", "-l", m], check=False)
-    for d in (STATE, RUN, Path("/var/lib/kubelet"), Path("/var/lib/cni/networks/gpulab"), CDI_SPEC):
+    for d in (STATE, RUN, Path("/var/lib/kubelet"), Path("/var/lib/cni/networks/gpulab"), CDI_SPEC,
+              NVIDIA_RUNTIME_CONFIG, FEATURES_D / "gfd"):  # fmt: skip
         if d.is_dir():
             shutil.rmtree(d, ignore_errors=True)
         elif d.exists():
@@ -393,6 +448,30 @@ def unpack() -> None:
     REC.facts["versions"] = versions
 
 
+def unpack_nvidia() -> None:
+    """NVIDIA's stack as the call before unpacked it (/opt/gpulab-nvidia: bin/, the chart,
+    VERSIONS); the binaries' own versions."""
+    nbin = NVIDIA_OPT / "bin"
+    missing = [n for n in (*NVIDIA_DP_BINARIES, *NFD_BINARIES) if not (nbin / n).is_file()]
+    if missing or not (NVIDIA_OPT / DP_RELEASE / "Chart.yaml").is_file():
+        raise RuntimeError(
+            f"NVIDIA's stack is not unpacked in {NVIDIA_OPT} (missing {missing or 'the chart'}): "
+            "run `bash .devwork/nvidia/unpack.sh` first (toolchain/node/stage-nvidia.sh)"
+        )
+    versions: dict[str, Any] = {"VERSIONS": nvidia_versions()}
+    for argv in (
+        [BIN / "nvidia-container-runtime", "--version"],
+        [nbin / "nvidia-device-plugin", "--version"],
+        [nbin / "gpu-feature-discovery", "--version"],
+        [nbin / "config-manager", "--version"],
+        [nbin / "nfd-worker", "-version"],
+        [nbin / "nfd-master", "-version"],
+    ):
+        p = sh([str(a) for a in argv], check=False, timeout=20)
+        versions[Path(str(argv[0])).name] = (p.stdout + p.stderr).strip()[-400:]
+    REC.facts["nvidiaVersions"] = versions
+
+
 def _link(target: Path, link: Path) -> None:
     link.unlink(missing_ok=True)
     link.symlink_to(target.name)
@@ -443,12 +522,23 @@ def cdi() -> None:
             "--format=json",
             f"--output={CDI_SPEC}",
             f"--nvidia-cdi-hook-path={BIN / 'nvidia-ctk'}",
+            # v1.20.2's default, said out loud: the names NVIDIA's runtime maps
+            # NVIDIA_VISIBLE_DEVICES=<index>/<uuid> to (nvidia.com/gpu=<...>; "all" always).
+            "--device-name-strategy=index",
+            "--device-name-strategy=uuid",
         ],
         name="cdi-generate",
         timeout=60,
     )
     sh([str(BIN / "nvidia-ctk"), "cdi", "list", f"--spec-dir={CDI_DIR}"], name="cdi-list", check=False)
     shutil.copy(CDI_SPEC, WORK / "cdi-nvidia.json")
+    REC.facts["cdiDeviceNames"] = cdi_device_names()
+
+
+def cdi_device_names() -> list[str]:
+    """The fully qualified device names of the harness's CDI spec."""
+    spec = json.loads(CDI_SPEC.read_text())
+    return [f"{spec['kind']}={d['name']}" for d in spec.get("devices", [])]
 
 
 def node_ip() -> str:
@@ -498,7 +588,7 @@ def cni_conflist() -> str:
                     "hairpinMode": True,
                     "ipam": {
                         "type": "host-local",
-                        "ranges": [[{"subnet": "10.88.0.0/16"}]],
+                        "ranges": [[pod_range()]],
                         "routes": [{"dst": "0.0.0.0/0"}],
                     },
                 }
@@ -508,7 +598,26 @@ def cni_conflist() -> str:
     )
 
 
-def kubeconfig(user: str, server: str = API) -> str:
+def api_url() -> str:
+    return f"https://127.0.0.1:{NET['api_port']}"
+
+
+def use_in_cluster_network() -> None:
+    """The addresses of :data:`IN_CLUSTER_NET` (NVIDIA's chart: config-manager, GFD and NFD use
+    in-cluster config)."""
+    NET.update(IN_CLUSTER_NET)
+
+
+def pod_range() -> dict[str, str]:
+    """host-local's range: 10.88.0.0/16, gateway 10.88.0.1 (cni0), the Pods' addresses from
+    ``pod_range_start`` when the service range takes the first /24."""
+    r = {"subnet": "10.88.0.0/16"}
+    if NET["pod_range_start"]:
+        r.update({"rangeStart": NET["pod_range_start"], "gateway": "10.88.0.1"})
+    return r
+
+
+def kubeconfig(user: str, server: str | None = None) -> str:
     """A kubeconfig for ``user`` (pki/<user>.crt/.key), everything embedded."""
 
     def b64(name: str) -> str:
@@ -519,7 +628,10 @@ def kubeconfig(user: str, server: str = API) -> str:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [
-                {"name": "gpulab", "cluster": {"server": server, "certificate-authority-data": b64("ca.crt")}}
+                {
+                    "name": "gpulab",
+                    "cluster": {"server": server or api_url(), "certificate-authority-data": b64("ca.crt")},
+                }
             ],
             "users": [
                 {
@@ -567,7 +679,7 @@ def control_plane(ip: str) -> None:
         [
             str(BIN / "kube-apiserver"),
             "--etcd-servers=http://127.0.0.1:2379",
-            "--secure-port=6443",
+            f"--secure-port={NET['api_port']}",
             f"--advertise-address={ip}",
             f"--tls-cert-file={PKI / 'apiserver.crt'}",
             f"--tls-private-key-file={PKI / 'apiserver.key'}",
@@ -579,7 +691,7 @@ def control_plane(ip: str) -> None:
             f"--service-account-key-file={PKI / 'sa.pub'}",
             f"--service-account-signing-key-file={PKI / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            "--service-cluster-ip-range=10.96.0.0/16",
+            f"--service-cluster-ip-range={NET['service_cidr']}",
             "--authorization-mode=Node,RBAC",
             "--enable-admission-plugins=NodeRestriction",
             "--allow-privileged=true",
@@ -620,13 +732,14 @@ def api_get(path: str) -> str:
     """GET ``path`` from the API server as the admin (client certificate)."""
     ctx = ssl.create_default_context(cafile=str(PKI / "ca.crt"))
     ctx.load_cert_chain(str(PKI / "admin.crt"), str(PKI / "admin.key"))
-    with urllib.request.urlopen(API + path, context=ctx, timeout=3) as r:
+    with urllib.request.urlopen(api_url() + path, context=ctx, timeout=3) as r:
         return r.read().decode()
 
 
-def containerd() -> None:
+def containerd(nvidia: bool = False) -> None:
     """containerd with runc as the default runtime, CDI (always on in containerd 2.x;
-    cdi_spec_dirs as upstream's default), the CNI config above, the harness's pause image."""
+    cdi_spec_dirs as upstream's default), the CNI config above, the harness's pause image; with
+    ``nvidia``, NVIDIA's runtime beside runc (:func:`nvidia_runtime`)."""
     cfg = RUN / "containerd" / "config.toml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
     # Without CAP_SYS_RESOURCE (some sandboxes) runc cannot lower a container's oom_score_adj
@@ -658,6 +771,8 @@ state = "{RUN / "containerd" / "state"}"
   conf_dir = "{CNI_CONF_DIR}"
 """
     )
+    if nvidia:
+        nvidia_runtime(cfg)
     shutil.copy(cfg, WORK / "containerd-config.toml")
     start(
         "containerd",
@@ -669,6 +784,110 @@ state = "{RUN / "containerd" / "state"}"
         lambda: CONTAINERD_SOCK.exists() and ctr("version", check=False).returncode == 0,
         30,
     )
+
+
+def nvidia_runtime(cfg: Path) -> None:
+    """NVIDIA's runtime for containerd, as NVIDIA's container toolkit sets a node up: its config
+    (/etc/nvidia-container-runtime/config.toml, ``mode = "cdi"``: NVIDIA_VISIBLE_DEVICES=<id>
+    becomes the CDI device ``nvidia.com/gpu=<id>`` of the specs in /etc/cdi and /var/run/cdi,
+    internal/modifier/cdi.go; the low-level runtime the harness's runc), then ``nvidia-ctk runtime
+    configure --runtime=containerd``: runtime ``nvidia`` (its BinaryName the runtime, the rest
+    runc's options) in a drop-in that the top-level config imports, CDI enabled. Not the
+    default runtime: Pods ask for it by RuntimeClass ``nvidia``."""
+    NVIDIA_RUNTIME_CONFIG.parent.mkdir(parents=True, exist_ok=True)
+    NVIDIA_RUNTIME_CONFIG.write_text(
+        f"""# gpu-lab real-node harness (toolchain/node/device/node.py): NVIDIA's runtime in cdi mode.
+[nvidia-container-runtime]
+debug = "{RUN / "nvidia-container-runtime.log"}"
+log-level = "debug"
+mode = "cdi"
+runtimes = ["{BIN / "runc"}"]
+
+[nvidia-container-runtime.modes.cdi]
+default-kind = "nvidia.com/gpu"
+spec-dirs = ["/etc/cdi", "{CDI_DIR}"]
+annotation-prefixes = ["cdi.k8s.io/"]
+
+[nvidia-ctk]
+path = "{BIN / "nvidia-ctk"}"
+"""
+    )
+    shutil.copy(NVIDIA_RUNTIME_CONFIG, WORK / "nvidia-container-runtime-config.toml")
+    sh(
+        [
+            str(BIN / "nvidia-ctk"),
+            "runtime",
+            "configure",
+            "--runtime=containerd",
+            f"--config={cfg}",
+            f"--drop-in-config={CONTAINERD_DROP_IN}",
+            f"--nvidia-runtime-path={BIN / 'nvidia-container-runtime'}",
+            "--cdi.enabled",
+        ],
+        name="nvidia-ctk-runtime-configure",
+    )
+    shutil.copy(CONTAINERD_DROP_IN, WORK / "containerd-99-nvidia.toml")
+    text = CONTAINERD_DROP_IN.read_text()
+    if "runtimes.nvidia" not in text or str(BIN / "nvidia-container-runtime") not in text:
+        raise RuntimeError(f"nvidia-ctk runtime configure wrote no nvidia runtime: {text[:600]}")
+
+
+def runtime_class() -> None:
+    """RuntimeClass ``nvidia`` (handler ``nvidia``: containerd's runtime of that name), as k3s
+    ships one and NVIDIA's operator makes one."""
+    from kubernetes import client
+
+    api, _, _ = clients()
+    client.NodeV1Api(api).create_runtime_class(
+        {
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {
+                "name": RUNTIME_CLASS,
+                "labels": {"app.kubernetes.io/part-of": "gpu-lab-node-harness"},
+            },
+            "handler": RUNTIME_CLASS,
+        }
+    )
+
+
+def api_probe() -> dict[str, Any]:
+    """A Pod reaches the API server in-cluster: its KUBERNETES_SERVICE_HOST/PORT (the
+    ``kubernetes`` Service) and a TCP connection there (bash's /dev/tcp; the chart's Pods then
+    show TLS and their ServiceAccount's token working). Returns what the Pod printed."""
+    _, core, _ = clients()
+    name = "gpulab-api-probe"
+    script = (
+        'echo "service=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"; '
+        'exec 3<>"/dev/tcp/$KUBERNETES_SERVICE_HOST/$KUBERNETES_SERVICE_PORT" && echo connected'
+    )
+    core.create_namespaced_pod(
+        "kube-system",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {"name": "probe", "image": IMAGES["smoke"], "command": ["/bin/bash", "-c", script]}
+                ],
+            },
+        },
+    )
+
+    def done() -> str | None:
+        phase = core.read_namespaced_pod(name, "kube-system").status.phase
+        return phase if phase in ("Succeeded", "Failed") else None
+
+    phase = wait_for("the API probe Pod done", done, 90)
+    log = core.read_namespaced_pod_log(name, "kube-system")
+    svc = core.read_namespaced_service("kubernetes", "default")
+    delete_pod("kube-system", name)
+    result = {"phase": phase, "log": log, "serviceClusterIP": svc.spec.cluster_ip}
+    if phase != "Succeeded" or "connected" not in log:
+        raise RuntimeError(f"a Pod cannot reach the API server through the kubernetes Service: {result}")
+    return result
 
 
 def has_capability(bit: int) -> bool:
@@ -691,12 +910,13 @@ def ctr(
     )
 
 
-def images(gpu_host: bool = True) -> None:
+def images(gpu_host: bool = True, nvidia: bool = False) -> None:
     """The four images, made from this machine's files (image.py) and imported: the sandbox
     (gpulab-pause), the device plugin (its binary and the libraries it and libnvidia-ml need),
-    the smoke image (a shell and the C library; nvidia-smi comes from the CDI spec), the
-    compute image (gpulab-vectoradd, also at :data:`VECTORADD_PATH`, a shell, and what libcuda
-    needs; libcuda and nvidia-smi come from the CDI spec)."""
+    the smoke image (a shell, bash for the API probe, and the C library; nvidia-smi comes from
+    the CDI spec), the compute image (gpulab-vectoradd, also at :data:`VECTORADD_PATH`, a shell,
+    and what libcuda needs; libcuda and nvidia-smi come from the CDI spec); with ``nvidia``,
+    NVIDIA's two (:func:`nvidia_image_specs`)."""
     d = RUN / "images"
     d.mkdir(parents=True, exist_ok=True)
     if gpu_host:
@@ -718,7 +938,8 @@ def images(gpu_host: bool = True) -> None:
             "--libs-of", nvml_lib, "--entrypoint", "/usr/local/bin/gpulab-device-plugin",
         ],
         "smoke": [
-            "--add", "/bin/sh=/bin/sh", "--libs-of", smi, "--env", path_env, "--env", ld_env, "--cmd", "sh",
+            "--add", "/bin/sh=/bin/sh", "--add", "/bin/bash=/bin/bash", "--libs-of", smi, "--env", path_env,
+            "--env", ld_env, "--cmd", "sh",
         ],
         "compute": [
             "--add", f"/usr/local/bin/gpulab-vectoradd={BIN / 'gpulab-vectoradd'}",
@@ -730,6 +951,9 @@ def images(gpu_host: bool = True) -> None:
             "--entrypoint", "/usr/local/bin/gpulab-vectoradd",
         ],
     }  # fmt: skip
+    if nvidia:
+        IMAGES.update(nvidia_images())
+        specs.update(nvidia_image_specs())
     for key, args in specs.items():
         tar = d / f"{key}.tar"
         sh(
@@ -738,6 +962,37 @@ def images(gpu_host: bool = True) -> None:
         )
         ctr("images", "import", "--platform", "linux/amd64", str(tar), name=f"import-{key}")
     ctr("images", "ls", name="images-ls")
+
+
+def nvidia_image_specs() -> dict[str, list[str]]:
+    """image.py's arguments for NVIDIA's two images, as their upstream Dockerfiles lay them out:
+    k8s-device-plugin (deployments/container/Dockerfile: the four binaries in /usr/bin, a shell
+    at /bin/sh, ENV NVIDIA_DISABLE_REQUIRE=true, NVIDIA_VISIBLE_DEVICES=all,
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility, ENTRYPOINT nvidia-device-plugin; the driver's
+    libraries come from the CDI spec that NVIDIA's runtime injects) and node-feature-discovery
+    (Dockerfile: the binaries in /usr/bin, nfd-worker.conf, ENV GRPC_GO_LOG_SEVERITY_LEVEL=INFO,
+    USER 65534:65534; static binaries, no shell)."""
+    nbin = NVIDIA_OPT / "bin"
+    v = nvidia_versions()
+    path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    dp = [a for b in NVIDIA_DP_BINARIES for a in ("--add", f"/usr/bin/{b}={nbin / b}")]
+    nfd = [a for b in NFD_BINARIES for a in ("--add", f"/usr/bin/{b}={nbin / b}")]
+    worker_conf = NVIDIA_OPT / "nfd-worker.conf"
+    if worker_conf.is_file():
+        nfd += ["--add", f"/etc/kubernetes/node-feature-discovery/nfd-worker.conf={worker_conf}"]
+    return {
+        "nvidia-dp": [
+            *dp, "--add", "/bin/sh=/bin/sh", "--env", path, "--env", "NVIDIA_DISABLE_REQUIRE=true",
+            "--env", "NVIDIA_VISIBLE_DEVICES=all", "--env", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+            "--label", "name=NVIDIA Device Plugin", "--label", "vendor=NVIDIA",
+            "--label", f"version=v{v.get('NVIDIA_DEVICE_PLUGIN_VERSION', '')}",
+            "--entrypoint", "nvidia-device-plugin",
+        ],
+        "nfd": [
+            *nfd, "--env", path, "--env", "GRPC_GO_LOG_SEVERITY_LEVEL=INFO", "--user", "65534:65534",
+            "--label", f"version=v{v.get('NFD_VERSION', '')}",
+        ],
+    }  # fmt: skip
 
 
 def kubelet(ip: str, labels: dict[str, str] | None = None) -> None:
@@ -762,7 +1017,7 @@ def kubelet(ip: str, labels: dict[str, str] | None = None) -> None:
         "clusterDomain": "cluster.local",
         # As every kubeadm cluster has one; no DNS server answers there (the lab's Pods need
         # none), but the kubelet stops warning MissingClusterDNS on each Pod.
-        "clusterDNS": ["10.96.0.10"],
+        "clusterDNS": [NET["cluster_dns"]],
         "rotateCertificates": False,
         "serverTLSBootstrap": False,
         "healthzBindAddress": "127.0.0.1",
@@ -1309,13 +1564,25 @@ def teardown(summary: dict[str, Any]) -> None:
     REC.facts["sysctlsAfter"] = {k: _read(f"/proc/sys/{k}").strip() for k in SYSCTLS}
     if str(summary.get("mode")).startswith("rehearse"):
         restore_sysctls()
-    summary["leftovers"] = {
+    left = summary.setdefault("leftovers", {})
+    if NVIDIA_RUNTIME_CONFIG.exists():  # the harness's own node setup (NVIDIA's runtime)
+        left["nvidiaRuntimeConfigRemoved"] = str(NVIDIA_RUNTIME_CONFIG)
+        NVIDIA_RUNTIME_CONFIG.unlink()
+        with contextlib.suppress(OSError):
+            NVIDIA_RUNTIME_CONFIG.parent.rmdir()
+    if (RUN / "nvidia-container-runtime.log").exists():
+        shutil.copy(RUN / "nvidia-container-runtime.log", WORK / "nvidia-container-runtime.log")
+    if str(summary.get("mode")).startswith("rehearse") and FEATURES_D.is_dir():
+        # This project's machine: GFD's file (the lab's leftover, listed above) goes.
+        shutil.rmtree(FEATURES_D.parent, ignore_errors=True)
+    left |= {
         "processes": [f"{pid} {exe}" for pid, exe in own_processes()],
         "mounts": our_mounts(),
         "kubepodsCgroup": kubepods.exists() or any(Path("/sys/fs/cgroup").glob("*/kubepods")),
         "podProcesses": pod_processes(),
         # No `ip` here to delete it: the bridge stays until the machine goes back.
         "cni0": "cni0" in os.listdir("/sys/class/net"),
+        "featuresD": sorted(str(p) for p in FEATURES_D.glob("*")) if FEATURES_D.is_dir() else [],
     }
 
 
@@ -1395,7 +1662,7 @@ def fake_gpu() -> str:
             {
                 "cdiVersion": "0.5.0",
                 "kind": "nvidia.com/gpu",
-                "devices": [{"name": n, "containerEdits": edits} for n in ("0", FAKE_UUID)],
+                "devices": [{"name": n, "containerEdits": edits} for n in ("0", FAKE_UUID, "all")],
                 "containerEdits": {},
             }
         )
@@ -1470,11 +1737,9 @@ def python_wrapper(dest: Path, python: str) -> None:
     dest.chmod(0o755)
 
 
-def lab_config(rehearsal: bool) -> dict[str, str]:
-    """The stack's config: the existing variant on the node's kubeconfig and the harness's
-    images, then the run's own keys (``$GPULAB_NODE_LAB_CONFIG`` or .devwork/node/lab-config.json,
-    e.g. the mode in which the lab finds the GPU stack installed)."""
-    cfg = {
+def lab_config_base(rehearsal: bool) -> dict[str, str]:
+    """The existing variant on the node's kubeconfig and the harness's images."""
+    return {
         "gpu-lab:kubeconfigPath": str(RUN / "conf" / "admin.kubeconfig"),
         "gpu-lab:kubeContext": "gpulab",
         "gpu-lab:expectedGpus": "1",
@@ -1484,32 +1749,56 @@ def lab_config(rehearsal: bool) -> dict[str, str]:
         "gpu-lab:gpuGraceSeconds": "20",
         "gpu-lab:hostProbe": "off" if rehearsal else "nvidia-smi",
     }
+
+
+def lab_config_extra() -> dict[str, str]:
+    """The run's own keys: ``$GPULAB_NODE_LAB_CONFIG`` or .devwork/node/lab-config.json."""
     extra = os.environ.get("GPULAB_NODE_LAB_CONFIG") or str(HERE / "lab-config.json")
-    if Path(extra).exists():
-        cfg.update(
-            {
-                str(k): str(v).lower() if isinstance(v, bool) else str(v)
-                for k, v in json.loads(Path(extra).read_text()).items()
-            }
-        )
-    return cfg
+    if not Path(extra).exists():
+        return {}
+    return {
+        str(k): str(v).lower() if isinstance(v, bool) else str(v)
+        for k, v in json.loads(Path(extra).read_text()).items()
+    }
 
 
-def lab_up(summary: dict[str, Any], rehearsal: bool = False) -> None:
-    """The lab itself on the node (the final run): ``scripts/lab up`` of the existing variant
-    (``pulumi up`` with the policy pack, then the card), the negative through ``scripts/lab
-    verify``, the card the stack's outputs then make, and ``scripts/lab destroy``."""
-    repo = Path(os.environ.get("GPULAB_NODE_REPO") or Path.cwd()).resolve()
-    lab: dict[str, Any] = {"repo": str(repo)}
-    summary["lab"] = lab
-    env = lab_env(repo, rehearsal)
-    pulumi = str(Path(env.get("GPULAB_CACHE") or Path.home() / ".cache" / "gpu-lab") / "bin" / "pulumi")
+def lab_config(rehearsal: bool) -> dict[str, str]:
+    """The stack's config: :func:`lab_config_base`, then the run's own keys
+    (:func:`lab_config_extra`, e.g. the mode in which the lab finds the GPU stack installed)."""
+    return {**lab_config_base(rehearsal), **lab_config_extra()}
 
-    def run(name: str, argv: list[str], timeout: float, check: bool = False) -> dict[str, Any]:
+
+class LabRun:
+    """The lab's own commands on the node, from the checkout: each one's argv, rc, time and
+    output tail in ``lab`` (summary["lab"]) and its whole output in ``lab-<name>.out``."""
+
+    def __init__(self, summary: dict[str, Any], rehearsal: bool) -> None:
+        self.repo = Path(os.environ.get("GPULAB_NODE_REPO") or Path.cwd()).resolve()
+        self.rehearsal = rehearsal
+        self.lab: dict[str, Any] = {"repo": str(self.repo)}
+        summary["lab"] = self.lab
+        self.env = lab_env(self.repo, rehearsal)
+        cache = Path(self.env.get("GPULAB_CACHE") or Path.home() / ".cache" / "gpu-lab")
+        self.pulumi = str(cache / "bin" / "pulumi")
+
+    def run(
+        self,
+        name: str,
+        argv: list[str],
+        timeout: float,
+        check: bool = False,
+        env: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         t = now()
         try:
             p = subprocess.run(
-                argv, cwd=repo, env=env, capture_output=True, text=True, timeout=budget(timeout), check=False
+                argv,
+                cwd=self.repo,
+                env={**self.env, **(env or {})},
+                capture_output=True,
+                text=True,
+                timeout=budget(timeout),
+                check=False,
             )
             rc, stdout, stderr = p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired as exc:
@@ -1529,53 +1818,78 @@ def lab_up(summary: dict[str, Any], rehearsal: bool = False) -> None:
             "seconds": round(now() - t, 3),
             "tail": (stdout + stderr)[-1500:],
         }
-        lab[name] = r
+        self.lab[name] = r
         say(f"   {name}: rc {rc} in {r['seconds']:.1f}s")
         if check and rc != 0:
             raise RuntimeError(f"{name} exited {rc}: {r['tail'][-600:]}")
         return r
 
-    with REC.step("lab-toolchain"):
-        run("pulumi-version", [pulumi, "version"], 30, check=True)
-        if not rehearsal:
+    def toolchain(self) -> None:
+        """The CLI answers; on the GPU machine, the carried Kubernetes provider and the command
+        stand-in installed as plugins."""
+        self.run("pulumi-version", [self.pulumi, "version"], 30, check=True)
+        if not self.rehearsal:
             k8s = next(
                 PULUMI_OPT.glob("cache/pulumi/pulumi-resource-kubernetes-v*/bin/pulumi-resource-kubernetes")
             )
             version = k8s.parent.parent.name.rsplit("-", 1)[1]
-            run(
+            self.run(
                 "plugin-kubernetes",
-                [pulumi, "plugin", "install", "resource", "kubernetes", version, "--file", str(k8s)],
+                [self.pulumi, "plugin", "install", "resource", "kubernetes", version, "--file", str(k8s)],
                 120,
                 check=True,
             )
-            run("plugin-command", ["bash", "toolchain/command/install.sh", pulumi], 60, check=True)
-        shutil.copy(repo / "stacks" / "existing.yaml", repo / "stacks" / "Pulumi.existing.yaml")
-        run(
-            "stack-init",
-            ["scripts/pulumi", "stack", "init", "existing", "--secrets-provider", "passphrase"],
+            self.run("plugin-command", ["bash", "toolchain/command/install.sh", self.pulumi], 60, check=True)
+
+    def stack(self, stack: str, cfg: dict[str, str]) -> None:
+        """Stack ``stack`` of the existing variant (stacks/existing.yaml's start) with ``cfg``."""
+        shutil.copy(self.repo / "stacks" / "existing.yaml", self.repo / "stacks" / f"Pulumi.{stack}.yaml")
+        self.run(
+            f"stack-init-{stack}",
+            ["scripts/pulumi", "stack", "init", stack, "--secrets-provider", "passphrase"],
             60,
             check=True,
         )
-        cfg = lab_config(rehearsal)
-        lab["config"] = cfg
+        self.lab[f"config-{stack}"] = cfg
         for k, v in cfg.items():
-            run(
-                f"config-{k.split(':')[1]}",
-                ["scripts/pulumi", "config", "set", "--stack", "existing", k, v],
+            self.run(
+                f"config-{stack}-{k.split(':')[1]}",
+                ["scripts/pulumi", "config", "set", "--stack", stack, k, v],
                 30,
                 check=True,
             )
+
+    def keep(self, stack: str) -> None:
+        """The stack's outputs and card (what `scripts/lab up` wrote) into the results."""
+        for f in (
+            f".state/outputs-{stack}.json",
+            "baseline-card.md",
+            "baseline-card.json",
+            ".state/tflops.json",
+        ):
+            if (self.repo / f).exists():
+                shutil.copy(self.repo / f, WORK / f"lab-{stack}-{Path(f).name}")
+
+    def lab_cmd(self, name: str, stack: str, action: str, timeout: float) -> dict[str, Any]:
+        """``scripts/lab <action>`` on ``stack`` (GPULAB_STACK picks it, as ``make`` does)."""
+        return self.run(name, ["scripts/lab", action], timeout, env={"GPULAB_STACK": stack})
+
+
+def lab_up(summary: dict[str, Any], rehearsal: bool = False) -> None:
+    """The lab itself on the node (the final run): ``scripts/lab up`` of the existing variant
+    (``pulumi up`` with the policy pack, then the card), the negative through ``scripts/lab
+    verify``, the card the stack's outputs then make, and ``scripts/lab destroy``."""
+    lr = LabRun(summary, rehearsal)
+    repo, run = lr.repo, lr.run
+    with REC.step("lab-toolchain"):
+        lr.toolchain()
+        cfg = lab_config(rehearsal)
+        lr.lab["config"] = cfg
+        lr.stack("existing", cfg)
     try:
         with REC.step("lab-up"):
             up = run("up", ["scripts/lab", "up"], 420)
-            for f in (
-                ".state/outputs-existing.json",
-                "baseline-card.md",
-                "baseline-card.json",
-                ".state/tflops.json",
-            ):
-                if (repo / f).exists():
-                    shutil.copy(repo / f, WORK / f"lab-{Path(f).name}")
+            lr.keep("existing")
             if up["rc"] != 0:
                 raise RuntimeError(f"scripts/lab up exited {up['rc']}: {up['tail'][-800:]}")
         with REC.step("lab-negative"):
@@ -1611,9 +1925,419 @@ def lab_up(summary: dict[str, Any], rehearsal: bool = False) -> None:
             (repo / "stacks" / "Pulumi.existing.yaml").unlink(missing_ok=True)
 
 
+# ---------------------------------------------------------------- NVIDIA's device plugin chart
+
+#: The stack the lab's second run uses on the same cluster while the release is installed.
+FOUND_STACK = "existing-found"
+#: Node labels the lab-nvidia run records (GFD's and NFD's).
+RECORDED_LABELS = (
+    "nvidia.com/gpu.count", "nvidia.com/gpu.product", "nvidia.com/gpu.replicas",
+    "nvidia.com/gpu.sharing-strategy", "nvidia.com/cuda.driver-version.full", "nvidia.com/gpu.present",
+    "nvidia.com/gpu.memory", "nvidia.com/mig.capable", "feature.node.kubernetes.io/pci-10de.present",
+)  # fmt: skip
+
+
+def nvidia_lab_config(rehearsal: bool) -> dict[str, str]:
+    """The stack config of ``lab-nvidia``: :func:`lab_config`'s, then NVIDIA's chart as the lab
+    installs it (``gpuStack: device-plugin``, the chart unpacked from the module, the images made
+    here, RuntimeClass nvidia, time-slicing in 4), then lab-config.json's keys."""
+    images = nvidia_images()
+    cfg = lab_config_base(rehearsal)
+    cfg.update(
+        {
+            "gpu-lab:gpuStack": "device-plugin",
+            "gpu-lab:devicePluginChartPath": str(NVIDIA_OPT / DP_RELEASE),
+            "gpu-lab:devicePluginImage": images["nvidia-dp"],
+            "gpu-lab:nfdImage": images["nfd"],
+            "gpu-lab:runtimeClass": RUNTIME_CLASS,
+            "gpu-lab:timeSlicingReplicas": "4",
+            "gpu-lab:expectedGpus": "1",
+        }
+    )
+    cfg.update(lab_config_extra())  # lab-config.json's keys win
+    return cfg
+
+
+def found_lab_config(rehearsal: bool) -> dict[str, str]:
+    """The second stack's config: the same cluster, the GPU stack found installed."""
+    return {**lab_config_base(rehearsal), "gpu-lab:gpuStack": "found", "gpu-lab:runtimeClass": RUNTIME_CLASS}
+
+
+def node_labels() -> dict[str, str]:
+    return dict(((node_doc() or {}).get("metadata") or {}).get("labels") or {})
+
+
+def chart_pods() -> list[dict[str, Any]]:
+    """The release namespace's Pods: name, phase, node, containers' ready/restarts/state."""
+    api, core, _ = clients()
+    out = []
+    for p in core.list_namespaced_pod(DP_NAMESPACE).items:
+        doc = api.sanitize_for_serialization(p)
+        st = doc.get("status") or {}
+        out.append(
+            {
+                "name": doc["metadata"]["name"],
+                "phase": st.get("phase"),
+                "node": (doc.get("spec") or {}).get("nodeName"),
+                "containers": {
+                    c["name"]: {
+                        "ready": c.get("ready"),
+                        "restarts": c.get("restartCount"),
+                        "state": c.get("state"),
+                        "lastState": c.get("lastState"),
+                    }
+                    for c in (st.get("initContainerStatuses") or []) + (st.get("containerStatuses") or [])
+                },
+            }
+        )
+    return out
+
+
+def chart_logs(tag: str) -> None:
+    """Every container log of the release's Pods (and the previous one's, after a restart)."""
+    with contextlib.suppress(Exception):
+        _, core, _ = clients()
+        for p in core.list_namespaced_pod(DP_NAMESPACE).items:
+            names = [c.name for c in (p.spec.init_containers or []) + p.spec.containers]
+            for c in names:
+                for previous in (False, True):
+                    with contextlib.suppress(Exception):
+                        text = core.read_namespaced_pod_log(
+                            p.metadata.name, DP_NAMESPACE, container=c, previous=previous
+                        )
+                        suffix = "-previous" if previous else ""
+                        (WORK / f"chart-{tag}-{p.metadata.name}-{c}{suffix}.log").write_text(text)
+    save_json(f"chart-pods-{tag}.json", _safe(chart_pods))
+    save_json(f"events-{DP_NAMESPACE}-{tag}.json", _safe(lambda: events(DP_NAMESPACE)))
+
+
+def _safe(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception as exc:
+        return f"<{type(exc).__name__}: {exc}>"
+
+
+def node_state(tag: str) -> dict[str, Any]:
+    """What the node advertises and wears now: allocatable/capacity nvidia.com/gpu, the labels
+    of :data:`RECORDED_LABELS`, and every nvidia.com/ and feature.node.kubernetes.io/ label."""
+    doc = node_doc()
+    save_json(f"node-{tag}.json", doc)
+    labels = dict(((doc or {}).get("metadata") or {}).get("labels") or {})
+    return {
+        "allocatable": gpu(doc),
+        "capacity": gpu(doc, "capacity"),
+        "labels": {k: labels.get(k) for k in RECORDED_LABELS},
+        "nvidiaLabels": {k: v for k, v in labels.items() if k.startswith("nvidia.com/")},
+        "nfdLabelCount": sum(k.startswith("feature.node.kubernetes.io/") for k in labels),
+    }
+
+
+def set_taint(on: bool) -> None:
+    """Add or remove :data:`EVICT_TAINT` on the node (as ``kubectl taint`` does: the spec's
+    taints, patched)."""
+    api, core, _ = clients()
+    node = core.read_node(NODE)
+    taints = [api.sanitize_for_serialization(t) for t in (node.spec.taints or [])]
+    taints = [t for t in taints if t.get("key") != EVICT_TAINT["key"]]
+    if on:
+        taints.append(dict(EVICT_TAINT))
+    core.patch_node(NODE, {"spec": {"taints": taints}})
+
+
+def lab_up_nvidia(summary: dict[str, Any], rehearsal: bool = False) -> None:
+    """``run.sh lab-nvidia``: the lab installs NVIDIA's device plugin chart on the node (no
+    plugin of the harness's): (a) ``scripts/lab up`` with ``gpuStack: device-plugin``, the node's
+    allocatable and GFD's labels recorded; (b) a second stack that finds the GPU stack installed
+    (``gpuStack: found``), up and destroyed while the release stays; (c) ``scripts/lab verify``;
+    (d) the negative: a NoExecute taint evicts the chart's Pods, allocatable drops, ``verify``
+    must fail naming them; the taint removed, allocatable comes back; (e) ``scripts/lab
+    destroy`` and a census of what is left (``leftovers``). Without a GPU (the rehearsal) the
+    plugin and GFD cannot start (NVML): it stops after (a), which must fail at the gate."""
+    lr = LabRun(summary, rehearsal)
+    lab = lr.lab
+    with REC.step("lab-toolchain"):
+        lr.toolchain()
+        cfg = nvidia_lab_config(rehearsal)
+        lab["config"] = cfg
+        lr.stack("existing", cfg)
+    expected = str(int(cfg.get("gpu-lab:timeSlicingReplicas", "1")) * int(cfg["gpu-lab:expectedGpus"]))
+    lab["expectedAllocatable"] = expected
+    try:
+        with REC.step("lab-up"):
+            t = now()
+            up = lr.lab_cmd("up", "existing", "up", 420)
+            lr.keep("existing")
+            chart_logs("after-up")
+            lab["afterUp"] = node_state("after-up")
+            lab["afterUp"]["pods"] = _safe(chart_pods)
+            if rehearsal:
+                # No GPU: the plugin and GFD exit on NVML, so nothing advertises nvidia.com/gpu
+                # and the lab's gate must fail there (what it said is in lab-up.out).
+                lab["rehearsalUpRc"] = up["rc"]
+                if up["rc"] == 0:
+                    raise RuntimeError("scripts/lab up passed on a node without a GPU")
+                return
+            if up["rc"] != 0:
+                raise RuntimeError(f"scripts/lab up exited {up['rc']}: {up['tail'][-800:]}")
+            if lab["afterUp"]["allocatable"] != expected:
+                wait_for(f"allocatable nvidia.com/gpu {expected}", lambda: gpu(node_doc()) == expected, 60)
+            lab["secondsUpToAllocatable"] = round(now() - t, 3)
+        with REC.step("lab-found-stack"):
+            lr.stack(FOUND_STACK, found_lab_config(rehearsal))
+            try:
+                found = lr.lab_cmd("found-up", FOUND_STACK, "up", 300)
+                lr.keep(FOUND_STACK)
+            finally:
+                gone = lr.lab_cmd("found-destroy", FOUND_STACK, "destroy", 180)
+                (lr.repo / "stacks" / f"Pulumi.{FOUND_STACK}.yaml").unlink(missing_ok=True)
+            lab["afterFoundStack"] = node_state("after-found-stack")
+            if found["rc"] != 0 or gone["rc"] != 0:
+                raise RuntimeError(f"the found stack: up rc {found['rc']}, destroy rc {gone['rc']}")
+        with REC.step("lab-verify"):
+            verify = lr.lab_cmd("verify", "existing", "verify", 240)
+            if verify["rc"] != 0:
+                raise RuntimeError(f"scripts/lab verify exited {verify['rc']}: {verify['tail'][-800:]}")
+        with REC.step("lab-negative"):
+            neg: dict[str, Any] = {"taint": EVICT_TAINT}
+            lab["negative"] = neg
+            t = now()
+            set_taint(True)
+            wait_for(
+                "allocatable nvidia.com/gpu gone", lambda: gpu(node_doc()) in (None, "0"), 120, interval=0.5
+            )
+            neg["secondsToAllocatableDrop"] = round(now() - t, 3)
+            neg["whileTainted"] = node_state("tainted")
+            neg["podsWhileTainted"] = _safe(chart_pods)
+            verify = lr.lab_cmd("verify-tainted", "existing", "verify", 240)
+            neg["verifyRc"], neg["verifySeconds"] = verify["rc"], verify["seconds"]
+            t = now()
+            set_taint(False)
+            wait_for(
+                f"allocatable nvidia.com/gpu back to {expected}", lambda: gpu(node_doc()) == expected, 180
+            )
+            neg["secondsToRecover"] = round(now() - t, 3)
+            if verify["rc"] == 0:
+                raise RuntimeError("scripts/lab verify passed with the device plugin's Pods evicted")
+    finally:
+        chart_logs("end")
+        with REC.step("lab-destroy"):
+            with contextlib.suppress(Exception):
+                set_taint(False)
+            lr.lab_cmd("destroy", "existing", "destroy", 240)
+            (lr.repo / "stacks" / "Pulumi.existing.yaml").unlink(missing_ok=True)
+            summary.setdefault("leftovers", {})["cluster"] = census_leftovers()
+
+
+def census_leftovers() -> dict[str, Any]:
+    """What the lab's destroy left of NVIDIA's stack: the release's objects (its namespace,
+    DaemonSets, ConfigMaps, ServiceAccounts, ClusterRoles and bindings named nvidia/nfd/
+    node-feature-discovery), NFD's CRDs (Helm leaves a chart's crds/), NodeFeature objects,
+    the node's labels from NFD and GFD, GFD's features.d files, the RuntimeClass, the
+    containerd config's nvidia runtime, the CDI specs (the last three the harness's own)."""
+    from kubernetes import client
+
+    api, core, apps = clients()
+    words = ("nvidia", "nfd", "node-feature-discovery", "gpu-feature-discovery")
+
+    def named(items: Any) -> list[str]:
+        return sorted(i.metadata.name for i in items if any(w in i.metadata.name for w in words))
+
+    out: dict[str, Any] = {}
+    rbac = client.RbacAuthorizationV1Api(api)
+    ext = client.ApiextensionsV1Api(api)
+    checks: dict[str, Callable[[], Any]] = {
+        "namespace": lambda: [
+            n.metadata.name for n in core.list_namespace().items if n.metadata.name == DP_NAMESPACE
+        ],
+        "daemonSets": lambda: named(apps.list_daemon_set_for_all_namespaces().items),
+        "deployments": lambda: named(apps.list_deployment_for_all_namespaces().items),
+        "configMaps": lambda: named(core.list_config_map_for_all_namespaces().items),
+        "serviceAccounts": lambda: named(core.list_service_account_for_all_namespaces().items),
+        "clusterRoles": lambda: named(rbac.list_cluster_role().items),
+        "clusterRoleBindings": lambda: named(rbac.list_cluster_role_binding().items),
+        "crds": lambda: sorted(
+            c.metadata.name for c in ext.list_custom_resource_definition().items if "nfd" in c.metadata.name
+        ),
+        "runtimeClasses": lambda: [r.metadata.name for r in client.NodeV1Api(api).list_runtime_class().items],
+    }
+    for key, fn in checks.items():
+        out[key] = _safe(fn)
+    out["nodeFeatures"] = _safe(
+        lambda: [
+            f"{i['metadata']['namespace']}/{i['metadata']['name']}"
+            for i in client.CustomObjectsApi(api).list_cluster_custom_object(
+                "nfd.k8s-sigs.io", "v1alpha1", "nodefeatures"
+            )["items"]
+        ]
+    )
+    labels = _safe(node_labels)
+    if isinstance(labels, dict):
+        out["nodeLabels"] = sorted(
+            f"{k}={v}"
+            for k, v in labels.items()
+            if k.startswith(("nvidia.com/", "feature.node.kubernetes.io/"))
+        )
+        annotations = ((node_doc() or {}).get("metadata") or {}).get("annotations") or {}
+        out["nodeAnnotations"] = sorted(k for k in annotations if "nfd" in k)
+    out["featuresD"] = sorted(str(p) for p in FEATURES_D.glob("*")) if FEATURES_D.is_dir() else []
+    out["containerdNvidiaRuntime"] = (
+        "runtimes.nvidia" in CONTAINERD_DROP_IN.read_text() if CONTAINERD_DROP_IN.exists() else False
+    )
+    out["cdiSpecs"] = sorted(str(p) for p in CDI_DIR.glob("*")) if CDI_DIR.is_dir() else []
+    save_json("leftovers-cluster.json", out)
+    return out
+
+
+#: The rehearsal's stand-in for the NVIDIA PCI device NFD would find: the label the chart's
+#: DaemonSets accept a node by (values.yaml affinity), set by hand; never on the GPU machine.
+REHEARSAL_NODE_LABELS = {"nvidia.com/gpu.present": "true"}
+
+
+def chart_values() -> dict[str, Any]:
+    """``rehearse-chart-nvidia``'s values for NVIDIA's chart: what the lab sets
+    (components/device_plugin.py helm_values: GFD and NFD on, the images made here,
+    RuntimeClass nvidia, time-slicing in 4 through the chart's config map), and NFD's worker
+    every 10 s instead of 60 s (a values-only change: GFD's features.d file is read on the
+    worker's next pass, nfd-worker has no watch on it)."""
+    images = nvidia_images()
+    dp_repo, dp_tag = images["nvidia-dp"].rsplit(":", 1)
+    nfd_repo, nfd_tag = images["nfd"].rsplit(":", 1)
+    sharing = "\n".join(
+        [
+            "version: v1",
+            "sharing:",
+            "  timeSlicing:",
+            "    resources:",
+            "    - name: nvidia.com/gpu",
+            "      replicas: 4",
+            "",
+        ]
+    )
+    return {
+        "gfd": {"enabled": True},
+        "nfd": {
+            "enabled": True,
+            "image": {"repository": nfd_repo, "tag": nfd_tag},
+            "worker": {"config": {"core": {"sleepInterval": "10s"}}},
+        },
+        "migStrategy": "none",
+        "runtimeClassName": RUNTIME_CLASS,
+        "image": {"repository": dp_repo, "tag": dp_tag},
+        "config": {"map": {"default": sharing}, "default": "default"},
+    }
+
+
+def _pod_ready(pod: dict[str, Any]) -> bool:
+    cs = pod["containers"]
+    return (
+        pod["phase"] == "Running"
+        and bool(cs)
+        and all(c["ready"] for c in cs.values() if c["ready"] is not None)
+    )
+
+
+def chart_by_helm(summary: dict[str, Any]) -> None:
+    """``rehearse-chart-nvidia``: NVIDIA's chart installed by helm (``$GPULAB_NODE_HELM``, else
+    helm on PATH) with :func:`chart_values`, as the lab would install it, where the lab's own
+    ``gpuStack: device-plugin`` cannot run: NFD's master, worker and gc must run Ready (in-cluster
+    config through the ``kubernetes`` Service, their CRDs, RBAC, the worker's NodeFeature and
+    the master's labels); the plugin and GFD start under NVIDIA's runtime and fail without a GPU
+    (NVML): recorded. Then ``helm uninstall`` and the census of what is left."""
+    helm = os.environ.get("GPULAB_NODE_HELM") or shutil.which("helm") or "helm"
+    kc = str(RUN / "conf" / "admin.kubeconfig")
+    values = chart_values()
+    save_json("chart-values.json", values)
+    ch: dict[str, Any] = {"values": values}
+    summary["chart"] = ch
+    base = [helm, "--kubeconfig", kc, "--namespace", DP_NAMESPACE]
+    try:
+        with REC.step("chart-install"):
+            t = now()
+            sh(
+                [*base, "upgrade", "--install", DP_RELEASE, str(NVIDIA_OPT / DP_RELEASE),
+                 "--create-namespace", "-f", str(WORK / "chart-values.json")],
+                name="helm-install",
+                timeout=budget(180),
+            )  # fmt: skip
+            ch["secondsInstall"] = round(now() - t, 3)
+        with REC.step("chart-nfd-ready"):
+            t = now()
+
+            def nfd_ready() -> bool:
+                pods = [p for p in chart_pods() if "node-feature-discovery" in p["name"]]
+                roles = {
+                    r
+                    for r in ("master", "worker", "gc")
+                    for p in pods
+                    if f"-{r}-" in p["name"] and _pod_ready(p)
+                }
+                return roles == {"master", "worker", "gc"}
+
+            wait_for("NFD master, worker and gc Ready", nfd_ready, 180, interval=1)
+            ch["secondsToNfdReady"] = round(now() - t, 3)
+            wait_for(
+                "NFD's labels on the node",
+                lambda: any(k.startswith("feature.node.kubernetes.io/") for k in node_labels()),
+                120,
+                interval=1,
+            )
+            ch["secondsToNfdLabels"] = round(now() - t, 3)
+        with REC.step("chart-plugin-and-gfd"):
+            t = now()
+
+            def failed_or_ready() -> bool:
+                pods = [p for p in chart_pods() if "node-feature-discovery" not in p["name"]]
+                if len(pods) < 2:
+                    return False
+                for p in pods:
+                    cs = p["containers"]
+                    crashed = any(c["restarts"] or (c["state"] or {}).get("terminated") for c in cs.values())
+                    if not (crashed or _pod_ready(p)):
+                        return False
+                return True
+
+            with contextlib.suppress(TimeoutError):
+                wait_for(
+                    "the plugin's and GFD's Pods started (and failed, without a GPU)", failed_or_ready, 150, 2
+                )
+            ch["secondsPluginAndGfd"] = round(now() - t, 3)
+        ch["pods"] = chart_pods()
+        ch["node"] = node_state("chart")
+        chart_logs("chart")
+        save_json("nodefeatures.json", _safe(_node_features))
+    finally:
+        with REC.step("chart-uninstall"):
+            t = now()
+            sh([*base, "uninstall", DP_RELEASE, "--wait", "--timeout", "120s"], name="helm-uninstall",
+               timeout=150, check=False)  # fmt: skip
+            ch["secondsUninstall"] = round(now() - t, 3)
+            summary.setdefault("leftovers", {})["cluster"] = census_leftovers()
+
+
+def _node_features() -> Any:
+    from kubernetes import client
+
+    api, _, _ = clients()
+    return client.CustomObjectsApi(api).list_cluster_custom_object(
+        "nfd.k8s-sigs.io", "v1alpha1", "nodefeatures"
+    )
+
+
+#: The modes with NVIDIA's device plugin chart instead of the harness's plugin.
+NVIDIA_MODES = ("lab-nvidia", "rehearse-lab-nvidia", "rehearse-chart-nvidia")
+MODES = ("whole", "fleet", "lab", "rehearse", "rehearse-fleet", "rehearse-lab", *NVIDIA_MODES)
+
+
 def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else "whole"
-    gpu_host = mode not in ("rehearse", "rehearse-lab", "rehearse-fleet")
+    if mode not in MODES:
+        print(f"node.py: unknown mode {mode!r} (one of {', '.join(MODES)})", file=sys.stderr)
+        return 2
+    gpu_host = not mode.startswith("rehearse")
+    nvidia = mode in NVIDIA_MODES
+    if nvidia:
+        use_in_cluster_network()
     WORK.mkdir(parents=True, exist_ok=True)
     rendered = json.loads((HERE / "rendered.json").read_text())
     summary: dict[str, Any] = {
@@ -1629,6 +2353,8 @@ def main() -> int:
             machine_facts()
         with REC.step("unpack"):
             unpack()
+            if nvidia:
+                unpack_nvidia()
             python_site()
         if gpu_host:
             with REC.step("cgroups"):
@@ -1640,17 +2366,35 @@ def main() -> int:
             summary["nodeIP"] = ip
         with REC.step("control-plane"):
             control_plane(ip)
+        if nvidia and not gpu_host:
+            fake_gpu()  # the CDI spec NVIDIA's runtime resolves nvidia.com/gpu=all in
         with REC.step("containerd"):
-            containerd()
+            containerd(nvidia)
         with REC.step("images"):
-            images(gpu_host)
+            images(gpu_host, nvidia)
         fleet_mode = mode in ("fleet", "rehearse-fleet")
         if fleet_mode:
             PLUGIN_LABELS.update(FLEET_PLUGIN_LABELS)
         with REC.step("kubelet"):
             kubelet(ip, FLEET_NODE_LABELS if fleet_mode else None)
             wait_node_ready()
-        if fleet_mode:
+        if nvidia:
+            with REC.step("runtime-class"):
+                runtime_class()
+            with REC.step("api-probe"):
+                summary["apiProbe"] = api_probe()
+            if not gpu_host:
+                # No NVIDIA PCI device here: NFD cannot label one, and the chart's DaemonSets
+                # schedule only where a label says there is (their nodeAffinity). A stand-in,
+                # like the rehearsal's fake CDI spec; never on the GPU machine.
+                with REC.step("rehearsal-node-label"):
+                    clients()[1].patch_node(NODE, {"metadata": {"labels": REHEARSAL_NODE_LABELS}})
+                    summary["rehearsalNodeLabels"] = REHEARSAL_NODE_LABELS
+        if mode == "rehearse-chart-nvidia":
+            chart_by_helm(summary)
+        elif nvidia:
+            lab_up_nvidia(summary, rehearsal=not gpu_host)
+        elif fleet_mode:
             smi = "nvidia-smi" if gpu_host else fake_gpu()
             with REC.step("device-plugin"):
                 summary["secondsPluginToAllocatable"] = start_plugin(fake_gpus=0 if gpu_host else 1)
@@ -1683,6 +2427,8 @@ def main() -> int:
     except BaseException as exc:
         summary["failure"] = f"{type(exc).__name__}: {exc}"
         plugin_log("device-plugin-at-failure")
+        if nvidia:
+            chart_logs("at-failure")
         with contextlib.suppress(Exception):
             save_json("node-at-failure.json", node_doc())
             save_json("events-at-failure.json", events("default") + events(PLUGIN_NS))

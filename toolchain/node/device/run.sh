@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one command of a real-node run on the lent GPU machine (toolchain/node/README.md):
-#   bash .devwork/node/run.sh [whole|fleet|lab|rehearse|rehearse-fleet|rehearse-lab]
+#   bash .devwork/node/run.sh [whole|fleet|lab|lab-nvidia|rehearse|rehearse-fleet|rehearse-lab|rehearse-lab-nvidia|rehearse-chart-nvidia]
+# (the *-nvidia modes need NVIDIA's stack unpacked first: bash .devwork/nvidia/unpack.sh)
 # Results: $OUT/summary.json, $OUT/harness.log, $OUT/work.tar.gz (every log and document).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
