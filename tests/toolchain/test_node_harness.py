@@ -337,3 +337,31 @@ def test_the_wrappers_pin_the_versions_files() -> None:
     assert "k8s.io/client-go => k8s.io/client-go v0.32.3" in nfd
     toolkit = (go / "toolkit" / "go.mod").read_text()
     assert "cmd/nvidia-container-runtime" in toolkit and "cmd/nvidia-ctk" in toolkit
+
+
+def test_the_lab_nvidia_stacks_config_keys_are_the_programs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The keys lab-nvidia sets on its two stacks are keys of the program's config schema
+    (Pulumi.yaml), with the values the run is about; lab-config.json's keys win."""
+    import json
+
+    import yaml
+
+    schema = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
+    monkeypatch.setattr(node, "NVIDIA_OPT", tmp_path)
+    (tmp_path / "VERSIONS").write_text("NVIDIA_DEVICE_PLUGIN_VERSION=0.19.0\nNFD_VERSION=0.17.3\n")
+    extra = tmp_path / "lab-config.json"
+    extra.write_text(json.dumps({"gpu-lab:gpuGraceSeconds": 30}))
+    monkeypatch.setenv("GPULAB_NODE_LAB_CONFIG", str(extra))
+    cfg = node.nvidia_lab_config(rehearsal=False)
+    found = node.found_lab_config(rehearsal=False)
+    for key in (*cfg, *found):
+        assert key.removeprefix("gpu-lab:") in schema, key
+    assert cfg["gpu-lab:gpuStack"] == "device-plugin" and found["gpu-lab:gpuStack"] == "found"
+    assert cfg["gpu-lab:devicePluginChartPath"] == str(tmp_path / "nvidia-device-plugin")
+    assert cfg["gpu-lab:devicePluginImage"] == "gpulab.local/k8s-device-plugin:v0.19.0"
+    assert cfg["gpu-lab:nfdImage"] == "gpulab.local/node-feature-discovery:v0.17.3"
+    assert cfg["gpu-lab:runtimeClass"] == found["gpu-lab:runtimeClass"] == node.RUNTIME_CLASS == "nvidia"
+    assert (cfg["gpu-lab:timeSlicingReplicas"], cfg["gpu-lab:expectedGpus"]) == ("4", "1")
+    assert cfg["gpu-lab:gpuGraceSeconds"] == "30" and cfg["gpu-lab:dcgmExporter"] == "false"
