@@ -295,11 +295,13 @@ def gate_node(
         if not statuses or not all(cs.get("ready") for cs in statuses):
             pod = (plugin_pod.get("metadata") or {}).get("name")
             ns = (plugin_pod.get("metadata") or {}).get("namespace")
+            stuck = _waiting(plugin_pod)
             return GateResult(
                 False,
                 alloc,
                 cap,
-                f"the device-plugin Pod {ns}/{pod} on node {name} is not Ready",
+                f"the device-plugin Pod {ns}/{pod} on node {name} is not Ready"
+                + (f" ({stuck})" if stuck else ""),
                 f"scripts/kubectl -n {ns} logs {pod}",
             )
     if exp.count is None:
@@ -487,15 +489,28 @@ def check_node(api: Any, node: str, gpus: int, spec: FleetSpec) -> dict[str, Any
     return {**row, "compute": PASS, "computeGpus": done.get("computeGpus")}
 
 
+#: GPU Feature Discovery's container in the device plugin chart: its GFD DaemonSet's Pods carry the
+#: very labels of the plugin's (templates/daemonset-gfd.yml uses the chart's templateLabels, as
+#: daemonset-device-plugin.yml does, at v0.19.0 and v0.20.0), so they are told apart by this.
+GFD_CONTAINER: Final = "gpu-feature-discovery-ctr"
+
+
+def _is_gfd(pod: Json) -> bool:
+    """A GPU Feature Discovery Pod of the device plugin chart (not a device plugin's)."""
+    return any(c.get("name") == GFD_CONTAINER for c in (pod.get("spec") or {}).get("containers") or [])
+
+
 def _plugin_pods(api: Any) -> tuple[list[str], list[dict[str, Any]]]:
     """(``namespace/name`` of the device-plugin DaemonSets found, their Pods), any namespace:
-    the Pods matching :data:`DEVICE_PLUGIN_SELECTORS` and the DaemonSets that own them."""
+    the Pods matching :data:`DEVICE_PLUGIN_SELECTORS` (less the chart's GFD Pods, which share
+    its labels) and the DaemonSets that own them."""
     from kubernetes import client
 
     core = client.CoreV1Api(api)
     pods: list[dict[str, Any]] = []
     for selector in DEVICE_PLUGIN_SELECTORS:
-        pods += [sanitize(p, api) for p in core.list_pod_for_all_namespaces(label_selector=selector).items]
+        found = [sanitize(p, api) for p in core.list_pod_for_all_namespaces(label_selector=selector).items]
+        pods += [p for p in found if not _is_gfd(p)]
     owners = {
         f"{(p.get('metadata') or {}).get('namespace')}/{o.get('name')}"
         for p in pods

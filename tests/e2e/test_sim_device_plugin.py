@@ -8,8 +8,11 @@ device-plugin and GFD DaemonSets, the NFD subchart, the config ConfigMap and RBA
 objects, scheduled by the real DaemonSet controller and scheduler onto the kwok nodes (kwok
 runs their Pods); the nodes' GFD labels and allocatable are simulated. The gate (the fleet check
 with ``--installed-in``) requires the chart's device-plugin Pod and GFD's labels on each node;
-each node then passes its smoke and compute Pods; the checklist passes; ``make destroy`` removes
-the release with the cluster. Whether NVIDIA's binaries register GPUs is not observable here:
+each node then passes its smoke and compute Pods; the checklist passes. Then, on the same lab,
+``devicePluginImage`` under the reserved registry ``registry.invalid`` (the sim's pull-refused
+Stage: ErrImagePull, as containerd reports a missing image) upgrades the release, and ``make lab``
+fails at the gate within its grace, naming the chart's Pod and why. ``make destroy`` removes the
+release with the cluster. Whether NVIDIA's binaries register GPUs is not observable here:
 that is the real node's (tests/data/real-runs.json).
 """
 
@@ -17,11 +20,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from gpulab.config.time_slicing import CONFIG_KEY
 from gpulab.core import outputs as out
 from gpulab.core.outputs import LabOutputs
 from gpulab.verdict import checklist
@@ -66,6 +71,7 @@ def test_the_device_plugin_chart_goes_up_gates_every_node_and_comes_down(project
         assert items["allocatable-matches-gpus"].status == "pass", items["allocatable-matches-gpus"]
         assert checklist.exit_code(list(items.values())) == 0, [i.report() for i in items.values()]
         _the_release_is_nvidias_chart_with_the_labs_values(project)
+        _an_image_the_registry_refuses_fails_the_gate_naming_the_pod(project)
 
 
 def _the_release_is_nvidias_chart_with_the_labs_values(project: Project) -> None:
@@ -83,12 +89,43 @@ def _the_release_is_nvidias_chart_with_the_labs_values(project: Project) -> None
     assert names == ["nvidia-device-plugin-sidecar", "nvidia-device-plugin-ctr"], names
     gfd = [d for n, d in dss.items() if "gpu-feature-discovery" in n]
     assert gfd, sorted(dss)
+    # GFD's Pods share the plugin's labels (the chart's templateLabels): one of each per node.
     pods = core.list_namespaced_pod(NAMESPACE, label_selector="app.kubernetes.io/name=nvidia-device-plugin")
-    assert sorted(p.spec.node_name for p in pods.items) == ["gpu-a", "gpu-b"]
+    by_owner: dict[str, list[str]] = {}
+    for p in pods.items:
+        by_owner.setdefault(p.metadata.owner_references[0].name, []).append(p.spec.node_name)
+    assert {k: sorted(v) for k, v in by_owner.items()} == {
+        "nvidia-device-plugin": ["gpu-a", "gpu-b"],
+        "nvidia-device-plugin-gpu-feature-discovery": ["gpu-a", "gpu-b"],
+    }
     cm = core.read_namespaced_config_map("nvidia-device-plugin-configs", NAMESPACE)
-    sharing = yaml.safe_load(cm.data["default"])["sharing"]["timeSlicing"]
+    sharing = yaml.safe_load(cm.data[CONFIG_KEY])["sharing"]["timeSlicing"]
     assert sharing["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
     deployments = [d.metadata.name for d in apps.list_namespaced_deployment(NAMESPACE).items]
     assert any("master" in d for d in deployments), deployments
     assert "gpu-operator" not in [n.metadata.name for n in core.list_namespace().items]
     assert json.dumps(plugin.spec.template.spec.affinity.to_dict()).count("pci-10de") == 1
+
+
+def _an_image_the_registry_refuses_fails_the_gate_naming_the_pod(project: Project) -> None:
+    """The release upgraded to an image nobody can pull: the DaemonSet rolls its Pods onto it,
+    they wait in ErrImagePull, and the gate stops once one has for gpuGraceSeconds (10 s here),
+    not at operatorTimeoutSeconds (600 s), with the chart's Pods and their states."""
+    project.pulumi(
+        "config",
+        "set",
+        "--stack",
+        STACK,
+        "gpu-lab:devicePluginImage",
+        "registry.invalid/k8s-device-plugin:v0.19.0",
+    )
+    t0 = time.monotonic()
+    up = project.lab("up", stack=STACK)
+    took = time.monotonic() - t0
+    said = up.stdout + up.stderr
+    assert up.returncode != 0, said[-3000:]
+    # The DaemonSet rolls one node at a time: that node's row names its Pod and why.
+    assert "is not Ready (ErrImagePull)" in said and f"{NAMESPACE}/nvidia-device-plugin-" in said, said[
+        -4000:
+    ]
+    assert took < 300, f"make lab took {took:.0f}s: the gate waited past the grace for a stuck Pod"

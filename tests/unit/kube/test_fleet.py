@@ -288,6 +288,10 @@ def test_an_installed_chart_requires_its_plugin_pod_and_gfds_labels() -> None:
     )
     assert bare.cause == "node a has no nvidia.com/gpu.count label: GPU Feature Discovery has not labelled it"
     assert "NodeFeature" in bare.fix
+    # A Pod stuck on its image says so.
+    pulled = _plugin_pod("dp-a", "a", ready=False, waiting="ErrImagePull")
+    stuck = fleet.gate_node(node("a", labelled, 4), exp, "nvidia.com/gpu", pulled, True, PLUGIN_NS)
+    assert stuck.cause == f"the device-plugin Pod {PLUGIN_NS}/dp-a on node a is not Ready (ErrImagePull)"
     # A found stack is not held to GFD's labels.
     assert fleet.gate_node(node("a", {}, 4), fleet.Expectation(4, "capacity"), "nvidia.com/gpu", pod, True).ok
 
@@ -333,3 +337,30 @@ def test_a_found_stack_waits_the_grace_only() -> None:
     p = fleet._Progress(0.0, fleet.FleetSpec(namespace="gpu-lab", smoke_image="i:1", settle=10))
     assert not p.over(9.9, [_plugin_pod("x", "a", ready=False)], labelled=False)
     assert p.over(10.0, [_plugin_pod("x", "a", ready=False)], labelled=False)
+
+
+def test_the_charts_gfd_pods_share_the_plugins_labels_and_are_not_taken_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seen on the simulated lab with NVIDIA's chart v0.19.0: its GFD DaemonSet's Pods carry
+    app.kubernetes.io/name=nvidia-device-plugin too (templates/daemonset-gfd.yml)."""
+    from kubernetes import client
+
+    plugin = _plugin_pod("nvidia-device-plugin-x", "a")
+    plugin["spec"]["containers"] = [{"name": "nvidia-device-plugin-ctr"}]
+    gfd = _plugin_pod("nvidia-device-plugin-gpu-feature-discovery-y", "a")
+    gfd["metadata"]["ownerReferences"] = [
+        {"kind": "DaemonSet", "name": "nvidia-device-plugin-gpu-feature-discovery"}
+    ]
+    gfd["spec"]["containers"] = [{"name": "gpu-feature-discovery-ctr"}]
+
+    class Core:
+        def __init__(self, api: Any) -> None: ...
+        def list_pod_for_all_namespaces(self, label_selector: str = "") -> _Items:
+            return _Items([_Obj(gfd), _Obj(plugin)] if "app.kubernetes.io/name" in label_selector else [])
+
+    monkeypatch.setattr(client, "CoreV1Api", Core)
+    dss, pods = fleet._plugin_pods(_Api())
+    assert dss == [f"{PLUGIN_NS}/nvidia-device-plugin"] and [p["metadata"]["name"] for p in pods] == [
+        "nvidia-device-plugin-x"
+    ]
