@@ -881,7 +881,7 @@ def api_probe() -> dict[str, Any]:
         return phase if phase in ("Succeeded", "Failed") else None
 
     phase = wait_for("the API probe Pod done", done, 90)
-    log = core.read_namespaced_pod_log(name, "kube-system")
+    log = read_log(core, name, "kube-system")
     svc = core.read_namespaced_service("kubernetes", "default")
     delete_pod("kube-system", name)
     result = {"phase": phase, "log": log, "serviceClusterIP": svc.spec.cluster_ip}
@@ -1085,6 +1085,13 @@ def wait_node_ready() -> None:
     save_json("node-ready.json", node_doc())
 
 
+def read_log(core: Any, pod: str, namespace: str, **params: Any) -> str:
+    """A Pod's log as text. Not the client's own decoding: kubernetes 36 returns the bytes'
+    repr (kubernetes-client/python#2596; gpulab.core.rawapi.pod_log reads it the same way)."""
+    response = core.read_namespaced_pod_log(pod, namespace, _preload_content=False, **params)
+    return bytes(response.data or b"").decode("utf-8", errors="replace")
+
+
 def save_json(name: str, doc: Any) -> None:
     (WORK / name).write_text(json.dumps(doc, indent=1, default=str))
 
@@ -1233,7 +1240,7 @@ def create_pod(manifest: dict[str, Any]) -> None:
 
 def pod_logs(namespace: str, pod: str, containers: Sequence[str]) -> dict[str, str]:
     _, core, _ = clients()
-    return {c: core.read_namespaced_pod_log(pod, namespace, container=c) for c in containers}
+    return {c: read_log(core, pod, namespace, container=c) for c in containers}
 
 
 def delete_pod(namespace: str, pod: str) -> None:
@@ -1364,7 +1371,7 @@ def plugin_log(name: str) -> None:
         for p in core.list_namespaced_pod(
             PLUGIN_NS, label_selector=f"app.kubernetes.io/instance={PLUGIN_DS}"
         ).items:
-            (WORK / f"{name}.log").write_text(core.read_namespaced_pod_log(p.metadata.name, PLUGIN_NS))
+            (WORK / f"{name}.log").write_text(read_log(core, p.metadata.name, PLUGIN_NS))
 
 
 def negative(rendered: dict[str, Any], summary: dict[str, Any]) -> None:
@@ -2002,9 +2009,7 @@ def chart_logs(tag: str) -> None:
             for c in names:
                 for previous in (False, True):
                     with contextlib.suppress(Exception):
-                        text = core.read_namespaced_pod_log(
-                            p.metadata.name, DP_NAMESPACE, container=c, previous=previous
-                        )
+                        text = read_log(core, p.metadata.name, DP_NAMESPACE, container=c, previous=previous)
                         suffix = "-previous" if previous else ""
                         (WORK / f"chart-{tag}-{p.metadata.name}-{c}{suffix}.log").write_text(text)
     save_json(f"chart-pods-{tag}.json", _safe(chart_pods))
@@ -2197,9 +2202,9 @@ REHEARSAL_NODE_LABELS = {"nvidia.com/gpu.present": "true"}
 def chart_values() -> dict[str, Any]:
     """``rehearse-chart-nvidia``'s values for NVIDIA's chart: what the lab sets
     (components/device_plugin.py helm_values: GFD and NFD on, the images made here,
-    RuntimeClass nvidia, time-slicing in 4 through the chart's config map), and NFD's worker
-    every 10 s instead of 60 s (a values-only change: GFD's features.d file is read on the
-    worker's next pass, nfd-worker has no watch on it)."""
+    RuntimeClass nvidia, time-slicing in 4 through the chart's config map). Nothing else: GFD
+    v0.19.0 publishes its labels as a NodeFeature object (``--use-node-feature-api``, default
+    true), which nfd-master applies at once, so NFD's worker interval (60 s) is not waited on."""
     images = nvidia_images()
     dp_repo, dp_tag = images["nvidia-dp"].rsplit(":", 1)
     nfd_repo, nfd_tag = images["nfd"].rsplit(":", 1)
@@ -2216,11 +2221,7 @@ def chart_values() -> dict[str, Any]:
     )
     return {
         "gfd": {"enabled": True},
-        "nfd": {
-            "enabled": True,
-            "image": {"repository": nfd_repo, "tag": nfd_tag},
-            "worker": {"config": {"core": {"sleepInterval": "10s"}}},
-        },
+        "nfd": {"enabled": True, "image": {"repository": nfd_repo, "tag": nfd_tag}},
         "migStrategy": "none",
         "runtimeClassName": RUNTIME_CLASS,
         "image": {"repository": dp_repo, "tag": dp_tag},
