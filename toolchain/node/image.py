@@ -162,7 +162,8 @@ def _blob(blobs: dict[str, bytes], data: bytes) -> str:
 def build(image: Image) -> dict[str, bytes]:
     """The OCI layout's files (path in the tar -> bytes) of ``image`` (module docstring)."""
     raw = layer_tar(image.files)
-    gz = gzip.compress(raw, mtime=EPOCH)
+    # Level 1: the layer never leaves the machine, and NVIDIA's binaries (260 MB) take 40 s at 9.
+    gz = gzip.compress(raw, compresslevel=1, mtime=EPOCH)
     blobs: dict[str, bytes] = {}
     layer = _blob(blobs, gz)
     config = {
