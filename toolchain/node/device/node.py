@@ -2058,7 +2058,8 @@ def lab_up_nvidia(summary: dict[str, Any], rehearsal: bool = False) -> None:
     (d) the negative: a NoExecute taint evicts the chart's Pods, allocatable drops, ``verify``
     must fail naming them; the taint removed, allocatable comes back; (e) ``scripts/lab
     destroy`` and a census of what is left (``leftovers``). Without a GPU (the rehearsal) the
-    plugin and GFD cannot start (NVML): it stops after (a), which must fail at the gate."""
+    plugin and GFD cannot start (NVML): (a) must fail at the gate, (b) runs for its mechanics
+    (two stacks on one cluster, its check failing too), then destroy and the census."""
     lr = LabRun(summary, rehearsal)
     lab = lr.lab
     with REC.step("lab-toolchain"):
@@ -2082,10 +2083,9 @@ def lab_up_nvidia(summary: dict[str, Any], rehearsal: bool = False) -> None:
                 lab["rehearsalUpRc"] = up["rc"]
                 if up["rc"] == 0:
                     raise RuntimeError("scripts/lab up passed on a node without a GPU")
-                return
-            if up["rc"] != 0:
+            elif up["rc"] != 0:
                 raise RuntimeError(f"scripts/lab up exited {up['rc']}: {up['tail'][-800:]}")
-            if lab["afterUp"]["allocatable"] != expected:
+            elif lab["afterUp"]["allocatable"] != expected:
                 wait_for(f"allocatable nvidia.com/gpu {expected}", lambda: gpu(node_doc()) == expected, 60)
             lab["secondsUpToAllocatable"] = round(now() - t, 3)
         with REC.step("lab-found-stack"):
@@ -2097,6 +2097,9 @@ def lab_up_nvidia(summary: dict[str, Any], rehearsal: bool = False) -> None:
                 gone = lr.lab_cmd("found-destroy", FOUND_STACK, "destroy", 180)
                 (lr.repo / "stacks" / f"Pulumi.{FOUND_STACK}.yaml").unlink(missing_ok=True)
             lab["afterFoundStack"] = node_state("after-found-stack")
+            if rehearsal:  # its check fails there too: the rehearsal is of two stacks on one cluster
+                lab["rehearsalFoundRcs"] = {"up": found["rc"], "destroy": gone["rc"]}
+                return
             if found["rc"] != 0 or gone["rc"] != 0:
                 raise RuntimeError(f"the found stack: up rc {found['rc']}, destroy rc {gone['rc']}")
         with REC.step("lab-verify"):
@@ -2238,6 +2241,13 @@ def _pod_ready(pod: dict[str, Any]) -> bool:
     )
 
 
+def nfd_ready() -> bool:
+    """NFD's master, worker and gc each have a Ready Pod."""
+    pods = [p for p in chart_pods() if "node-feature-discovery" in p["name"]]
+    roles = {r for r in ("master", "worker", "gc") for p in pods if f"-{r}-" in p["name"] and _pod_ready(p)}
+    return roles == {"master", "worker", "gc"}
+
+
 def chart_by_helm(summary: dict[str, Any]) -> None:
     """``rehearse-chart-nvidia``: NVIDIA's chart installed by helm (``$GPULAB_NODE_HELM``, else
     helm on PATH) with :func:`chart_values`, as the lab would install it, where the lab's own
@@ -2264,16 +2274,6 @@ def chart_by_helm(summary: dict[str, Any]) -> None:
             ch["secondsInstall"] = round(now() - t, 3)
         with REC.step("chart-nfd-ready"):
             t = now()
-
-            def nfd_ready() -> bool:
-                pods = [p for p in chart_pods() if "node-feature-discovery" in p["name"]]
-                roles = {
-                    r
-                    for r in ("master", "worker", "gc")
-                    for p in pods
-                    if f"-{r}-" in p["name"] and _pod_ready(p)
-                }
-                return roles == {"master", "worker", "gc"}
 
             wait_for("NFD master, worker and gc Ready", nfd_ready, 180, interval=1)
             ch["secondsToNfdReady"] = round(now() - t, 3)
@@ -2307,6 +2307,23 @@ def chart_by_helm(summary: dict[str, Any]) -> None:
         ch["node"] = node_state("chart")
         chart_logs("chart")
         save_json("nodefeatures.json", _safe(_node_features))
+        with REC.step("chart-taint"):
+            # lab-nvidia's negative without the allocatable part: the taint evicts every Pod
+            # of the chart (DaemonSets' and NFD's Deployments'), and they come back without it.
+            t = now()
+            set_taint(True)
+            wait_for(
+                "the chart's Pods evicted",
+                lambda: not [p for p in chart_pods() if p["phase"] == "Running"],
+                120,
+                1,
+            )
+            ch["secondsTaintToEvicted"] = round(now() - t, 3)
+            ch["podsWhileTainted"] = chart_pods()
+            t = now()
+            set_taint(False)
+            wait_for("NFD master, worker and gc Ready again", nfd_ready, 180, interval=1)
+            ch["secondsUntaintToNfdReady"] = round(now() - t, 3)
     finally:
         with REC.step("chart-uninstall"):
             t = now()
