@@ -365,3 +365,5 @@ def test_the_lab_nvidia_stacks_config_keys_are_the_programs(
     assert cfg["gpu-lab:runtimeClass"] == found["gpu-lab:runtimeClass"] == node.RUNTIME_CLASS == "nvidia"
     assert (cfg["gpu-lab:timeSlicingReplicas"], cfg["gpu-lab:expectedGpus"]) == ("4", "1")
     assert cfg["gpu-lab:gpuGraceSeconds"] == "30" and cfg["gpu-lab:dcgmExporter"] == "false"
+    # The second stack's namespace is its own (the first stack's is labNamespace's default).
+    assert found["gpu-lab:labNamespace"] != schema["labNamespace"]["default"]

@@ -1934,8 +1934,12 @@ def lab_up(summary: dict[str, Any], rehearsal: bool = False) -> None:
 
 # ---------------------------------------------------------------- NVIDIA's device plugin chart
 
-#: The stack the lab's second run uses on the same cluster while the release is installed.
+#: The stack the lab's second run uses on the same cluster while the release is installed, and
+#: its own namespace: with the first stack's (labNamespace's default, gpu-lab) it would adopt
+#: that namespace and delete it on destroy (rehearsed 2026-12-03: server-side apply creates
+#: over an existing object without an error).
 FOUND_STACK = "existing-found"
+FOUND_NAMESPACE = "gpu-lab-found"
 #: Node labels the lab-nvidia run records (GFD's and NFD's).
 RECORDED_LABELS = (
     "nvidia.com/gpu.count", "nvidia.com/gpu.product", "nvidia.com/gpu.replicas",
@@ -1967,7 +1971,17 @@ def nvidia_lab_config(rehearsal: bool) -> dict[str, str]:
 
 def found_lab_config(rehearsal: bool) -> dict[str, str]:
     """The second stack's config: the same cluster, the GPU stack found installed."""
-    return {**lab_config_base(rehearsal), "gpu-lab:gpuStack": "found", "gpu-lab:runtimeClass": RUNTIME_CLASS}
+    return {
+        **lab_config_base(rehearsal),
+        "gpu-lab:gpuStack": "found",
+        "gpu-lab:runtimeClass": RUNTIME_CLASS,
+        "gpu-lab:labNamespace": FOUND_NAMESPACE,
+    }
+
+
+def namespaces() -> list[str]:
+    _, core, _ = clients()
+    return sorted(n.metadata.name for n in core.list_namespace().items)
 
 
 def node_labels() -> dict[str, str]:
@@ -2089,6 +2103,7 @@ def lab_up_nvidia(summary: dict[str, Any], rehearsal: bool = False) -> None:
                 wait_for(f"allocatable nvidia.com/gpu {expected}", lambda: gpu(node_doc()) == expected, 60)
             lab["secondsUpToAllocatable"] = round(now() - t, 3)
         with REC.step("lab-found-stack"):
+            lab["namespacesBeforeFoundStack"] = _safe(namespaces)
             lr.stack(FOUND_STACK, found_lab_config(rehearsal))
             try:
                 found = lr.lab_cmd("found-up", FOUND_STACK, "up", 300)
@@ -2097,6 +2112,7 @@ def lab_up_nvidia(summary: dict[str, Any], rehearsal: bool = False) -> None:
                 gone = lr.lab_cmd("found-destroy", FOUND_STACK, "destroy", 180)
                 (lr.repo / "stacks" / f"Pulumi.{FOUND_STACK}.yaml").unlink(missing_ok=True)
             lab["afterFoundStack"] = node_state("after-found-stack")
+            lab["namespacesAfterFoundStack"] = _safe(namespaces)
             if rehearsal:  # its check fails there too: the rehearsal is of two stacks on one cluster
                 lab["rehearsalFoundRcs"] = {"up": found["rc"], "destroy": gone["rc"]}
                 return
