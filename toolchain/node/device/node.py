@@ -1582,6 +1582,8 @@ def teardown(summary: dict[str, Any]) -> None:
     if str(summary.get("mode")).startswith("rehearse") and FEATURES_D.is_dir():
         # This project's machine: GFD's file (the lab's leftover, listed above) goes.
         shutil.rmtree(FEATURES_D.parent, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            FEATURES_D.parent.parent.rmdir()  # /etc/kubernetes, when only that made it
     left |= {
         "processes": [f"{pid} {exe}" for pid, exe in own_processes()],
         "mounts": our_mounts(),
