@@ -763,20 +763,40 @@ def _chart_pods(api: Any, namespace: str | None) -> list[dict[str, Any]]:
     return [sanitize(p, api) for p in items]
 
 
-def _waiting(pod: Json) -> str | None:
-    """The first stuck waiting reason of the Pod's containers (:data:`STUCK_REASONS`), else None."""
+#: Restarts after which a Pod of the installed chart is stuck whatever its state at the moment
+#: (the operator's gate fails at once on a device plugin that restarted this often:
+#: gpulab.kube.gate_rules).
+STUCK_RESTARTS: Final = 3
+
+
+def _statuses(pod: Json) -> list[Json]:
     status = pod.get("status") or {}
-    for cs in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+    return [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+
+
+def _waiting(pod: Json) -> str | None:
+    """Why a Pod is stuck: the first waiting reason of its containers among :data:`STUCK_REASONS`,
+    or ``"restarted N times"`` once a container restarted :data:`STUCK_RESTARTS` times and is not
+    Ready (a crash loop is running between its back-offs); None otherwise."""
+    for cs in _statuses(pod):
         reason = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
         if reason in STUCK_REASONS:
             return str(reason)
+    for cs in _statuses(pod):
+        restarts = int(cs.get("restartCount") or 0)
+        if restarts >= STUCK_RESTARTS and not cs.get("ready"):
+            return f"restarted {restarts} times"
     return None
 
 
 def _starting(pod: Json) -> bool:
-    """The Pod is still coming up: not being deleted, not finished, not stuck, not yet Ready."""
+    """The Pod is still coming up: not being deleted, not finished, not stuck, not yet Ready,
+    and none of its containers has failed yet (a restart is no progress, it is a crash loop
+    starting)."""
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     if meta.get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed") or _waiting(pod):
+        return False
+    if any(int(cs.get("restartCount") or 0) > 0 for cs in _statuses(pod)):
         return False
     conds = status.get("conditions") or []
     return not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)

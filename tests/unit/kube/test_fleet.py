@@ -364,3 +364,20 @@ def test_the_charts_gfd_pods_share_the_plugins_labels_and_are_not_taken_for_it(
     assert dss == [f"{PLUGIN_NS}/nvidia-device-plugin"] and [p["metadata"]["name"] for p in pods] == [
         "nvidia-device-plugin-x"
     ]
+
+
+def test_a_crash_loop_between_its_back_offs_is_no_progress() -> None:
+    """Rehearsed on the real-node harness without a GPU: NVIDIA's plugin and GFD exit on NVML at
+    once; between back-offs a container runs for a moment, which must not extend the wait (the
+    gate took 287 s there before)."""
+    running_again = _plugin_pod("dp-a", "a", ready=False)
+    running_again["status"]["containerStatuses"][0]["restartCount"] = 1
+    p = _progress()
+    assert not p.over(1.0, [running_again], labelled=False)
+    # No progress since the start: the grace (plus one NFD pass for the missing labels), not the wait.
+    assert p.over(10.0 + fleet.NFD_PASS_SECONDS, [running_again], labelled=False)
+    looped = _plugin_pod("dp-a", "a", ready=False)
+    looped["status"]["containerStatuses"][0]["restartCount"] = 3
+    q = _progress()
+    assert not q.over(1.0, [looped], labelled=True) and q.over(11.0, [looped], labelled=True)
+    assert "dp-a on a: restarted 3 times" in q.describe([looped])
