@@ -975,6 +975,7 @@ def nvidia_image_specs() -> dict[str, list[str]]:
     nbin = NVIDIA_OPT / "bin"
     v = nvidia_versions()
     path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    ld_env = "LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64"
     dp = [a for b in NVIDIA_DP_BINARIES for a in ("--add", f"/usr/bin/{b}={nbin / b}")]
     nfd = [a for b in NFD_BINARIES for a in ("--add", f"/usr/bin/{b}={nbin / b}")]
     worker_conf = NVIDIA_OPT / "nfd-worker.conf"
@@ -982,7 +983,13 @@ def nvidia_image_specs() -> dict[str, list[str]]:
         nfd += ["--add", f"/etc/kubernetes/node-feature-discovery/nfd-worker.conf={worker_conf}"]
     return {
         "nvidia-dp": [
-            *dp, "--add", "/bin/sh=/bin/sh", "--env", path, "--env", "NVIDIA_DISABLE_REQUIRE=true",
+            # LD_LIBRARY_PATH: on the lent H200 (2026-12-03 15:0x) the plugin and GFD v0.19.0 found
+            # no NVML in this image ("Incompatible strategy detected auto" / "unsupported strategy
+            # auto"): they dlopen libnvidia-ml.so.1 by name, and this machine's driver lives under
+            # /usr/local/nvidia, which the CDI spec mounts but the image's loader does not search.
+            # Set as NVIDIA's CUDA images set it for that path (the smoke and compute images above).
+            *dp, "--add", "/bin/sh=/bin/sh", "--env", path, "--env", ld_env,
+            "--env", "NVIDIA_DISABLE_REQUIRE=true",
             "--env", "NVIDIA_VISIBLE_DEVICES=all", "--env", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
             "--label", "name=NVIDIA Device Plugin", "--label", "vendor=NVIDIA",
             "--label", f"version=v{v.get('NVIDIA_DEVICE_PLUGIN_VERSION', '')}",
