@@ -890,6 +890,47 @@ def api_probe() -> dict[str, Any]:
     return result
 
 
+def nvml_probe() -> dict[str, Any]:
+    """What NVIDIA's device plugin image sees under NVIDIA's runtime (runtime class nvidia,
+    ``NVIDIA_VISIBLE_DEVICES=all``): the driver's NVML library and device nodes the CDI spec
+    injected, whether the update-ldcache hook wrote the image's /etc/ld.so.cache, and the
+    loader path the image sets. Evidence for the plugin's NVML lookup; never fatal."""
+    _, core, _ = clients()
+    name = "gpulab-nvml-probe"
+    script = (
+        "echo libs: /usr/local/nvidia/lib64/libnvidia-ml.so*; echo devices: /dev/nvidia*; "
+        "if [ -f /etc/ld.so.cache ]; then echo ldcache: present; else echo ldcache: absent; fi; "
+        'echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"'
+    )
+    core.create_namespaced_pod(
+        "kube-system",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {
+                "restartPolicy": "Never",
+                "runtimeClassName": RUNTIME_CLASS,
+                "containers": [
+                    {"name": "probe", "image": IMAGES["nvidia-dp"], "command": ["/bin/sh", "-c", script]}
+                ],
+            },
+        },
+    )
+
+    def done() -> str | None:
+        phase = core.read_namespaced_pod(name, "kube-system").status.phase
+        return phase if phase in ("Succeeded", "Failed") else None
+
+    try:
+        phase = wait_for("the NVML probe Pod done", done, 60)
+        log = read_log(core, name, "kube-system")
+    except Exception as exc:  # evidence only: the lab's run goes on
+        phase, log = "unknown", f"{type(exc).__name__}: {exc}"
+    delete_pod("kube-system", name)
+    return {"phase": phase, "log": log}
+
+
 def has_capability(bit: int) -> bool:
     """Whether this process has capability ``bit`` (24: CAP_SYS_RESOURCE) in its effective set."""
     for ln in _read("/proc/self/status").splitlines():
@@ -2426,6 +2467,9 @@ def main() -> int:
                 runtime_class()
             with REC.step("api-probe"):
                 summary["apiProbe"] = api_probe()
+            if gpu_host:
+                with REC.step("nvml-probe"):
+                    summary["nvmlProbe"] = nvml_probe()
             if not gpu_host:
                 # No NVIDIA PCI device here: NFD cannot label one, and the chart's DaemonSets
                 # schedule only where a label says there is (their nodeAffinity). A stand-in,
