@@ -900,7 +900,9 @@ def nvml_probe() -> dict[str, Any]:
     script = (
         "echo libs: /usr/local/nvidia/lib64/libnvidia-ml.so*; echo devices: /dev/nvidia*; "
         "if [ -f /etc/ld.so.cache ]; then echo ldcache: present; else echo ldcache: absent; fi; "
-        'echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"'
+        # GFD once, to a file: NVML loaded, initialised and read, or the reason it was not.
+        "gpu-feature-discovery --oneshot --no-timestamp --use-node-feature-api=false "
+        '--output-file=/tmp/gfd 2>&1; echo gfd-labels:; while read -r l; do echo "$l"; done </tmp/gfd'
     )
     core.create_namespaced_pod(
         "kube-system",
@@ -994,7 +996,7 @@ def images(gpu_host: bool = True, nvidia: bool = False) -> None:
     }  # fmt: skip
     if nvidia:
         IMAGES.update(nvidia_images())
-        specs.update(nvidia_image_specs())
+        specs.update(nvidia_image_specs(nvml_lib))
     for key, args in specs.items():
         tar = d / f"{key}.tar"
         sh(
@@ -1005,7 +1007,7 @@ def images(gpu_host: bool = True, nvidia: bool = False) -> None:
     ctr("images", "ls", name="images-ls")
 
 
-def nvidia_image_specs() -> dict[str, list[str]]:
+def nvidia_image_specs(nvml_lib: str = "/bin/sh") -> dict[str, list[str]]:
     """image.py's arguments for NVIDIA's two images, as their upstream Dockerfiles lay them out:
     k8s-device-plugin (deployments/container/Dockerfile: the four binaries in /usr/bin, a shell
     at /bin/sh, ENV NVIDIA_DISABLE_REQUIRE=true, NVIDIA_VISIBLE_DEVICES=all,
@@ -1016,7 +1018,6 @@ def nvidia_image_specs() -> dict[str, list[str]]:
     nbin = NVIDIA_OPT / "bin"
     v = nvidia_versions()
     path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-    ld_env = "LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64"
     dp = [a for b in NVIDIA_DP_BINARIES for a in ("--add", f"/usr/bin/{b}={nbin / b}")]
     nfd = [a for b in NFD_BINARIES for a in ("--add", f"/usr/bin/{b}={nbin / b}")]
     worker_conf = NVIDIA_OPT / "nfd-worker.conf"
@@ -1024,12 +1025,13 @@ def nvidia_image_specs() -> dict[str, list[str]]:
         nfd += ["--add", f"/etc/kubernetes/node-feature-discovery/nfd-worker.conf={worker_conf}"]
     return {
         "nvidia-dp": [
-            # LD_LIBRARY_PATH: on the lent H200 (2026-12-03 15:0x) the plugin and GFD v0.19.0 found
-            # no NVML in this image ("Incompatible strategy detected auto" / "unsupported strategy
-            # auto"): they dlopen libnvidia-ml.so.1 by name, and this machine's driver lives under
-            # /usr/local/nvidia, which the CDI spec mounts but the image's loader does not search.
-            # Set as NVIDIA's CUDA images set it for that path (the smoke and compute images above).
-            *dp, "--add", "/bin/sh=/bin/sh", "--env", path, "--env", ld_env,
+            # The C library NVML needs beside the binaries' own (--libs-of: libm, libdl,
+            # libpthread, librt, ...), as upstream's distroless base image carries glibc whole. On
+            # the lent H200 (2026-12-03) without them NVIDIA's plugin and GFD v0.19.0 could not
+            # dlopen libnvidia-ml.so.1 ("Incompatible strategy detected auto" / "unsupported
+            # strategy auto") although the CDI spec had mounted it and the update-ldcache hook had
+            # written the image's ld.so.cache (the NVML probe Pod's record).
+            *dp, "--add", "/bin/sh=/bin/sh", "--libs-of", nvml_lib, "--env", path,
             "--env", "NVIDIA_DISABLE_REQUIRE=true",
             "--env", "NVIDIA_VISIBLE_DEVICES=all", "--env", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
             "--label", "name=NVIDIA Device Plugin", "--label", "vendor=NVIDIA",
