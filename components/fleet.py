@@ -141,10 +141,20 @@ class FoundGpuStack(pulumi.ComponentResource):
         # What the checklist asks of the operand set: a found stack installs nothing, and its
         # DCGM exporter is read only when the config says so (gpulab.core.outputs component_off);
         # NVIDIA's device plugin chart has no DCGM exporter.
-        self.components = pulumi.Output.from_input(
-            {"devicePluginChart": True, "gfd": True, "dcgmExporter": False, **args.chart_components}
+        # A found stack's time-slicing is what GFD's labels say (the lab configured none): the
+        # checklist's allocatable-matches-gpus multiplies the physical GPUs by it.
+        self.components = (
+            pulumi.Output.from_input(
+                {"devicePluginChart": True, "gfd": True, "dcgmExporter": False, **args.chart_components}
+            )
             if installed
-            else {"found": True, "dcgmExporter": args.dcgm_exporter}
+            else facts.apply(
+                lambda f: {
+                    "found": True,
+                    "dcgmExporter": args.dcgm_exporter,
+                    "timeSlicingReplicas": int(f.get("timeSlicingReplicas") or 1),
+                }
+            )
         )
         self.allocatable_gpus = facts.apply(lambda f: f.get("allocatableGpus"))
         self.capacity_gpus = facts.apply(lambda f: f.get("capacityGpus"))

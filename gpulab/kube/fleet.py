@@ -621,7 +621,9 @@ def run_fleet(
     """Gate every GPU node, then smoke and compute the nodes that passed, ``spec.parallelism``
     at a time.
 
-    Returns ``{"nodes": [row], "nodesSummary": str, "nodesPassed": int, "expectedGpus": int,
+    Returns ``{"nodes": [row], "nodesSummary": str, "nodesPassed": int, "expectedGpus": int
+    (physical: each node's expectation over its replicas), "timeSlicingReplicas": int (the
+    replicas every node's GFD labels give, else 1),
     "allocatableGpus": int, "capacityGpus": int, "clusterPolicyState": str|None,
     "devicePluginPods": [...], "devicePluginFound": [ns/name], "migResources": {},
     "gpuResource", "kubernetesVersion", "measuredAt"}``; each row ``{"node", "pool",
@@ -734,7 +736,9 @@ def run_fleet(
         "nodes": rows,
         "nodesSummary": summary(rows),
         "nodesPassed": sum(1 for r in rows if r["status"] == PASS),
-        "expectedGpus": sum(int(r["expected"] or 0) for r in rows),
+        # Physical GPUs: each node's expectation less its time-slicing replicas (GFD's labels).
+        "expectedGpus": sum(int(r["expected"] or 0) // max(1, int(r.get("replicas") or 1)) for r in rows),
+        "timeSlicingReplicas": _common_replicas(rows),
         "allocatableGpus": alloc,
         "capacityGpus": cap,
         "gpuResource": spec.resource,
@@ -745,6 +749,13 @@ def run_fleet(
         "kubernetesVersion": str(client.VersionApi(api).get_code().git_version),
         "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _common_replicas(rows: Sequence[Mapping[str, Any]]) -> int:
+    """The time-slicing replicas GFD's labels give every node (1 when none shares, or when the
+    nodes differ: then only each node's own row compares allocatable with its labels)."""
+    found = {int(r.get("replicas") or 1) for r in rows}
+    return found.pop() if len(found) == 1 else 1
 
 
 def _pod_gpus(row: Mapping[str, Any]) -> int:

@@ -100,6 +100,10 @@ MODES: dict[str, str] = {
     "(the negative) and destroy, existing variant with gpuStack: found",
     "lab-up": "toolchain/node's real node (run.sh lab): the lab's own scripts/lab up, verify "
     "(the negative) and destroy, the GPU stack installed by the program (no gpuStack: found)",
+    "lab-device-plugin": "toolchain/node's real node (run.sh lab-nvidia): the lab's own scripts/lab "
+    "up with gpuStack: device-plugin (NVIDIA's nvidia-device-plugin chart, GFD and NFD built from "
+    "their modules and installed by the lab's Helm release), a second stack finding it, verify, "
+    "the taint negative, destroy and the census of what is left",
 }
 #: summary.json's ``mode`` (toolchain/node/device/node.py) -> the index's mode (``lab``:
 #: :func:`mode_of` tells lab-found from lab-up by the stack's gpuStack config).
@@ -108,6 +112,7 @@ SUMMARY_MODES = {
     "whole": "harness-whole",
     "fleet": "harness-fleet",
     "lab": "lab-up",
+    "lab-nvidia": "lab-device-plugin",
 }
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}Z$")
 CNI0 = "cni0 (the harness's bridge)"
