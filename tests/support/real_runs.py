@@ -535,6 +535,9 @@ def derive_components(run: Path, revision: str | None = None) -> list[dict[str, 
         comps.append({"name": name, "version": version or "unknown (not recorded)", "origin": origin})
 
     summary = _json(run / "summary.json") or {}
+    if summary.get("mode") == "lab-nvidia":
+        # NVIDIA's device plugin ran there; the project's was staged but never deployed.
+        staged.pop("gpulab-device-plugin", None)
     lab = summary.get("lab") or {}
     what = (
         "the lab's own scripts/lab and Pulumi program"
@@ -608,9 +611,29 @@ def _leftovers(summary: Mapping[str, Any]) -> list[str] | None:
     found += [f"pod process: {p}" for p in left.get("podProcesses") or []]
     if left.get("kubepodsCgroup"):
         found.append("the kubepods cgroup")
+    cluster = left.get("cluster")
+    if isinstance(cluster, Mapping):  # run.sh lab-nvidia's census of the cluster after destroy
+        found += [
+            f"customresourcedefinition/{c} (Helm leaves a chart's crds/)" for c in cluster.get("crds") or []
+        ]
+        for key in ("namespace", "daemonSets", "deployments", "configMaps", "serviceAccounts"):
+            found += [f"{key}: {n}" for n in cluster.get(key) or []]
+        found += [f"node label {x}" for x in cluster.get("nodeLabels") or []]
+        found += [f"runtimeclass/{n} (the harness's node setup)" for n in cluster.get("runtimeClasses") or []]
+        if cluster.get("containerdNvidiaRuntime"):
+            found.append("containerd's nvidia runtime (the harness's node setup)")
+        found += [f"CDI spec {c} (the harness's node setup)" for c in cluster.get("cdiSpecs") or []]
     if left.get("cni0"):
         found.append(CNI0)
     return found
+
+
+def _first_json(run: Path, names: Sequence[str], wanted: bool) -> Any:
+    """The first of ``names`` recorded in ``run`` (None unless ``wanted``, or none there)."""
+    for name in names if wanted else ():
+        if (run / name).is_file():
+            return _json(run / name)
+    return None
 
 
 def _check(step: Any, ok: bool = True) -> str | None:
@@ -633,11 +656,13 @@ def derive_results(run: Path) -> dict[str, Any]:
     if isinstance(lab, Mapping):
         r["upExitCode"] = (lab.get("up") or {}).get("rc")
         r["destroyExitCode"] = (lab.get("destroy") or {}).get("rc")
-        verify = lab.get("verify-unhealthy")
+        verify = lab.get("verify-unhealthy") or (lab.get("negative") or {}).get("verify")
         if isinstance(verify, Mapping):
             r["negative"] = "pass" if verify.get("rc") not in (0, None) else "fail"
-        outputs = _json(run / "lab-outputs-existing.json") if r["upExitCode"] == 0 else None
-        card = _json(run / "lab-baseline-card.json") if r["upExitCode"] == 0 else None
+        # run.sh lab keeps lab-outputs-existing.json; lab-nvidia names the stack first.
+        up_ok = r["upExitCode"] == 0
+        outputs = _first_json(run, ("lab-outputs-existing.json", "lab-existing-outputs-existing.json"), up_ok)
+        card = _first_json(run, ("lab-baseline-card.json", "lab-existing-baseline-card.json"), up_ok)
         if isinstance(outputs, Mapping):
             r["allocatable"] = outputs.get("allocatableGpus")
         if isinstance(card, Mapping):
@@ -646,7 +671,15 @@ def derive_results(run: Path) -> dict[str, Any]:
                 items.get(k)
                 for k in ("driver-version-matches", "pods-see-every-gpu", "events-scheduled-and-pulled")
             ]
-            r["smoke"] = "pass" if all(s == "pass" for s in smoke) else "fail" if "fail" in smoke else None
+            # pods-see-every-gpu is "not tested" under time-slicing: the smoke Pod's own checks decide.
+            seen = [s for s in smoke if s != "not-tested"]
+            r["smoke"] = (
+                "pass"
+                if len(seen) >= 2 and all(s == "pass" for s in seen)
+                else "fail"
+                if "fail" in smoke
+                else None
+            )
             r["compute"] = {"pass": "pass", "fail": "fail"}.get(items.get("compute-works", ""))
             r["verify"] = card["checklist"]["result"]
         return r

@@ -1,0 +1,88 @@
+"""Replays the H200 run of ``gpuStack: device-plugin`` (tests/data/device-h200-node/lab-device-plugin,
+2026-12-03): NVIDIA's device plugin, GFD and NFD, built from their modules and installed by the
+lab's own Helm release, on a real kubelet. Its stack outputs go through the program's typed model,
+checklist and card as the run's did; the node as the kubelet and NFD left it goes through the
+fleet check's rules; and the second stack that failed there (a found stack reading no replicas)
+passes on the same node with the fix (gpulab.kube.fleet ``timeSlicingReplicas``)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from gpulab.core.outputs import LabOutputs
+from gpulab.kube import fleet
+from gpulab.verdict import checklist
+from gpulab.verdict.card import build_card
+
+RUN = Path(__file__).resolve().parents[2] / "tests" / "data" / "device-h200-node" / "lab-device-plugin"
+
+
+def doc(name: str) -> Any:
+    return json.loads((RUN / name).read_text(encoding="utf-8"))
+
+
+def outputs() -> LabOutputs:
+    return LabOutputs.from_json(doc("lab-existing-outputs-existing.json"))
+
+
+def test_the_outputs_say_nvidias_chart_served_four_shared_gpus() -> None:
+    raw = doc("lab-existing-outputs-existing.json")
+    assert raw["gpuStack"]["mode"] == "device-plugin"
+    assert raw["gpuStack"]["devicePlugin"] == ["nvidia-device-plugin/nvidia-device-plugin"]
+    assert (raw["chartVersion"], raw["devicePluginOwner"]) == ("0.19.0", "device-plugin-chart")
+    assert raw["allocatableGpus"] == 4 and raw["operatorComponents"]["timeSlicingReplicas"] == 4
+    (row,) = raw["nodes"]
+    assert row["expectedSource"] == "gfd:nvidia.com/gpu.count=1 x nvidia.com/gpu.replicas=4"
+    assert (row["gate"], row["smoke"], row["compute"], row["status"]) == ("pass", "pass", "pass", "pass")
+    assert raw["smokeDriverVersion"] == raw["hostDriverVersion"] == "580.159.04"
+    assert raw["simulated"] is False and raw["simulatedFields"] == []
+
+
+def test_the_checklist_and_card_replay_as_the_run_wrote_them() -> None:
+    items = {i.id: i.status.value for i in checklist.evaluate(outputs())}
+    recorded = doc("lab-existing-baseline-card.json")
+    assert items == {i["id"]: i["status"] for i in recorded["checklist"]["items"]}
+    assert checklist.overall(checklist.evaluate(outputs())) == recorded["checklist"]["result"] == "pass"
+    assert items["pods-see-every-gpu"] == "not-tested"  # time-slicing: replicas are not GPUs
+    card = build_card(
+        outputs(),
+        tflops=doc("lab-existing-tflops.json"),
+        tool_versions=recorded["toolVersions"],
+        now=datetime.fromisoformat(recorded["generatedAt"]),
+    )
+    assert card["operator"]["gpuStack"]["value"]["mode"] == "device-plugin"
+    assert card["cluster"]["allocatableGpus"]["value"] == 4 and card["checklist"]["result"] == "pass"
+
+
+def test_the_real_node_passes_the_gate_rules_on_nvidias_labels() -> None:
+    """The node as NVIDIA's plugin (allocatable) and GFD through NFD's master (labels) left it."""
+    node = doc("node-after-up.json")
+    labels = node["metadata"]["labels"]
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-H200-SHARED"
+    assert labels["feature.node.kubernetes.io/pci-10de.present"] == "true"
+    spec = fleet.FleetSpec(namespace="gpu-lab", smoke_image="i:1", installed_in="nvidia-device-plugin")
+    exp = fleet.expectation(node, spec)
+    assert (exp.count, exp.replicas, exp.pod_gpus) == (4, 4, 1)
+    plugin = {"status": {"containerStatuses": [{"ready": True}]}, "metadata": {"name": "p"}}
+    assert fleet.gate_node(node, exp, "nvidia.com/gpu", plugin, True, "nvidia-device-plugin").ok
+
+
+def test_a_stack_finding_that_chart_now_reads_its_replicas() -> None:
+    """There the found stack said 1 GPU x 1 replica against allocatable 4 and failed; the fleet
+    check now gives the replicas GFD labelled, and the same outputs pass."""
+    rows = doc("lab-existing-outputs-existing.json")["nodes"]
+    assert fleet._common_replicas(rows) == 4
+    found = outputs().with_values(
+        operator_components={
+            "found": True,
+            "dcgmExporter": False,
+            "timeSlicingReplicas": fleet._common_replicas(rows),
+        }
+    )
+    items = {i.id: i.status.value for i in checklist.evaluate(found)}
+    assert items["allocatable-matches-gpus"] == "pass"
+    before = outputs().with_values(operator_components={"found": True, "dcgmExporter": False})
+    assert {i.id: i.status.value for i in checklist.evaluate(before)}["allocatable-matches-gpus"] == "fail"
