@@ -786,9 +786,15 @@ def _statuses(pod: Json) -> list[Json]:
 
 
 def _waiting(pod: Json) -> str | None:
-    """Why a Pod is stuck: the first waiting reason of its containers among :data:`STUCK_REASONS`,
-    or ``"restarted N times"`` once a container restarted :data:`STUCK_RESTARTS` times and is not
-    Ready (a crash loop is running between its back-offs); None otherwise."""
+    """Why a Pod is stuck: ``"Unschedulable: <the scheduler's message>"`` when the scheduler
+    could not place it (a taint it does not tolerate, no node left for it), the first waiting
+    reason of its containers among :data:`STUCK_REASONS`, or ``"restarted N times"`` once a
+    container restarted :data:`STUCK_RESTARTS` times and is not Ready (a crash loop is running
+    between its back-offs); None otherwise."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        scheduled = (cond.get("type"), cond.get("status"), cond.get("reason"))
+        if scheduled == ("PodScheduled", "False", "Unschedulable"):
+            return f"Unschedulable: {cond.get('message') or 'no node fits'}"
     for cs in _statuses(pod):
         reason = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
         if reason in STUCK_REASONS:

@@ -381,3 +381,32 @@ def test_a_crash_loop_between_its_back_offs_is_no_progress() -> None:
     q = _progress()
     assert not q.over(1.0, [looped], labelled=True) and q.over(11.0, [looped], labelled=True)
     assert "dp-a on a: restarted 3 times" in q.describe([looped])
+
+
+def test_a_pod_the_scheduler_cannot_place_is_no_progress() -> None:
+    """Seen on the H200 (2026-12-03, run lab-nvidia): a NoExecute taint evicted the chart's Pods;
+    NFD's master and gc Deployments made new Pods that stayed Pending, Unschedulable, and the
+    gate counted them as coming up until the run's budget was spent (verify ran 137 s)."""
+    pending = {
+        "metadata": {"name": "nfd-master-x", "namespace": PLUGIN_NS},
+        "spec": {},
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/1 nodes are available: 1 node(s) had untolerated taint {a: x}.",
+                }
+            ],
+        },
+    }
+    assert not fleet._starting(pending)
+    assert fleet._waiting(pending).startswith("Unschedulable: 0/1 nodes are available")
+    p = _progress()
+    assert not p.over(1.0, [pending], labelled=True) and p.over(11.0, [pending], labelled=True)
+    assert "nfd-master-x on (unscheduled): Unschedulable: 0/1 nodes" in p.describe([pending])
+    # A Pod not yet looked at by the scheduler is still coming up.
+    fresh = {"metadata": {"name": "y"}, "spec": {}, "status": {"phase": "Pending"}}
+    assert fleet._starting(fresh) and fleet._waiting(fresh) is None
