@@ -656,9 +656,10 @@ def derive_results(run: Path) -> dict[str, Any]:
     if isinstance(lab, Mapping):
         r["upExitCode"] = (lab.get("up") or {}).get("rc")
         r["destroyExitCode"] = (lab.get("destroy") or {}).get("rc")
-        verify = lab.get("verify-unhealthy") or (lab.get("negative") or {}).get("verify")
+        verify = lab.get("verify-unhealthy") or lab.get("verify-tainted")
         if isinstance(verify, Mapping):
-            r["negative"] = "pass" if verify.get("rc") not in (0, None) else "fail"
+            # 124: the harness stopped it at the run's budget: it did not fail within its bound.
+            r["negative"] = "pass" if verify.get("rc") not in (0, None, 124) else "fail"
         # run.sh lab keeps lab-outputs-existing.json; lab-nvidia names the stack first.
         up_ok = r["upExitCode"] == 0
         outputs = _first_json(run, ("lab-outputs-existing.json", "lab-existing-outputs-existing.json"), up_ok)

@@ -86,3 +86,26 @@ def test_a_stack_finding_that_chart_now_reads_its_replicas() -> None:
     assert items["allocatable-matches-gpus"] == "pass"
     before = outputs().with_values(operator_components={"found": True, "dcgmExporter": False})
     assert {i.id: i.status.value for i in checklist.evaluate(before)}["allocatable-matches-gpus"] == "fail"
+
+
+NEG = RUN.parent / "lab-device-plugin-negative"
+
+
+def test_the_next_run_found_the_chart_and_the_taint_takes_the_plugin_away() -> None:
+    """15:23 UTC: the stack finding NVIDIA's chart passed (the replicas fix), and under the
+    negative's taint the node advertised 0 with no Pod of the chart on it: the gate's rule names
+    that. The run's verify did not fail within its bound (Unschedulable NFD Pods counted as
+    progress, fixed since: tests/unit/kube/test_fleet.py); the index says negative: fail."""
+    found = json.loads((NEG / "lab-existing-found-baseline-card.json").read_text())
+    items = {i["id"]: i["status"] for i in found["checklist"]["items"]}
+    assert found["checklist"]["result"] == "pass" and items["allocatable-matches-gpus"] == "pass"
+    summary = json.loads((NEG / "summary.json").read_text())
+    assert summary["lab"]["found-up"]["rc"] == 0 and summary["lab"]["verify"]["rc"] == 0
+    assert summary["lab"]["verify-tainted"]["rc"] == 124  # stopped by the harness, not by the lab
+    node = json.loads((NEG / "node-tainted.json").read_text())
+    exp = fleet.expectation(node, fleet.FleetSpec(namespace="gpu-lab", smoke_image="i:1"))
+    gate = fleet.gate_node(node, exp, "nvidia.com/gpu", None, True, "nvidia-device-plugin")
+    assert (
+        not gate.ok and gate.cause == "no Pod of the device plugin chart's DaemonSet runs on node gpulab-h200"
+    )
+    assert "taint" in gate.fix
