@@ -851,39 +851,47 @@ def runtime_class() -> None:
     )
 
 
-def api_probe() -> dict[str, Any]:
-    """A Pod reaches the API server in-cluster: its KUBERNETES_SERVICE_HOST/PORT (the
-    ``kubernetes`` Service) and a TCP connection there (bash's /dev/tcp; the chart's Pods then
-    show TLS and their ServiceAccount's token working). Returns what the Pod printed."""
+def run_probe(
+    name: str, image: str, argv: list[str], timeout: float, runtime_class: str | None = None
+) -> tuple[str, str]:
+    """A one-shot Pod ``kube-system/<name>`` running ``argv`` in ``image`` (under
+    ``runtime_class`` if given): ``(its final phase, its log)``; the Pod is deleted either way.
+
+    Raises:
+        TimeoutError: it did not finish within ``timeout`` seconds (wait_for's).
+    """
     _, core, _ = clients()
-    name = "gpulab-api-probe"
-    script = (
-        'echo "service=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"; '
-        'exec 3<>"/dev/tcp/$KUBERNETES_SERVICE_HOST/$KUBERNETES_SERVICE_PORT" && echo connected'
-    )
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "probe", "image": image, "command": argv}],
+    }
+    if runtime_class:
+        spec["runtimeClassName"] = runtime_class
     core.create_namespaced_pod(
-        "kube-system",
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name},
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [
-                    {"name": "probe", "image": IMAGES["smoke"], "command": ["/bin/bash", "-c", script]}
-                ],
-            },
-        },
+        "kube-system", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
     )
 
     def done() -> str | None:
         phase = core.read_namespaced_pod(name, "kube-system").status.phase
         return phase if phase in ("Succeeded", "Failed") else None
 
-    phase = wait_for("the API probe Pod done", done, 90)
-    log = read_log(core, name, "kube-system")
-    svc = core.read_namespaced_service("kubernetes", "default")
-    delete_pod("kube-system", name)
+    try:
+        phase = wait_for(f"the probe Pod {name} done", done, timeout)
+        return str(phase), read_log(core, name, "kube-system")
+    finally:
+        delete_pod("kube-system", name)
+
+
+def api_probe() -> dict[str, Any]:
+    """A Pod reaches the API server in-cluster: its KUBERNETES_SERVICE_HOST/PORT (the
+    ``kubernetes`` Service) and a TCP connection there (bash's /dev/tcp; the chart's Pods then
+    show TLS and their ServiceAccount's token working). Returns what the Pod printed."""
+    script = (
+        'echo "service=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"; '
+        'exec 3<>"/dev/tcp/$KUBERNETES_SERVICE_HOST/$KUBERNETES_SERVICE_PORT" && echo connected'
+    )
+    phase, log = run_probe("gpulab-api-probe", IMAGES["smoke"], ["/bin/bash", "-c", script], 90)
+    svc = clients()[1].read_namespaced_service("kubernetes", "default")
     result = {"phase": phase, "log": log, "serviceClusterIP": svc.spec.cluster_ip}
     if phase != "Succeeded" or "connected" not in log:
         raise RuntimeError(f"a Pod cannot reach the API server through the kubernetes Service: {result}")
@@ -893,10 +901,8 @@ def api_probe() -> dict[str, Any]:
 def nvml_probe() -> dict[str, Any]:
     """What NVIDIA's device plugin image sees under NVIDIA's runtime (runtime class nvidia,
     ``NVIDIA_VISIBLE_DEVICES=all``): the driver's NVML library and device nodes the CDI spec
-    injected, whether the update-ldcache hook wrote the image's /etc/ld.so.cache, and the
-    loader path the image sets. Evidence for the plugin's NVML lookup; never fatal."""
-    _, core, _ = clients()
-    name = "gpulab-nvml-probe"
+    injected, whether the update-ldcache hook wrote the image's /etc/ld.so.cache, and GFD run
+    once through NVML. Evidence for the plugin's NVML lookup; never fatal."""
     script = (
         "echo libs: /usr/local/nvidia/lib64/libnvidia-ml.so*; echo devices: /dev/nvidia*; "
         "if [ -f /etc/ld.so.cache ]; then echo ldcache: present; else echo ldcache: absent; fi; "
@@ -904,32 +910,12 @@ def nvml_probe() -> dict[str, Any]:
         "gpu-feature-discovery --oneshot --no-timestamp --use-node-feature-api=false "
         '--output-file=/tmp/gfd 2>&1; echo gfd-labels:; while read -r l; do echo "$l"; done </tmp/gfd'
     )
-    core.create_namespaced_pod(
-        "kube-system",
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name},
-            "spec": {
-                "restartPolicy": "Never",
-                "runtimeClassName": RUNTIME_CLASS,
-                "containers": [
-                    {"name": "probe", "image": IMAGES["nvidia-dp"], "command": ["/bin/sh", "-c", script]}
-                ],
-            },
-        },
-    )
-
-    def done() -> str | None:
-        phase = core.read_namespaced_pod(name, "kube-system").status.phase
-        return phase if phase in ("Succeeded", "Failed") else None
-
     try:
-        phase = wait_for("the NVML probe Pod done", done, 60)
-        log = read_log(core, name, "kube-system")
+        phase, log = run_probe(
+            "gpulab-nvml-probe", IMAGES["nvidia-dp"], ["/bin/sh", "-c", script], 60, RUNTIME_CLASS
+        )
     except Exception as exc:  # evidence only: the lab's run goes on
         phase, log = "unknown", f"{type(exc).__name__}: {exc}"
-    delete_pod("kube-system", name)
     return {"phase": phase, "log": log}
 
 
