@@ -27,10 +27,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.gpu_operator import privileged_namespace
 from gpulab.config import time_slicing
 from gpulab.config.device_plugin import CHART, NAMESPACE, RELEASE, DevicePluginChart
 from gpulab.config.lab import OperatorConfig
-from gpulab.core import names
 
 
 def helm_values(
@@ -107,17 +107,11 @@ class DevicePluginChartRelease(pulumi.ComponentResource):
         super().__init__("gpulab:device_plugin:DevicePluginChartRelease", name, None, opts)
         chart, op = args.chart, args.operator
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider)
-        self.namespace = k8s.core.v1.Namespace(
+        # The plugin and GFD mount host paths; GFD runs privileged.
+        self.namespace = privileged_namespace(
             f"{name}-namespace",
-            metadata={
-                "name": NAMESPACE,
-                "labels": {
-                    # The plugin and GFD mount host paths; GFD runs privileged.
-                    "pod-security.kubernetes.io/enforce": "privileged",
-                    "app.kubernetes.io/managed-by": names.PROJECT,
-                },
-            },
-            opts=pulumi.ResourceOptions.merge(
+            NAMESPACE,
+            pulumi.ResourceOptions.merge(
                 k8s_opts, pulumi.ResourceOptions(depends_on=list(args.release_after) or None)
             ),
         )

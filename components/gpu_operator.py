@@ -109,6 +109,25 @@ def helm_values(op: OperatorConfig, variant: OperatorVariant) -> dict[str, Any]:
     return values
 
 
+def privileged_namespace(
+    resource_name: str, namespace: str, opts: pulumi.ResourceOptions
+) -> k8s.core.v1.Namespace:
+    """Namespace ``namespace`` labelled ``pod-security.kubernetes.io/enforce=privileged`` (its
+    Pods mount host paths and run privileged: the operator's operands, the device plugin
+    chart's GFD) and as the lab's (``app.kubernetes.io/managed-by``)."""
+    return k8s.core.v1.Namespace(
+        resource_name,
+        metadata={
+            "name": namespace,
+            "labels": {
+                "pod-security.kubernetes.io/enforce": "privileged",
+                "app.kubernetes.io/managed-by": names.PROJECT,
+            },
+        },
+        opts=opts,
+    )
+
+
 def gate_mig_args(expect: Expected) -> list[str]:
     """The gate's MIG arguments: ``--mig-strategy S`` and, under ``mixed``, one
     ``--expected-mig PROFILE=COUNT`` per expected MIG resource."""
@@ -268,18 +287,7 @@ class GpuOperator(pulumi.ComponentResource):
 
     def _namespace(self, name: str, k8s_opts: pulumi.ResourceOptions) -> k8s.core.v1.Namespace:
         """The operator's namespace, privileged (operands mount host paths)."""
-        return k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={
-                "name": NAMESPACE,
-                "labels": {
-                    # Operands mount host paths and run privileged containers.
-                    "pod-security.kubernetes.io/enforce": "privileged",
-                    "app.kubernetes.io/managed-by": names.PROJECT,
-                },
-            },
-            opts=k8s_opts,
-        )
+        return privileged_namespace(f"{name}-namespace", NAMESPACE, k8s_opts)
 
     def _crd_check(self, name: str, args: GpuOperatorArgs) -> list[pulumi.Resource]:
         """The pre-release check (``[command]``): CRDs, the chart's kubeVersion and the APIs
