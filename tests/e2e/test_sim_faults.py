@@ -365,29 +365,35 @@ def _helm_record(lab: Lab) -> list[str]:
     return p.stdout.split() if p.returncode == 0 else []
 
 
-def test_engine_killed_at_the_helm_release(lab: Lab) -> None:
+def test_engine_killed_at_the_helm_release_then_at_the_gate_each_repaired(lab: Lab) -> None:
     # Killed once Helm has written its record of the install (pending-install, or deployed if
     # the install got that far): a release the state does not hold, so `make lab` would stop
     # at "cannot re-use a name that is still in use".
     _kill_engine_at(lab, "gpu-operator-release", also=lambda: bool(_helm_record(lab)))
     lab.timings[f"Helm record when killed: {' '.join(_helm_record(lab))}"] = 0.0
     _printed_repair_works(lab, "gpu-operator-release", helm=True)
-    # Then `make lab` works: no "cannot re-use a name that is still in use".
-    _ok(lab.lab("up"), "make lab after the repair")
-    lab.destroy_leaves_nothing()
-
-
-def test_engine_killed_at_the_gate_then_repaired(lab: Lab) -> None:
+    # The repaired stack goes on past the release (no "cannot re-use a name" now) into the
+    # gate, where the engine is killed again: one lab for both interruptions.
     _kill_engine_at(lab, "gpu-operator-gate")
     _printed_repair_works(lab, "gpu-operator-gate")
-    _ok(lab.lab("up"), "make lab after the repair")
+    _ok(lab.lab("up"), "make lab after the repairs")
     lab.destroy_leaves_nothing()
 
 
-def test_etcd_killed_then_a_stopped_cluster_destroyed(lab: Lab) -> None:
+def test_etcd_killed_then_frozen_then_a_stopped_cluster_destroyed(lab: Lab) -> None:
+    """One lab through three control-plane faults in turn: etcd killed (the supervisor takes
+    the control plane down; the printed rebuild brings the lab back), etcd frozen (every
+    command ends within its bound and names etcd), every process stopped (destroy still
+    finishes and leaves nothing)."""
     _ok(lab.lab("up"), "make lab")
+    _etcd_killed(lab)
+    _etcd_frozen(lab)
+    _destroy_a_stopped_cluster(lab)
 
-    # etcd killed: the supervisor takes the whole control plane down.
+
+def _etcd_killed(lab: Lab) -> None:
+    """etcd killed: the supervisor takes the whole control plane down; `make lab` names it and
+    prints the rebuild, which, run as printed, brings the lab up again."""
     etcd = lab.component_pid("etcd")
     others = [lab.component_pid(c) for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")]
     os.kill(etcd, signal.SIGKILL)
@@ -408,7 +414,6 @@ def test_etcd_killed_then_a_stopped_cluster_destroyed(lab: Lab) -> None:
     m = REBUILD.search(text)
     assert m, text[-3000:]
     _ok(lab.run_printed(m.group(1)), m.group(1))
-    _destroy_a_stopped_cluster(lab)
 
 
 def _destroy_a_stopped_cluster(lab: Lab) -> None:
@@ -438,9 +443,9 @@ def _destroy_a_stopped_cluster(lab: Lab) -> None:
     assert took < 180, f"make destroy took {took:.0f}s on a stopped cluster"
 
 
-def test_etcd_frozen(lab: Lab) -> None:
-    _ok(lab.lab("up"), "make lab")
-
+def _etcd_frozen(lab: Lab) -> None:
+    """etcd frozen on a lab that is up: debug-bundle, `make lab` and `make card` each end within
+    their bound naming etcd; the printed rebuild brings the lab up again."""
     # etcd frozen: every command ends within its bound and says etcd did not answer.
     os.kill(lab.component_pid("etcd"), signal.SIGSTOP)
     t0 = time.monotonic()
@@ -463,7 +468,6 @@ def test_etcd_frozen(lab: Lab) -> None:
     m = REBUILD.search(text)
     assert m, text[-3000:]
     _ok(lab.run_printed(m.group(1)), m.group(1))
-    lab.destroy_leaves_nothing()
 
 
 def test_disk_full_at_the_cluster_step_says_so(lab: Lab) -> None:

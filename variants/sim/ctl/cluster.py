@@ -224,6 +224,16 @@ def _config_for(
 
 #: Attempts of ``kwokctl create cluster`` when a port was taken under it.
 CREATE_ATTEMPTS: Final = 3
+#: Components that only talk to the API server. kwokctl starts them beside it (one group,
+#: ``components.GroupByLinks``, kwok v0.8.0), and kube-controller-manager gives up when
+#: ``/healthz`` is not ok within 10 s of its start (``WaitForAPIServer(client, 10*time.Second)``,
+#: cmd/kube-controller-manager/app/controllermanager.go, Kubernetes v1.36.3): on a loaded
+#: machine the API server's ``rbac/bootstrap-roles`` hook takes longer. A kubelet restarts
+#: such a static Pod; here ``kwokctl start cluster`` does (it starts only the components
+#: whose pid file names no running process: ``ForkExec``, pkg/kwokctl/runtime/exec.go).
+RESTARTABLE: Final = frozenset({"kube-controller-manager", "kube-scheduler", "kwok-controller"})
+#: Restarts of those components during one create before it is called failed.
+START_RESTARTS: Final = 3
 
 
 @contextlib.contextmanager
@@ -292,7 +302,7 @@ def _create_once(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str)
     deadline = start + wait + 120
     dead: list[str] = []
     while kwokctl.poll() is None:
-        dead = _dead_components(paths)
+        dead = [c for c in _dead_components(paths) if c not in RESTARTABLE]
         if dead or time.monotonic() > deadline:
             kwokctl.terminate()
             try:
@@ -310,14 +320,67 @@ def _create_once(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str)
         raise err
     # kwokctl only logs a failed --wait; check readiness ourselves.
     _write_kubeconfig(tools, paths)
-    deadline = time.monotonic() + 60
+    _settle(tools, paths)
+    _log(f"control plane ready in {time.monotonic() - start:.1f}s")
+
+
+def _settle(tools: Tools, paths: Paths) -> None:
+    """Once kwokctl is done: wait for the API server, then start again what of
+    :data:`RESTARTABLE` exited meanwhile, at most :data:`START_RESTARTS` times.
+
+    Raises:
+        SimClusterError: the API server is not ready within 60 s, a component outside
+            :data:`RESTARTABLE` exited, or the restarts are spent (the cluster is torn down
+            first, its logs kept in ``failed-start-logs/``).
+    """
+    for restart in range(START_RESTARTS + 1):
+        _await_api(tools, paths)
+        dead = _dead_components(paths)
+        if not dead:
+            return
+        if restart == START_RESTARTS or not set(dead) <= RESTARTABLE:
+            err = _diagnose_start_failure(paths, dead)
+            _teardown(paths, tools, remove_workdir=False)
+            raise err
+        _restart_components(tools, paths, dead, restart + 1)
+
+
+def _await_api(tools: Tools, paths: Paths, seconds: float = 60) -> None:
+    """Wait until the API server's ``/readyz`` is ok; tear the cluster down and raise the
+    diagnosed start failure (:class:`SimClusterError`) after ``seconds``."""
+    deadline = time.monotonic() + seconds
     while not _api_ready(tools, paths):
         if time.monotonic() > deadline:
             err = _diagnose_start_failure(paths, _dead_components(paths))
             _teardown(paths, tools, remove_workdir=False)
             raise err
         time.sleep(1)
-    _log(f"control plane ready in {time.monotonic() - start:.1f}s")
+
+
+def _restart_components(tools: Tools, paths: Paths, dead: Sequence[str], n: int) -> None:
+    """Start again the components in ``dead`` (all in :data:`RESTARTABLE`) once the API
+    server is ready, through ``kwokctl start cluster``. Each one's log of the run that exited
+    is kept as ``logs/<name>.exit-<n>.log`` (kwokctl truncates the log on start:
+    ``file.Open`` uses ``O_TRUNC``, pkg/utils/file/file.go, kwok v0.8.0)."""
+    for name in dead:
+        log = paths.cluster_dir / "logs" / f"{name}.log"
+        if log.exists():
+            log.replace(log.with_name(f"{name}.exit-{n}.log"))
+        _log(f"{name} exited while the API server started; starting it again ({n}/{START_RESTARTS})")
+    proc = _run(
+        [tools.path("kwokctl"), "--name", paths.name, "start", "cluster", "--timeout", "120s"],
+        _env(paths, tools),
+        timeout=180,
+    )
+    if proc.returncode != 0:
+        err = SimClusterError(
+            f"`kwokctl start cluster` could not start {', '.join(dead)} again "
+            f"(exit {proc.returncode}): {proc.stderr.strip()[-500:]}",
+            f"run `python -m variants.sim.ctl down --name {paths.name} --workdir {paths.workdir}` "
+            "and `up` again",
+        )
+        _teardown(paths, tools, remove_workdir=False)
+        raise err
 
 
 def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo, node_name: str) -> None:
