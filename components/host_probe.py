@@ -26,7 +26,8 @@ class HostProbe(pulumi.ComponentResource):
     Outputs: ``gpu_count`` (int), ``gpu_models`` (list[str]), ``gpus`` (list[dict], see
     gpulab.core.outputs.HOST_GPUS), ``driver_version`` (str), ``max_cuda`` (str|None),
     ``source`` (str), ``simulated`` (bool), ``topology`` (dict|None: the ``hostTopology``
-    output, gpulab.host.topology_probe.output_json), ``facts`` (the :class:`HostFacts` or None;
+    output, gpulab.host.topology_probe.output_json), ``node_runtime`` (dict|None: the
+    ``nodeRuntime`` output, gpulab.host.node_runtime), ``facts`` (the :class:`HostFacts` or None;
     a plain attribute, known at construction).
     """
 
@@ -63,6 +64,8 @@ class HostProbe(pulumi.ComponentResource):
         self.source = pulumi.Output.from_input(facts.source if facts else "off")
         self.simulated = pulumi.Output.from_input(bool(facts and facts.simulated))
         self.topology = pulumi.Output.from_input(facts.topology_json() if facts else None)
+        runtime = facts.node_runtime if facts else None
+        self.node_runtime = pulumi.Output.from_input(runtime.to_json() if runtime else None)
         self.register_outputs(
             {
                 "gpuCount": self.gpu_count,
@@ -73,5 +76,6 @@ class HostProbe(pulumi.ComponentResource):
                 "source": self.source,
                 "simulated": self.simulated,
                 "topology": self.topology,
+                "nodeRuntime": self.node_runtime,
             }
         )

@@ -24,7 +24,7 @@ from gpulab.core.findings import Finding
 from gpulab.host import preflight
 from gpulab.host.facts import HostFacts
 from gpulab.host.preflight import PreflightError
-from gpulab.host.probe import probe_capture, probe_host
+from gpulab.host.probe import probe_capture, probe_host, with_node_runtime
 from variants.base import Variant
 from variants.registry import parse_config
 
@@ -182,6 +182,10 @@ def probe_and_preflight(cfg: LabConfig, variant: Variant) -> HostFacts | None:
         if mode == "nvidia-smi":
             # This host: NVML where it loads and answers, nvidia-smi as the fallback.
             facts = probe_host()
+            # The node below NVML where this host is the node (a cluster the lab makes here);
+            # an existing cluster's nodes are other machines (gpulab.host.node_runtime).
+            if variant.capabilities.owns_cluster:
+                facts = with_node_runtime(facts)
         elif mode == "capture":
             facts = probe_capture(cfg.effective_capture)
     except PreflightError as exc:

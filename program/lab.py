@@ -281,6 +281,7 @@ class Lab(pulumi.ComponentResource):
             "host_max_cuda": probe.max_cuda,
             "host_probe_source": source or probe.source,
             "host_topology": probe.topology,
+            "node_runtime": probe.node_runtime,
             "gpu_resource": cfg.operator.gpu_resource,
             "allocatable_gpus": operator.allocatable_gpus,
             "capacity_gpus": operator.capacity_gpus,

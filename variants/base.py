@@ -128,6 +128,7 @@ HOST_FIELDS: Final[tuple[str, ...]] = (
     out.HOST_DRIVER_VERSION,
     out.HOST_MAX_CUDA,
     out.HOST_TOPOLOGY,
+    out.NODE_RUNTIME,
 )
 
 

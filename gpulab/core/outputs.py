@@ -76,6 +76,13 @@ HOST_PROBE_SOURCE: Final = "hostProbeSource"
 #: "uuid", "links": [{"peer", "peerUuid", "kind", "nvlinks", "code"}], "cpuAffinity",
 #: "numaNode", "gpuNumaId"}], "note": str | None}``; ``None`` with ``hostProbe: off``.
 HOST_TOPOLOGY: Final = "hostTopology"
+#: The node below NVML's view (gpulab.host.node_runtime.NodeRuntime.to_json): ``{"root",
+#: "simulated", "runtimes": [{"engine", "path", "sha256", "nvidiaRuntimes", "defaultRuntime",
+#: "cdi", "error"}], "cdi": [{"path", "kind", "devices", "driverVersion", "error"}], "toolkit",
+#: "toolkitAdvisories", "pciGpus": [{"address", "device", "inNvml", "kernel"}], "nvswitches",
+#: "fabric", "unread", "findings": [{"id", "status", "observed", "fix"}]}``; ``None`` with
+#: ``hostProbe: off``.
+NODE_RUNTIME: Final = "nodeRuntime"
 
 # --- cluster readiness gate -----------------------------------------------------------
 #: The whole-GPU resource the gate counted (str): ``"nvidia.com/gpu"``, or
@@ -227,6 +234,7 @@ ALL_KEYS: Final = (
     HOST_MAX_CUDA,
     HOST_PROBE_SOURCE,
     HOST_TOPOLOGY,
+    NODE_RUNTIME,
     GPU_RESOURCE_NAME,
     ALLOCATABLE_GPUS,
     CAPACITY_GPUS,
@@ -485,6 +493,7 @@ class LabOutputs:
     host_max_cuda: str | None = _field(HOST_MAX_CUDA, _str)
     host_probe_source: str | None = _field(HOST_PROBE_SOURCE, _str)
     host_topology: dict[str, Any] | None = _field(HOST_TOPOLOGY, _object)
+    node_runtime: dict[str, Any] | None = _field(NODE_RUNTIME, _object)
     gpu_resource: str | None = _field(GPU_RESOURCE_NAME, _str)
     allocatable_gpus: int | None = _field(ALLOCATABLE_GPUS, _int)
     capacity_gpus: int | None = _field(CAPACITY_GPUS, _int)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpulab.host import nvsmi, topology
+from gpulab.host.node_runtime import NodeRuntime
 from gpulab.host.topology import Topology, topology_from_json
 
 
@@ -62,6 +63,9 @@ class HostFacts:
     #: capture's ``topo-m.txt``); None when not read, and then ``topology_note`` says why.
     topology: Topology | None = None
     topology_note: str | None = None
+    #: The node below NVML's view (gpulab.host.node_runtime): runtime configuration, CDI specs,
+    #: the toolkit, the PCI bus; None when not read (``hostProbe: off``, a capture without one).
+    node_runtime: NodeRuntime | None = None
 
     @property
     def count(self) -> int:

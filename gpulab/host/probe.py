@@ -21,13 +21,13 @@ and the NVML loader are injectable so the probe is tested without a GPU.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from gpulab.core.run import Probe, probe
-from gpulab.host import nvml, nvml_facts, nvsmi
+from gpulab.host import node_runtime, nvml, nvml_facts, nvsmi
 from gpulab.host.facts import HostFacts
 from gpulab.host.preflight import Finding, PreflightError, check_nvidia_smi
 from gpulab.host.topology_probe import read_capture_topology, read_host_topology
@@ -206,7 +206,49 @@ def probe_capture(name: str, captures_dir: Path = CAPTURES_DIR) -> HostFacts:
     # also the simulated smoke Pod's `nvidia-smi -L`, variants/sim/ctl/render.py).
     if list_path.is_file() and any(g.mig_mode == "Enabled" for g in facts.gpus):
         facts = replace(facts, mig_devices=tuple(nvsmi.parse_list_mig(list_path.read_text())))
-    return with_capture_topology(facts, d)
+    return with_capture_node_runtime(with_capture_topology(facts, d), d)
+
+
+def with_node_runtime(
+    facts: HostFacts, run: Runner = run_command, root: Path = Path("/"), label: str | None = None
+) -> HostFacts:
+    """``facts`` with the node below NVML (:func:`gpulab.host.node_runtime.read_node_runtime`
+    under ``root``); each mismatch it finds is also a warning, which the lab logs at preflight.
+    Never fails the probe."""
+    runtime = node_runtime.read_node_runtime(
+        root,
+        run,
+        driver_version=facts.driver_version,
+        nvml_bus_ids=[g.pci_bus_id or "" for g in facts.gpus],
+        simulated=facts.simulated,
+        label=label,
+    )
+    lines = tuple(f"[{f.id}] {f.observed}; fix: {f.fix}" for f in runtime.findings)
+    return replace(facts, node_runtime=runtime, warnings=(*facts.warnings, *lines))
+
+
+#: A capture's node root (``root/``: files as under ``/``) and the toolkit CLI's answer.
+CAPTURE_ROOT: Final = "root"
+CAPTURE_TOOLKIT: Final = "nvidia-ctk-version.txt"
+
+
+def with_capture_node_runtime(facts: HostFacts, directory: Path) -> HostFacts:
+    """``facts`` with the capture's node root (``directory/root``) read as a host's; the toolkit
+    CLI answers with ``directory/nvidia-ctk-version.txt`` (no other command runs: any other is
+    "not found"). Without a root, a note says so and ``node_runtime`` stays None."""
+    root = directory / CAPTURE_ROOT
+    if not root.is_dir():
+        return replace(
+            facts, notes=(*facts.notes, f"node runtime not read: the capture {directory.name} has no root/")
+        )
+    answer = directory / CAPTURE_TOOLKIT
+
+    def run(argv: Sequence[str]) -> tuple[int | None, str, str]:
+        if list(argv) == ["nvidia-ctk", "--version"] and answer.is_file():
+            return 0, answer.read_text(), ""
+        return None, "", ""
+
+    return with_node_runtime(facts, run, root, f"capture:{directory.name}/{CAPTURE_ROOT}")
 
 
 def with_capture_topology(facts: HostFacts, directory: Path) -> HostFacts:

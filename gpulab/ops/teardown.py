@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import sys
@@ -54,6 +55,7 @@ import yaml
 from gpulab.core import run as cmd
 from gpulab.core import yamlio
 from gpulab.core.errors import GpuLabError, os_error_fix
+from gpulab.host import node_runtime
 from gpulab.kube import identity
 from gpulab.kube.client import load_clients, ping
 from gpulab.ops import repair, stackstate
@@ -242,7 +244,32 @@ def after(stack: repair.Stack, root: Path) -> int:
         else:
             _say(f"removed {what}")
     sweep_tmp(root)
+    _runtime_as_found(stack.name, root)
     return code
+
+
+def _runtime_as_found(stack: str, root: Path) -> None:
+    """Say whether this host's container runtime configuration is as the lab found it at ``up``
+    (the ``nodeRuntime`` output kept in ``.state/outputs-<stack>.json``; gpulab.host.node_runtime).
+    Only where it was read on this host (not a capture): a changed file is named with both
+    hashes and the fix; silent where nothing was recorded."""
+    saved = root / ".state" / f"outputs-{stack}.json"
+    try:
+        recorded = json.loads(saved.read_text()).get("nodeRuntime")
+    except (OSError, ValueError, AttributeError):
+        return
+    if not isinstance(recorded, dict) or recorded.get("simulated") or recorded.get("root") != "/":
+        return
+    now = node_runtime.read_node_runtime(Path("/"), cmd.probe, driver_version=None, nvml_bus_ids=[])
+    changes = node_runtime.runtime_changes(recorded, now)
+    if not changes:
+        _say("the container runtime configuration is as the lab found it at make lab")
+        return
+    for line in changes:
+        _say(
+            f"{line}; the lab does not write it: the GPU Operator's toolkit (toolkit.enabled) or "
+            "another tool did. fix: compare it with your copy and restore it, then restart the runtime"
+        )
 
 
 def sweep_tmp(root: Path) -> list[Path]:

@@ -343,6 +343,16 @@ def _topology_shown_dcgm_not_observable(o: dict[str, Any]) -> None:
     md = card.render_markdown(c)
     assert "read with capture:h200-1gpu (nvidia-smi topo -m) *(simulated)*" in md
     assert "not observable in simulation: no DCGM exporter runs" in md
+    # The node below NVML (issue 37): the capture's root, every fact labelled simulated.
+    rt = o[out.NODE_RUNTIME]
+    assert out.NODE_RUNTIME in o[out.SIMULATED_FIELDS] and rt["simulated"] is True
+    assert rt["root"] == "capture:h200-1gpu/root" and rt["toolkit"] == "1.20.2" and rt["findings"] == []
+    assert [(g["address"], g["inNvml"]) for g in rt["pciGpus"]] == [("0000:00:06.0", True)]
+    assert rt["cdi"][0]["driverVersion"] == o[out.HOST_DRIVER_VERSION]
+    assert c["nodeRuntime"]["simulated"] is True
+    assert "## Node runtime (below NVML)" in md and "Read under `capture:h200-1gpu/root` *(simulated)*" in md
+    census = "1 NVIDIA GPU(s) on the bus, 1 of them listed by NVML; 0 NVSwitch(es) *(simulated)*"
+    assert f"| PCI census | {census} |" in md
 
 
 def _compute_check_and_the_pack(

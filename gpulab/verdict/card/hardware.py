@@ -255,3 +255,87 @@ def markdown_tflops_table(tf: Mapping[str, Any], sim: str) -> list[str]:
     if ref:
         out += ["", ref]
     return out
+
+
+def node_runtime_rows(section: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The ``nodeRuntime`` fact (gpulab.host.node_runtime) as rows ``{"what", "found"}``: the
+    runtime configuration files, the CDI specs, the toolkit, the PCI census, the fabric, and
+    what could not be read; ``[]`` when it was not read."""
+    value = section.get("value")
+    if not isinstance(value, Mapping):
+        return []
+    rows = []
+    for r in value.get("runtimes") or []:
+        default = r.get("defaultRuntime") or "the engine's own"
+        said = r.get("error") or (
+            f"nvidia runtimes {', '.join(r.get('nvidiaRuntimes') or []) or 'none'}; default "
+            f"{default}; CDI {_on_off(r.get('cdi'))}; "
+            f"sha256 {str(r.get('sha256'))[:12]}"
+        )
+        rows.append({"what": f"{r.get('engine')} config {r.get('path')}", "found": said})
+    if not value.get("runtimes"):
+        rows.append({"what": "runtime config", "found": "no docker, containerd or CRI-O configuration file"})
+    for s in value.get("cdi") or []:
+        said = s.get("error") or (
+            f"kind {s.get('kind')}, {s.get('devices')} device(s), "
+            f"for driver {s.get('driverVersion') or 'unknown'}"
+        )
+        rows.append({"what": f"CDI spec {s.get('path')}", "found": said})
+    if not value.get("cdi"):
+        rows.append({"what": "CDI specs", "found": "none in /etc/cdi or /var/run/cdi"})
+    advisories = value.get("toolkitAdvisories") or []
+    toolkit = value.get("toolkit")
+    rows.append(
+        {
+            "what": "NVIDIA Container Toolkit",
+            "found": (
+                f"{toolkit}; advisories: {', '.join(advisories) or 'none known'}" if toolkit else "not found"
+            ),
+        }
+    )
+    pci = value.get("pciGpus") or []
+    seen = sum(1 for g in pci if g.get("inNvml"))
+    rows.append(
+        {
+            "what": "PCI census",
+            "found": f"{len(pci)} NVIDIA GPU(s) on the bus, {seen} of them listed by NVML; "
+            f"{value.get('nvswitches') or 0} NVSwitch(es)",
+        }
+    )
+    if value.get("fabric"):
+        rows.append({"what": "NVSwitch fabric (State/Status per GPU)", "found": ", ".join(value["fabric"])})
+    for why in value.get("unread") or []:
+        rows.append({"what": "not read", "found": why})
+    return rows
+
+
+def node_runtime_findings(section: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The ``nodeRuntime`` fact's findings ``{"id", "observed", "fix"}`` (each a mismatch)."""
+    value = section.get("value")
+    return list(value.get("findings") or []) if isinstance(value, Mapping) else []
+
+
+def _on_off(flag: Any) -> str:
+    return "on" if flag is True else "off" if flag is False else "not set"
+
+
+def markdown_node_runtime(section: Mapping[str, Any]) -> list[str]:
+    """The ``## Node runtime (below NVML)`` lines: the facts, then each finding with its fix."""
+    sim = " *(simulated)*" if section.get("simulated") else ""
+    rows = node_runtime_rows(section)
+    if not rows:
+        return [
+            "## Node runtime (below NVML)",
+            "",
+            "Not read: no host probe in this run, or the cluster's nodes are not this host "
+            "(existing cluster).",
+            "",
+        ]
+    value = section["value"]
+    out = ["## Node runtime (below NVML)", "", f"Read under `{value.get('root')}`{sim}.", ""]
+    out += ["| What | Found |", "| --- | --- |"]
+    out += [f"| {_cell(r['what'])} | {_cell(r['found'])}{sim} |" for r in rows]
+    found = node_runtime_findings(section)
+    out += ["", f"Findings: {len(found) or 'none: everything below NVML agrees with NVML'}", ""]
+    out += [f"- `{f['id']}`: {f['observed']}. First fix: {f['fix']}" for f in found]
+    return [*out, ""] if found else out

@@ -203,6 +203,18 @@ def _environment() -> jinja2.Environment:
     )
 
 
+def _node_runtime(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if section is None:
+        return None
+    value = section.get("value")
+    return {
+        "root": value.get("root") if isinstance(value, Mapping) else None,
+        "simulated": bool(section.get("simulated")),
+        "rows": hardware.node_runtime_rows(section),
+        "findings": hardware.node_runtime_findings(section),
+    }
+
+
 def _topology(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if section is None:
         return None
@@ -267,6 +279,7 @@ def render_html(card: Mapping[str, Any]) -> str:
         "tflops_reference": hardware.reference_text(tf),
         "how_to_measure": tf.get("howTo", HOW_TO_MEASURE),
         "topology": _topology(card.get("topology")),
+        "node_runtime": _node_runtime(card.get("nodeRuntime")),
         "dcgm": _dcgm(card.get("dcgm")),
         "mig": _mig(card.get("mig")),
     }

@@ -255,6 +255,7 @@ def render_markdown(card: Mapping[str, Any]) -> str:
             )
         ),
         *(hardware.markdown_topology(card["topology"]) if "topology" in card else []),
+        *(hardware.markdown_node_runtime(card["nodeRuntime"]) if "nodeRuntime" in card else []),
         *(hardware.markdown_dcgm(card["dcgm"]) if "dcgm" in card else []),
         "## Checklist",
         "",

@@ -298,6 +298,7 @@ def build_card(
             host=facts.groups.get("host") or {},
         ),
         "topology": {**f(o.HOST_TOPOLOGY, group="host"), "shownNotUsed": hardware.TOPOLOGY_NOTE},
+        "nodeRuntime": f(o.NODE_RUNTIME, group="host"),
         "dcgm": _dcgm_section(facts, "dcgm" if "dcgm" in when["groups"] else None),
         "nodes": _nodes_section(clean, facts),
         "checklist": {
