@@ -240,10 +240,8 @@ def test_the_card_shows_each_mismatch_with_its_first_fix(tmp_path: Path) -> None
     run, _ = _runner("NVIDIA Container Toolkit CLI version 1.17.3\n", SMI_Q)
     facts = nr.read_node_runtime(tmp_path, run, driver_version="580.159.04", nvml_bus_ids=[BUS], label="/")
     md = "\n".join(hardware.markdown_node_runtime({"value": facts.to_json(), "simulated": False}))
-    assert (
-        "| containerd config /etc/containerd/conf.d/99-nvidia.toml | nvidia runtimes nvidia; default nvidia; CDI on;"
-        in md
-    )
+    dropin = "containerd config /etc/containerd/conf.d/99-nvidia.toml"
+    assert f"| {dropin} | nvidia runtimes nvidia; default nvidia; CDI on;" in md
     assert "| PCI census | 2 NVIDIA GPU(s) on the bus, 1 of them listed by NVML; 1 NVSwitch(es) |" in md
     assert "Findings: 5" in md
     for f in facts.findings:
