@@ -117,6 +117,7 @@ class Existing(Variant):
                 crds=_chart_crds(cfg),
                 remove_crds=own.remove_crds,
                 timeout_seconds=cfg.operator.timeout_seconds,
+                adopted=cfg.adopt_existing,
             ),
             opts,
         )

@@ -65,4 +65,11 @@ def test_without_a_before_picture_labels_are_not_counted() -> None:
         nodes=[_node("a", {"nvidia.com/gpu.present": "true"})],
         labels_before=None,
     )
-    assert doc == {"crds": [], "namespace": None, "labels": {}, "labelsBaseline": False, "leftovers": []}
+    assert doc == {
+        "crds": [],
+        "namespace": None,
+        "labels": {},
+        "labelsBaseline": False,
+        "leftovers": [],
+        "untouched": None,
+    }
