@@ -132,7 +132,7 @@ class ExistingCluster(pulumi.ComponentResource, ClusterOutputs):
         self.extra_outputs = {
             out.LEFTOVERS: self.leftovers,
             out.GPU_LABELS_BEFORE: self.gpu_labels_before,
-            out.ADOPTED_OBJECTS: list(args.adopted),
+            out.ADOPTED_OBJECTS: pulumi.Output.from_input(list(args.adopted)),
             out.FOREIGN_OBJECTS: self.foreign_objects,
         }
         self.register_outputs(
