@@ -197,8 +197,7 @@ def probe_and_preflight(cfg: LabConfig, variant: Variant) -> HostFacts | None:
     except PreflightError as exc:
         failed += exc.failures
     failed += mig_failures(cfg, facts, variant)
-    if not failed:  # the cluster is read only once everything else is right
-        failed += takeover_failures(cfg, variant)
+    failed += takeover_failures(cfg, variant)
     if failed:
         raise PreflightError(failed)
     return facts

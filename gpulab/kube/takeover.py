@@ -21,7 +21,9 @@ finding per object in the way, every one at once, each naming the object, its ow
 
 The lab's marker: label ``app.kubernetes.io/managed-by`` or ``app.kubernetes.io/part-of`` with
 the value ``gpu-lab`` (:data:`gpulab.core.names.LAB_LABELS`) on an object, and the description
-:data:`gpulab.core.names.RELEASE_DESCRIPTION` on a Helm release the lab installed.
+:data:`gpulab.core.names.RELEASE_DESCRIPTION` on a Helm release the lab installed. A release in
+a namespace that carries the lab's marker is the lab's too: the lab made that namespace for its
+release, and the releases it installed before it wrote the description have none.
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ def conflicts(
     """One failed finding per planned object that exists and is not the lab's, and per
     ``adoptExisting`` item that cannot be adopted; ``[]`` when the plan takes nothing over.
 
-    ``lookup(p)``: the object as JSON, for :data:`RELEASE_KIND` the release's Helm Secrets
+    ``planned``: a namespace before the objects in it. ``lookup(p)``: the object as JSON, for :data:`RELEASE_KIND` the release's Helm Secrets
     (empty: no release), None when absent. ``adopted``: ``Namespace/<name>`` items
     (gpulab.config.adopt): such a namespace is used as it is when it exists and is not the
     lab's; one that is absent, is the lab's own (adopting it would delete it: the lab would
@@ -171,9 +173,14 @@ def conflicts(
     adopt = set(adopted)
     failed: list[Finding] = []
     refs: set[str] = set()
+    labs_namespaces: set[str] = set()
     for p in planned:
         refs.add(p.ref)
         found = lookup(p)
+        if p.kind == "Namespace" and isinstance(found, Mapping) and is_labs(found):
+            labs_namespaces.add(p.name)
+        if p.kind == RELEASE_KIND and p.namespace in labs_namespaces:
+            continue  # the lab's namespace, made for this release (module docstring)
         if p.ref in adopt:
             if found is None or (isinstance(found, Mapping) and is_labs(found)):
                 state = "does not exist" if found is None else "is the lab's own (it carries the lab's label)"

@@ -170,3 +170,16 @@ def test_a_release_record_that_does_not_decode_is_not_the_labs() -> None:
     assert takeover.release_info(broken) == {}
     assert not takeover.release_is_labs([broken])
     assert not takeover.release_is_labs([])
+
+
+def test_a_release_without_the_description_in_the_labs_own_namespace_is_the_labs() -> None:
+    # Installed by the lab before it wrote its description: its namespace carries the marker.
+    cluster = {
+        "Namespace/gpu-operator": labs_namespace(),
+        "HelmRelease/gpu-operator/gpu-operator": [release_secret("Install complete")],
+    }
+    assert takeover.conflicts([NS, RELEASE], lookup(cluster), ()) == []
+    # In an adopted namespace (someone else's), the same release is not.
+    cluster["Namespace/gpu-operator"] = other_team_namespace()
+    (f,) = takeover.conflicts([NS, RELEASE], lookup(cluster), ("Namespace/gpu-operator",))
+    assert f.subject == RELEASE.ref
