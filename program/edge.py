@@ -22,7 +22,6 @@ from gpulab.config import device_plugin as plugin_config
 from gpulab.config import mig
 from gpulab.config.lab import ConfigError, LabConfig
 from gpulab.core import names
-from gpulab.core.errors import GpuLabError
 from gpulab.core.findings import Finding
 from gpulab.host import preflight
 from gpulab.host.facts import HostFacts
@@ -228,7 +227,7 @@ def planned_objects(cfg: LabConfig) -> list[Planned]:
     elif not cfg.fleet.per_node:
         stacks.append((names.OPERATOR_NAMESPACE, names.OPERATOR_RELEASE))
     for ns, release in stacks:
-        fixed = f"(the lab's name {ns} is fixed) {found}"
+        fixed = f"{found} (the lab has no other name for it: {ns} is fixed)"
         planned.append(Planned("Namespace", ns, None, (fixed,)))
         uninstall = f"uninstall it if it is a leftover of yours: helm -n {ns} uninstall {release}"
         planned.append(Planned(takeover.RELEASE_KIND, release, ns, (fixed, uninstall)))
@@ -261,11 +260,10 @@ def takeover_failures(cfg: LabConfig, variant: Variant, read: Any = None) -> lis
         planned = planned_objects(cfg)
         reader = read or takeover.read
         found = {p.ref: reader(api, p) for p in planned}
-    except (GpuLabError, OSError) as exc:
-        cause = str(exc).splitlines()[0]
-        return [_unread(cause)]
-    except Exception as exc:  # the client's ApiException and urllib3's errors share no base worth importing
-        return [_unread(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")]
+    # The kubeconfig's GpuLabError, the client's ApiException, urllib3's connection errors: no
+    # common base worth importing, and each is reported, never passed over.
+    except Exception as exc:
+        return [_unread(f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}")]
     return takeover.conflicts(planned, lambda p: found[p.ref], cfg.adopt_existing, _stack())
 
 
