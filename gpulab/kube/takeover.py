@@ -165,9 +165,10 @@ def conflicts(
 
     ``planned``: a namespace before the objects in it. ``lookup(p)``: the object as JSON, for
     :data:`RELEASE_KIND` the release's Helm Secrets (empty: no release), None when absent.
-    ``adopted``: ``Namespace/<name>`` items (gpulab.config.adopt): such a namespace is used as it is when it exists and is not the
-    lab's; one that is absent, is the lab's own (adopting it would delete it: the lab would
-    swap its Namespace for a patch) or is none the plan creates is refused, naming the fix.
+    ``adopted``: ``Namespace/<name>`` items (gpulab.config.adopt): such a namespace is used as
+    it is when it exists and is not the lab's; one that is absent, is the lab's own (adopting
+    it would delete it: the lab would swap its Namespace for a patch) or is none the plan
+    creates is refused, naming the fix.
     ``stack``: named in the fixes' commands.
     """
     adopt = set(adopted)
