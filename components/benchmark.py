@@ -20,6 +20,8 @@ from components.command import parse_json_stdout, pod_check
 from gpulab.core import names
 
 POD_NAME = "gpu-benchmark"
+#: The ConfigMap that ships the benchmark's modules into the Pod.
+CONFIG_MAP = f"{POD_NAME}-modules"
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
 TFLOPS_DIR = Path(__file__).resolve().parents[1] / "gpulab" / "tflops"
 #: The modules of package gpulab.tflops the Pod needs (benchmark imports measure, clocks and
@@ -98,7 +100,7 @@ class TflopsBenchmark(pulumi.ComponentResource):
         cm = k8s.core.v1.ConfigMap(
             f"{name}-modules",
             metadata={
-                "name": f"{POD_NAME}-modules",
+                "name": CONFIG_MAP,
                 "namespace": POD_NAMESPACE,
                 "labels": {"app.kubernetes.io/part-of": names.PROJECT},
             },

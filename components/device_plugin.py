@@ -31,6 +31,7 @@ from components.gpu_operator import privileged_namespace
 from gpulab.config import time_slicing
 from gpulab.config.device_plugin import CHART, NAMESPACE, RELEASE, DevicePluginChart
 from gpulab.config.lab import OperatorConfig
+from gpulab.core import names
 
 
 def helm_values(
@@ -79,13 +80,15 @@ class DevicePluginArgs:
     shared GPU settings it reads: ``nfd``, ``mig_strategy``, time-slicing, ``sharingConfigMap``,
     ``timeout_seconds``), ``runtime_class`` (the GPU Pods' RuntimeClass, None: the node's
     default), ``device_list`` (the variant's DEVICE_LIST_STRATEGY, None: the chart's),
-    ``release_after`` (the census: before anything)."""
+    ``release_after`` (the census: before anything), ``adopted_namespaces`` (``adoptExisting``'s:
+    the chart's namespace is patched, not created, when it is one of them)."""
 
     chart: DevicePluginChart
     operator: OperatorConfig
     runtime_class: str | None = None
     device_list: str | None = None
     release_after: tuple[pulumi.Resource, ...] = ()
+    adopted_namespaces: frozenset[str] = frozenset()
 
 
 class DevicePluginChartRelease(pulumi.ComponentResource):
@@ -114,6 +117,7 @@ class DevicePluginChartRelease(pulumi.ComponentResource):
             pulumi.ResourceOptions.merge(
                 k8s_opts, pulumi.ResourceOptions(depends_on=list(args.release_after) or None)
             ),
+            NAMESPACE in args.adopted_namespaces,
         )
         self.values = helm_values(chart, op, args.runtime_class, args.device_list)
         self.release = k8s.helm.v3.Release(
@@ -126,6 +130,8 @@ class DevicePluginChartRelease(pulumi.ComponentResource):
             values=self.values,
             timeout=op.timeout_seconds,
             cleanup_on_fail=True,
+            # The lab's marker on a release (gpulab.kube.takeover reads it before the next run).
+            description=names.RELEASE_DESCRIPTION,
             # Readiness is the gate's: it waits for the DaemonSet's Pods and GFD's labels on every
             # GPU node and names what blocks them.
             skip_await=True,

@@ -26,6 +26,7 @@ import pulumi_kubernetes as k8s
 
 from components.command import kube_command, parse_json_stdout
 from components.device_plugin import DevicePluginChartRelease
+from components.namespace import lab_namespace
 from gpulab.config.device_plugin import NAMESPACE as PLUGIN_NAMESPACE
 from gpulab.config.fleet import FleetSettings
 from gpulab.core import names
@@ -58,6 +59,8 @@ class FoundStackArgs:
     install_timeout: int = 600
     #: operatorComponents' settings of an installed chart (time-slicing, device list strategy).
     chart_components: dict[str, bool | int | str | None] = field(default_factory=dict)
+    #: ``adoptExisting``'s namespaces: labNamespace is patched, not created, when it is one of them.
+    adopted_namespaces: frozenset[str] = frozenset()
 
 
 class FoundGpuStack(pulumi.ComponentResource):
@@ -91,13 +94,12 @@ class FoundGpuStack(pulumi.ComponentResource):
             timeout=120,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.release_after) or None),
         )
-        self.namespace = k8s.core.v1.Namespace(
+        self.namespace = lab_namespace(
             f"{name}-namespace",
-            metadata={
-                "name": fleet.namespace,
-                "labels": {"app.kubernetes.io/managed-by": names.PROJECT},
-            },
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.access]),
+            fleet.namespace,
+            {},
+            fleet.namespace in args.adopted_namespaces,
+            pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.access]),
         )
         self.gate = kube_command(
             f"{name}-gate",

@@ -31,6 +31,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.command import PYTHON, kube_command, lab_command, parse_json_stdout
+from components.namespace import lab_namespace
 from gpulab.config import mig, time_slicing
 from gpulab.config.lab import OperatorConfig
 from gpulab.config.mig import Expected
@@ -110,21 +111,14 @@ def helm_values(op: OperatorConfig, variant: OperatorVariant) -> dict[str, Any]:
 
 
 def privileged_namespace(
-    resource_name: str, namespace: str, opts: pulumi.ResourceOptions
-) -> k8s.core.v1.Namespace:
+    resource_name: str, namespace: str, opts: pulumi.ResourceOptions, adopted: bool = False
+) -> k8s.core.v1.Namespace | k8s.core.v1.NamespacePatch:
     """Namespace ``namespace`` labelled ``pod-security.kubernetes.io/enforce=privileged`` (its
     Pods mount host paths and run privileged: the operator's operands, the device plugin
-    chart's GFD) and as the lab's (``app.kubernetes.io/managed-by``)."""
-    return k8s.core.v1.Namespace(
-        resource_name,
-        metadata={
-            "name": namespace,
-            "labels": {
-                "pod-security.kubernetes.io/enforce": "privileged",
-                "app.kubernetes.io/managed-by": names.PROJECT,
-            },
-        },
-        opts=opts,
+    chart's GFD): the lab's (``app.kubernetes.io/managed-by``), or with ``adopted`` someone
+    else's, patched and given back on destroy (components.namespace.lab_namespace)."""
+    return lab_namespace(
+        resource_name, namespace, {"pod-security.kubernetes.io/enforce": "privileged"}, adopted, opts
     )
 
 
@@ -202,6 +196,8 @@ class GpuOperatorArgs:
             outlive it on destroy (an existing cluster's CRD census and clean-up).
         owns_cluster: the lab creates and deletes the cluster (``Capabilities.owns_cluster``):
             the chart's CRDs of another version may be upgraded there.
+        adopted_namespaces: namespaces named in ``adoptExisting`` (gpulab.config.adopt): the
+            operator's is patched, not created, when it is one of them.
     """
 
     operator: OperatorConfig
@@ -214,6 +210,7 @@ class GpuOperatorArgs:
     profile: str = names.DEFAULT_PROFILE
     release_after: Sequence[pulumi.Resource] = ()
     owns_cluster: bool = True
+    adopted_namespaces: frozenset[str] = frozenset()
 
 
 def gate_args(args: GpuOperatorArgs) -> list[str]:
@@ -263,7 +260,9 @@ class GpuOperator(pulumi.ComponentResource):
         super().__init__("gpulab:gpu_operator:GpuOperator", name, None, opts)
         op = args.operator
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider)
-        self.namespace = self._namespace(name, k8s_opts)
+        self.namespace = privileged_namespace(
+            f"{name}-namespace", NAMESPACE, k8s_opts, NAMESPACE in args.adopted_namespaces
+        )
         self.release = self._release(
             name, args, k8s_opts, [*args.release_after, *self._crd_check(name, args)]
         )
@@ -284,10 +283,6 @@ class GpuOperator(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=gate_after),
         )
         self._outputs(op, args.variant, parse_json_stdout(self.gate.stdout, "gpulab.kube gate"))
-
-    def _namespace(self, name: str, k8s_opts: pulumi.ResourceOptions) -> k8s.core.v1.Namespace:
-        """The operator's namespace, privileged (operands mount host paths)."""
-        return privileged_namespace(f"{name}-namespace", NAMESPACE, k8s_opts)
 
     def _crd_check(self, name: str, args: GpuOperatorArgs) -> list[pulumi.Resource]:
         """The pre-release check (``[command]``): CRDs, the chart's kubeVersion and the APIs
@@ -331,6 +326,8 @@ class GpuOperator(pulumi.ComponentResource):
             values=helm_values(op, args.variant),
             timeout=op.timeout_seconds,
             cleanup_on_fail=True,
+            # The lab's marker on a release (gpulab.kube.takeover reads it before the next run).
+            description=names.RELEASE_DESCRIPTION,
             # Readiness is the gate's job, not Helm's: a Helm wait covers only the chart's own
             # objects, while the operands appear later; the gate waits for ClusterPolicy ready
             # and the device plugin, and diagnoses what blocks them (helm would only time out).
@@ -375,13 +372,14 @@ class GpuOperator(pulumi.ComponentResource):
     ) -> list[pulumi.Resource]:
         """Stand-ins for the operator's own work; no operator process runs in the sim lab."""
         labels = {"app": DEVICE_PLUGIN_DS}
+        marked = {**labels, names.LAB_LABELS[0]: names.PROJECT}
         note = {SIMULATED_ANNOTATION: "true", "gpulab.dev/simulates": "gpu-operator state-device-plugin"}
         ds = k8s.apps.v1.DaemonSet(
             f"{name}-sim-device-plugin",
             metadata={
                 "name": DEVICE_PLUGIN_DS,
                 "namespace": NAMESPACE,
-                "labels": labels,
+                "labels": marked,
                 "annotations": note,
             },
             spec={

@@ -17,14 +17,19 @@ from typing import Any, Final
 
 from pulumi.runtime.config import CONFIG
 
+from components import benchmark
 from gpulab.config import device_plugin as plugin_config
 from gpulab.config import mig
 from gpulab.config.lab import ConfigError, LabConfig
+from gpulab.core import names
 from gpulab.core.findings import Finding
 from gpulab.host import preflight
 from gpulab.host.facts import HostFacts
 from gpulab.host.preflight import PreflightError
 from gpulab.host.probe import probe_capture, probe_host, with_node_runtime
+from gpulab.kube import takeover
+from gpulab.kube.client import load_clients
+from gpulab.kube.takeover import Planned
 from variants.base import Variant
 from variants.registry import parse_config
 
@@ -195,9 +200,85 @@ def probe_and_preflight(cfg: LabConfig, variant: Variant) -> HostFacts | None:
     except PreflightError as exc:
         failed += exc.failures
     failed += mig_failures(cfg, facts, variant)
+    failed += takeover_failures(cfg, variant)
     if failed:
         raise PreflightError(failed)
     return facts
+
+
+def planned_objects(cfg: LabConfig) -> list[Planned]:
+    """Every named object ``cfg``'s lab creates itself on the cluster (gpulab.kube.takeover.Planned),
+    each with its choices other than adopting it: the GPU stack's namespace and Helm release
+    (the operator's, or NVIDIA's device plugin chart's; none with ``gpuStack: found``),
+    ``labNamespace`` where the lab writes its Pods there, the simulated device-plugin DaemonSet,
+    the smoke Pod and, when on, the compute Pod and the benchmark Pod with its ConfigMap. The
+    objects a chart renders are Helm's to guard (gpulab.kube.takeover's docstring)."""
+    stack = _stack()
+    found = (
+        "gpuStack: found, the lab checks the GPU stack installed there and creates none of it "
+        f"(scripts/pulumi config set --stack {stack} gpu-lab:gpuStack found)"
+    )
+    planned: list[Planned] = []
+    if cfg.fleet.per_node:
+        where = cfg.fleet.namespace
+        rename = f"another name: scripts/pulumi config set --stack {stack} gpu-lab:labNamespace <name>"
+        planned.append(Planned("Namespace", where, None, (rename,)))
+    else:
+        where, rename = names.WORKLOAD_NAMESPACE, ""
+    stacks = []
+    if cfg.fleet.device_plugin:
+        stacks.append((plugin_config.NAMESPACE, plugin_config.RELEASE))
+    elif not cfg.fleet.per_node:
+        stacks.append((names.OPERATOR_NAMESPACE, names.OPERATOR_RELEASE))
+    for ns, release in stacks:
+        fixed = f"{found} (the lab has no other name for it: {ns} is fixed)"
+        planned.append(Planned("Namespace", ns, None, (fixed,)))
+        uninstall = f"uninstall it if it is a leftover of yours: helm -n {ns} uninstall {release}"
+        planned.append(Planned(takeover.RELEASE_KIND, release, ns, (fixed, uninstall)))
+    if cfg.simulated and stacks and not cfg.fleet.device_plugin:
+        gone = f"scripts/kubectl -n {names.OPERATOR_NAMESPACE} delete daemonset {names.DEVICE_PLUGIN_DS}"
+        planned.append(Planned("DaemonSet", names.DEVICE_PLUGIN_DS, names.OPERATOR_NAMESPACE, (found, gone)))
+    pods = [("Pod", names.SMOKE_POD)]
+    pods += [("Pod", names.COMPUTE_POD)] if cfg.compute_check else []
+    pods += [("ConfigMap", benchmark.CONFIG_MAP), ("Pod", benchmark.POD_NAME)] if cfg.benchmark_pod else []
+    for kind, name in pods:
+        gone = (
+            f"delete it if it is a leftover of yours: scripts/kubectl -n {where} delete {kind.lower()} {name}"
+        )
+        planned.append(Planned(kind, name, where, tuple(f for f in (rename, gone) if f)))
+    return planned
+
+
+def takeover_failures(cfg: LabConfig, variant: Variant, read: Any = None) -> list[Finding]:
+    """Failed findings for every object of :func:`planned_objects` that exists on a cluster the
+    lab does not own and is not the lab's, and for every ``adoptExisting`` item that cannot be
+    adopted (gpulab.kube.takeover.conflicts); ``[]`` where the lab makes its cluster
+    (``variant.local.foreign_kubeconfig``). ``read(api, planned)``: the reader (default
+    gpulab.kube.takeover.read), injectable for tests. A cluster that cannot be read is a failed
+    finding too: nothing may be created on it unchecked."""
+    try:
+        kubeconfig = variant.local.foreign_kubeconfig(cfg)
+        if kubeconfig is None:
+            return []
+        api = load_clients(kubeconfig)
+        planned = planned_objects(cfg)
+        reader = read or takeover.read
+        found = {p.ref: reader(api, p) for p in planned}
+    # The kubeconfig's GpuLabError, the client's ApiException, urllib3's connection errors: no
+    # common base worth importing, and each is reported, never passed over.
+    except Exception as exc:
+        return [_unread(f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}")]
+    return takeover.conflicts(planned, lambda p: found[p.ref], cfg.adopt_existing, _stack())
+
+
+def _unread(cause: str) -> Finding:
+    return preflight.Finding(
+        takeover.CHECK,
+        False,
+        f"the cluster could not be read to find the objects the lab would take over ({cause})",
+        "kubectl --kubeconfig <gpu-lab:kubeconfigPath> --context <gpu-lab:kubeContext> get namespaces "
+        "must work from this machine; check both keys",
+    )
 
 
 def mig_plan(cfg: LabConfig, facts: HostFacts | None, physical: int | None) -> mig.Plan:

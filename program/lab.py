@@ -33,8 +33,8 @@ from components.fleet import FoundGpuStack, FoundStackArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
 from components.smoke import SmokeTest
+from gpulab.config import adopt, mig, operand_images
 from gpulab.config import gpus as gpu_config
-from gpulab.config import mig, operand_images
 from gpulab.config.lab import LabConfig
 from gpulab.core import outputs as out
 from gpulab.core.outputs import LabOutputs, attribute
@@ -114,6 +114,7 @@ class Lab(pulumi.ComponentResource):
                     runtime_class=cfg.smoke_runtime_class,
                     device_list=variant.operator.device_list_strategy(cfg.operator),
                     release_after=tuple(self.cluster.release_after),
+                    adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
                 ),
                 provider=self.provider,
                 opts=child,
@@ -139,6 +140,7 @@ class Lab(pulumi.ComponentResource):
                     installed=self.device_plugin,
                     install_timeout=cfg.operator.timeout_seconds,
                     chart_components=_chart_components(cfg, variant),
+                    adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
                 ),
                 provider=self.provider,
                 opts=child,
@@ -157,6 +159,7 @@ class Lab(pulumi.ComponentResource):
                     profile=cfg.profile,
                     release_after=self.cluster.release_after,
                     owns_cluster=variant.capabilities.owns_cluster,
+                    adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
                 ),
                 provider=self.provider,
                 opts=child,

@@ -391,6 +391,17 @@ class Lifecycle:
             "timeout_seconds": cfg.cluster_timeout_seconds,
         }
 
+    def foreign_kubeconfig(self, cfg: LabConfig) -> str | None:
+        """The kubeconfig (YAML text) of a cluster that is there before the lab and that the lab
+        does not own, readable before any resource exists: preflight reads there what the plan
+        would take over (gpulab.kube.takeover). None, the default: the lab makes its cluster, so
+        nothing of anyone else's is in it.
+
+        Raises:
+            gpulab.core.errors.GpuLabError: the kubeconfig cannot be read (the variant's error).
+        """
+        return None
+
     def gone(self, profile: str, root: Path, run: Runner = run_quietly) -> tuple[bool | None, str]:
         """Whether this lab's cluster ``profile`` no longer exists: (True|False|None, evidence).
 

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol, TypeVar
 
+from gpulab.config import adopt, operand_images, schema
 from gpulab.config import device_plugin as plugin_config
 from gpulab.config import fleet as fleet_config
 from gpulab.config import gpus as gpu_config
-from gpulab.config import operand_images, schema
 from gpulab.config import time_slicing as slicing
 from gpulab.core.errors import GpuLabError
 from gpulab.core.names import DEFAULT_COMPUTE_IMAGE, DEFAULT_PROBE_IMAGE, PROJECT
@@ -179,6 +179,9 @@ class LabConfig:
     gpu: gpu_config.GpuSettings = field(default_factory=gpu_config.GpuSettings)
     #: The GPU stack found installed and the per-node checks (gpulab.config.fleet).
     fleet: fleet_config.FleetSettings = field(default_factory=fleet_config.FleetSettings)
+    #: ``adoptExisting``: ``Namespace/<name>`` items the lab may use as they are on a cluster it
+    #: does not own (gpulab.config.adopt); empty: preflight refuses every foreign object in the way.
+    adopt_existing: tuple[str, ...] = ()
     #: NVIDIA's device plugin chart, installed alone with ``gpuStack: device-plugin``
     #: (gpulab.config.device_plugin); its ``runtime_class`` is ``runtimeClass`` for every lab.
     device_plugin_chart: plugin_config.DevicePluginChart = field(
@@ -529,6 +532,7 @@ def parse_config(
     pinned_operands = operand_images.parse(r.get, r.problems, NAMESPACE)
     gpu = gpu_config.parse(r.get, r.problems, NAMESPACE)
     fleet = fleet_config.parse(r.get, r.problems, NAMESPACE)
+    adopted = adopt.parse(r.get, r.problems, NAMESPACE)
     offered = chosen.capabilities.gpu_stacks if chosen is not None else fleet_config.GPU_STACKS
     if fleet.stack not in offered:
         note = chosen.capabilities.gpu_stack_note if chosen is not None else ""
@@ -576,6 +580,7 @@ def parse_config(
         ),
         gpu=gpu,
         fleet=fleet,
+        adopt_existing=adopted,
         device_plugin_chart=plugin_chart,
         effective_host_probe=host["host_probe"]
         if host["host_probe"] != "auto"

@@ -20,12 +20,14 @@ __all__ = [
     "DEVICE_LIST_STRATEGY_ENV",
     "DEVICE_PLUGIN_DS",
     "GPU_RESOURCE",
+    "LAB_LABELS",
     "MIN_CPUS",
     "MIN_MEMORY_MIB",
     "OPERATOR_CHART",
     "OPERATOR_NAMESPACE",
     "OPERATOR_RELEASE",
     "PROJECT",
+    "RELEASE_DESCRIPTION",
     "SHARED_GPU_RESOURCE",
     "SIMULATED_ANNOTATION",
     "SMOKE_POD",
@@ -40,6 +42,13 @@ __all__ = [
 PROJECT: Final = "gpu-lab"
 #: The default cluster name (minikube profile, kind cluster, sim cluster): the project's.
 DEFAULT_PROFILE: Final = PROJECT
+#: The lab's marker on the objects it creates: either label with the value :data:`PROJECT`
+#: (the namespaces carry ``managed-by``, the lab's Pods ``part-of``). An object of a name the lab
+#: would create that carries neither is someone else's (gpulab.kube.takeover).
+LAB_LABELS: Final = ("app.kubernetes.io/managed-by", "app.kubernetes.io/part-of")
+#: The description of every Helm release the lab installs (Helm stores it in the release record):
+#: the lab's marker on a release, which carries no labels of the lab's.
+RELEASE_DESCRIPTION: Final = "installed by gpu-lab"
 
 #: The extended resource the NVIDIA device plugin registers (allocatable, capacity, limits).
 GPU_RESOURCE: Final = "nvidia.com/gpu"

@@ -179,6 +179,13 @@ LEFTOVERS: Final = "leftovers"
 #: existing variant: the nodes' ``nvidia.com/`` labels before the chart went in, ``{node: {key:
 #: value}}``; a label after destroy that is not here was the operator's (variants.existing.leftovers).
 GPU_LABELS_BEFORE: Final = "gpuLabelsBefore"
+#: existing variant: ``adoptExisting``, the objects of someone else's the lab uses as they are
+#: (``["Namespace/gpu-operator"]``; gpulab.config.adopt): patched, never created or deleted.
+ADOPTED_OBJECTS: Final = "adoptedObjects"
+#: existing variant: the UIDs of what the lab did not create where it works, taken before the
+#: lab (the adopted namespaces and what is in them), ``{"Kind/ns/name": uid}``; after destroy
+#: each must still be there with its UID (variants.existing.leftovers.untouched).
+FOREIGN_OBJECTS: Final = "foreignObjects"
 
 # --- measurement ----------------------------------------------------------------------
 #: Measured dense matmul throughput per dtype (gpulab.tflops.report.measured_tflops):
@@ -264,6 +271,8 @@ ALL_KEYS: Final = (
     COMPUTE_MEASURED_AT,
     LEFTOVERS,
     GPU_LABELS_BEFORE,
+    ADOPTED_OBJECTS,
+    FOREIGN_OBJECTS,
     MEASURED_TFLOPS,
     TFLOPS_MEASURED_AT,
     DCGM_METRICS,
@@ -523,6 +532,8 @@ class LabOutputs:
     compute_measured_at: str | None = _field(COMPUTE_MEASURED_AT, _str)
     leftovers: list[str] | None = _field(LEFTOVERS, _STRS, some=True)
     gpu_labels_before: dict[str, Any] | None = _field(GPU_LABELS_BEFORE, _object, some=True)
+    adopted_objects: list[str] | None = _field(ADOPTED_OBJECTS, _STRS, some=True)
+    foreign_objects: dict[str, Any] | None = _field(FOREIGN_OBJECTS, _object, some=True)
     measured_tflops: dict[str, Any] | None = _field(MEASURED_TFLOPS, _object, some=True)
     tflops_measured_at: str | None = _field(TFLOPS_MEASURED_AT, _str, some=True)
     dcgm_metrics: dict[str, Any] | None = _field(DCGM_METRICS, _object)
@@ -725,7 +736,8 @@ class LabOutputs:
 
         Raises:
             TypeError: a name or key this model does not have, or a field (other than those
-                only some labs export: ``leftovers``, ``gpuLabelsBefore``, ``measuredTflops``,
+                only some labs export: ``leftovers``, ``gpuLabelsBefore``, ``adoptedObjects``,
+                ``foreignObjects``, ``measuredTflops``,
                 ``tflopsMeasuredAt``) not set; every one named.
         """
         extra = dict(extra or {})

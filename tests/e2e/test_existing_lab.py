@@ -11,12 +11,21 @@ leftovers``, against the outputs saved before destroy) lists exactly what the ``
 output promised (no namespace, no node label beyond those the nodes had before the lab) and
 the ``no-leftovers`` checklist item passes. A second round with ``removeCrds=true`` and one
 CRD that was there before the lab: destroy deletes the chart's CRDs except that one, and
-the census says so. The cluster is torn down at the end, whatever happened.
+the census says so. Before that round, another team's namespace of the operator's name, with a
+ConfigMap in it, is made by another field manager (``kubectl apply --server-side
+--field-manager=other-team``): ``make lab`` stops before any change, naming it and its field
+manager (pulumi-kubernetes v4.25.0 would otherwise upsert it: provider/pkg/await/await.go
+``Creation`` sends an apply PATCH, never a create, so an existing object becomes the stack's
+and ``Deletion`` deletes it); with ``adoptExisting`` the lab patches it instead, and ``make
+destroy`` leaves the namespace and its ConfigMap with the same UIDs and the namespace's labels
+as they were (the patch's fields relinquished: provider/pkg/ssa/actions.go ``Relinquish``). The
+cluster is torn down at the end, whatever happened.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -84,6 +93,51 @@ def _leftover_census(
     doc: dict[str, Any] = json.loads(p.stdout)
     assert (p.returncode == 0) == (doc["item"]["status"] == "pass"), doc
     return doc
+
+
+#: Another team's namespace of the operator's name, with a ConfigMap in it (round two).
+OTHER_TEAM = """apiVersion: v1
+kind: Namespace
+metadata:
+  name: gpu-operator
+  labels: {team: other-team}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: team-config
+  namespace: gpu-operator
+data: {owner: other-team}
+"""
+
+
+def _other_team(project: Project, kubeconfig: Path) -> None:
+    """Make :data:`OTHER_TEAM` with field manager ``other-team`` (server-side apply)."""
+    apply = ["apply", "--server-side", "--field-manager=other-team", "-f", "-"]
+    subprocess.run(
+        ["kubectl", "--kubeconfig", str(kubeconfig), *apply],
+        input=OTHER_TEAM,
+        cwd=project.dir,
+        env=project.env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _other_team_now(api: Any) -> dict[str, Any]:
+    """The other team's namespace and ConfigMap: their UIDs, and the namespace's labels."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    ns = core.read_namespace("gpu-operator")
+    cm = core.read_namespaced_config_map("team-config", "gpu-operator")
+    return {
+        "Namespace/gpu-operator": ns.metadata.uid,
+        "ConfigMap/gpu-operator/team-config": cm.metadata.uid,
+        "labels": {k: v for k, v in (ns.metadata.labels or {}).items() if k != "kubernetes.io/metadata.name"},
+    }
 
 
 def _crds(api: Any) -> set[str]:
@@ -172,14 +226,40 @@ def test_existing_cluster_with_two_gpu_nodes_up_checks_destroy_and_leftovers(
         )
         assert _crds(api) & set(chart_crds) == {keep}
         project.pulumi("config", "set", "--stack", "existing", "gpu-lab:removeCrds", "true")
+
+        # And another team's namespace of the operator's name is there: make lab stops first.
+        _other_team(project, path)
+        theirs = _other_team_now(api)
+        refused = project.lab("up", stack="existing", timeout=600)
+        said = refused.stdout + refused.stderr
+        assert refused.returncode != 0, said[-3000:]
+        assert "Namespace gpu-operator exists and is not the lab's" in said, said[-3000:]
+        assert re.search(r"field managers [^;)]*other-team", said), said[-3000:]
+        assert "gpu-lab:adoptExisting Namespace/gpu-operator" in said
+        export = json.loads(project.pulumi("stack", "export", "--stack", "existing").stdout)
+        made = [r["type"] for r in export["deployment"].get("resources") or []]
+        assert set(made) <= {"pulumi:pulumi:Stack"}, f"nothing may be created on refusal: {made}"
+        assert _other_team_now(api) == theirs
+
+        # The recorded opt-in: the lab uses the namespace as it is, and destroy leaves it.
+        adopted = "Namespace/gpu-operator"
+        project.pulumi("config", "set", "--stack", "existing", "gpu-lab:adoptExisting", adopted)
         project.pulumi("up", "--yes", "--skip-preview", "--stack", "existing", timeout=900)
         o = project.outputs("existing")
-        assert o["leftovers"] == [CRD_PREFIX + keep]
+        assert o["leftovers"] == [CRD_PREFIX + keep, "namespace/gpu-operator"]
+        assert o[out.ADOPTED_OBJECTS] == [adopted]
+        foreign = o[out.FOREIGN_OBJECTS]
+        uids = {k: v for k, v in theirs.items() if k != "labels"}
+        assert {k: foreign.get(k) for k in uids} == uids, foreign
         assert o[out.ALLOCATABLE_GPUS] == 2 and o[out.SMOKE_PHASE] == "Succeeded"
-        project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "existing", timeout=900)
+        down = project.lab("destroy", stack="existing", timeout=900)
+        assert down.returncode == 0, (down.stdout + down.stderr)[-3000:]
         assert _crds(api) & set(chart_crds) == {keep}, "only the CRD from before the lab may remain"
+        # The other team's namespace and ConfigMap by UID, and the namespace's labels as they were.
+        assert _other_team_now(api) == theirs
         census = _leftover_census(project, path, o, tmp_path)
-        assert census["leftovers"] == o["leftovers"] == [CRD_PREFIX + keep], census
+        assert census["leftovers"] == o["leftovers"], census
+        assert census["untouched"] == {"checked": len(foreign), "missing": [], "replaced": []}, census
         assert census["item"]["status"] == "pass", census["item"]
     finally:
         project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "existing", check=False, timeout=900)

@@ -19,6 +19,7 @@ from pulumi.runtime import mocks as pmocks
 from pulumi.runtime import rpc
 
 from gpulab.core.argv import decode
+from gpulab.kube import takeover
 from program import edge
 from variants.registry import step_of
 
@@ -202,8 +203,22 @@ class _Monitor(pmocks.MockMonitor):
         return resp
 
 
-def run_program(config: dict[str, Any], preview: bool = False) -> Run:
-    """Run ``__main__.py`` with ``config`` (keys without the ``gpu-lab:`` prefix)."""
+def run_program(config: dict[str, Any], preview: bool = False, cluster: dict[str, Any] | None = None) -> Run:
+    """Run ``__main__.py`` with ``config`` (keys without the ``gpu-lab:`` prefix).
+
+    ``cluster``: what a cluster the lab does not own holds under the names the lab would create,
+    by ``Planned.ref`` (``{"Namespace/gpu-operator": {...}}``, a release's Helm Secrets as a
+    list), as preflight's read of it (gpulab.kube.takeover.read) returns it; default: nothing."""
+    objects = cluster or {}
+    real_read = takeover.read
+    takeover.read = lambda api, p: objects.get(p.ref)  # type: ignore[assignment]
+    try:
+        return _run_program(config, preview)
+    finally:
+        takeover.read = real_read  # type: ignore[assignment]
+
+
+def _run_program(config: dict[str, Any], preview: bool) -> Run:
     run = Run()
     mocks = _Mocks(preview)
     pulumi.runtime.set_mocks(

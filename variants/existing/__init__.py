@@ -79,15 +79,31 @@ class _Config(ConfigRules):
         return list(OPERATOR_FIELDS) if cfg.simulated else []
 
 
+class _Lifecycle(Lifecycle):
+    """No cluster lifecycle: the cluster is there before the lab and stays after it."""
+
+    def foreign_kubeconfig(self, cfg: LabConfig) -> str | None:
+        """The context's kubeconfig, flattened (variants.existing.ctl.load_kubeconfig; raises its
+        KubeconfigError): the cluster is somebody else's."""
+        from variants.existing import ctl
+
+        own = cfg.settings(ExistingSettings)
+        return ctl.load_kubeconfig(own.kubeconfig_path, own.kube_context)[0]
+
+
 class Existing(Variant):
     """A cluster somebody else runs: operator, smoke test and checks only (see module docstring)."""
 
     name = "existing"
     capabilities = Capabilities(owns_cluster=False, gpu_stacks=("install", "device-plugin", "found"))
     config = _Config(
-        name, exclusive_settings=(("simulatedOperands", True), ("removeCrds", True)), bounds=settings.BOUNDS
+        name,
+        exclusive_settings=(("simulatedOperands", True), ("removeCrds", True)),
+        # Only a cluster the lab does not own holds objects it did not make (gpulab.config.adopt).
+        exclusive_keys=("adoptExisting",),
+        bounds=settings.BOUNDS,
     )
-    local = Lifecycle(name, steps={"census": "existing-census", "crd-plan": "existing-crd-cleanup"})
+    local = _Lifecycle(name, steps={"census": "existing-census", "crd-plan": "existing-crd-cleanup"})
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.existing.component import ExistingArgs, ExistingCluster
@@ -101,6 +117,7 @@ class Existing(Variant):
                 crds=_chart_crds(cfg),
                 remove_crds=own.remove_crds,
                 timeout_seconds=cfg.operator.timeout_seconds,
+                adopted=cfg.adopt_existing,
             ),
             opts,
         )

@@ -20,7 +20,9 @@ line, and a rotated token still works at destroy time).
 
 ``leftovers``: what destroy leaves in the cluster, as ``customresourcedefinition/<name>``
 (Helm never deletes a chart's CRDs): every CRD of the chart, or with ``remove_crds`` only
-those that existed before the lab. ``gpuLabelsBefore``: the nodes' ``nvidia.com/`` labels
+those that existed before the lab; and ``namespace/<name>`` for each adopted namespace.
+``foreignObjects``: the census' UIDs of the adopted namespaces and what is in them, compared
+after destroy (variants.existing.leftovers.untouched). ``gpuLabelsBefore``: the nodes' ``nvidia.com/`` labels
 before the chart, so the leftover census after destroy (``variants.existing.ctl leftovers``)
 can tell the labels the operator set from those that were there already.
 """
@@ -34,6 +36,7 @@ import pulumi
 
 from components.cluster import ClusterOutputs
 from components.command import PYTHON, lab_command, parse_json_stdout
+from gpulab.config import adopt
 from gpulab.core import outputs as out
 from variants.existing import ctl as existing_ctl
 
@@ -48,6 +51,8 @@ class ExistingArgs:
         crds: CRD names the chart installs (variants.existing.ctl.operator_crds).
         remove_crds: delete the chart's CRDs on destroy (those the lab created).
         timeout_seconds: for the census and for the CRD removal.
+        adopted: ``adoptExisting``'s ``Namespace/<name>`` items (gpulab.config.adopt): the
+            census counts what is in them by UID, and destroy leaves them (``leftovers``).
     """
 
     kubeconfig_path: str
@@ -55,6 +60,7 @@ class ExistingArgs:
     crds: Sequence[str] = field(default_factory=tuple)
     remove_crds: bool = False
     timeout_seconds: int = 300
+    adopted: Sequence[str] = field(default_factory=tuple)
 
 
 class ExistingCluster(pulumi.ComponentResource, ClusterOutputs):
@@ -75,14 +81,17 @@ class ExistingCluster(pulumi.ComponentResource, ClusterOutputs):
         ctl = [PYTHON, "-m", "variants.existing.ctl"]
         where = ["--kubeconfig-path", args.kubeconfig_path, "--context", context]
         crd_flags = [f"--crd={c}" for c in args.crds]
+        adopted = sorted(adopt.namespaces(tuple(args.adopted)))
         self.census = lab_command(
             f"{name}-census",
-            [*ctl, "census", *where, *crd_flags],
+            [*ctl, "census", *where, *crd_flags, *[f"--adopt={ns}" for ns in adopted]],
             timeout=args.timeout_seconds,
             opts=pulumi.ResourceOptions(parent=self),
         )
         info = parse_json_stdout(self.census.stdout, "existing_ctl census")
         preexisting: pulumi.Output[list[str]] = info.apply(lambda i: list(i.get("preexistingCrds") or []))
+        # Destroy leaves an adopted namespace: it was never the lab's.
+        kept = [f"namespace/{ns}" for ns in adopted]
         self.release_after: list[pulumi.Resource] = [self.census]
         if args.remove_crds:
 
@@ -109,17 +118,23 @@ class ExistingCluster(pulumi.ComponentResource, ClusterOutputs):
             # Deleted after the release (which depends on it), so the CRDs outlive their users.
             self.release_after = [self.crd_cleanup]
             self.leftovers: pulumi.Output[list[str]] = preexisting.apply(
-                lambda keep: [existing_ctl.resource_of(c) for c in args.crds if c in keep]
+                lambda keep: [existing_ctl.resource_of(c) for c in args.crds if c in keep] + kept
             )
         else:
-            self.leftovers = pulumi.Output.from_input([existing_ctl.resource_of(c) for c in args.crds])
+            self.leftovers = pulumi.Output.from_input([existing_ctl.resource_of(c) for c in args.crds] + kept)
         self.kubeconfig = pulumi.Output.secret(text)
         self.kubernetes_version = info.apply(lambda i: i["kubernetesVersion"])
         self.context = pulumi.Output.from_input(context)
         self.gpu_nodes = info.apply(lambda i: i.get("gpuNodes"))
         self.gpu_labels_before = info.apply(lambda i: i.get("gpuLabels") or {})
+        self.foreign_objects = info.apply(lambda i: i.get("foreignObjects") or {})
         self.ready = self.census
-        self.extra_outputs = {out.LEFTOVERS: self.leftovers, out.GPU_LABELS_BEFORE: self.gpu_labels_before}
+        self.extra_outputs = {
+            out.LEFTOVERS: self.leftovers,
+            out.GPU_LABELS_BEFORE: self.gpu_labels_before,
+            out.ADOPTED_OBJECTS: pulumi.Output.from_input(list(args.adopted)),
+            out.FOREIGN_OBJECTS: self.foreign_objects,
+        }
         self.register_outputs(
             {
                 "kubeconfig": self.kubeconfig,
@@ -128,5 +143,6 @@ class ExistingCluster(pulumi.ComponentResource, ClusterOutputs):
                 "gpuNodes": self.gpu_nodes,
                 "leftovers": self.leftovers,
                 "gpuLabelsBefore": self.gpu_labels_before,
+                "foreignObjects": self.foreign_objects,
             }
         )

@@ -10,11 +10,13 @@ simulated control plane). This module holds what that needs:
   included when enabled) and :func:`removal_plan`;
 * a CLI run by the ExistingCluster component as ``python3 -m variants.existing.ctl ...``:
 
-  - ``census --kubeconfig-path P --context C --crd NAME...`` asks the API server for its
-    version, the nodes that advertise or are labelled with GPUs, which of the listed CRDs
-    exist already (before the chart is installed) and the nodes' ``nvidia.com/`` labels.
-    Prints one JSON object: ``{"kubernetesVersion", "gpuNodes": [{"name", "allocatable",
-    "capacity"}], "preexistingCrds": [...], "gpuLabels": {node: {key: value}}}``. Read-only.
+  - ``census --kubeconfig-path P --context C --crd NAME... [--adopt NAMESPACE...]`` asks the
+    API server for its version, the nodes that advertise or are labelled with GPUs, which of
+    the listed CRDs exist already (before the chart is installed), the nodes' ``nvidia.com/``
+    labels and the UIDs of the adopted namespaces and of what is in them. Prints one JSON
+    object: ``{"kubernetesVersion", "gpuNodes": [{"name", "allocatable", "capacity"}],
+    "preexistingCrds": [...], "gpuLabels": {node: {key: value}}, "foreignObjects": {ref:
+    uid}}``. Read-only.
   - ``crd-plan --crd NAME... [--keep NAME...]`` prints ``{"remove": [...], "keep": [...]}``
     without contacting the cluster.
   - ``remove-crds --kubeconfig-path P --context C --crd NAME... [--keep NAME...]`` deletes
@@ -25,8 +27,10 @@ simulated control plane). This module holds what that needs:
     operator's namespace, the ``nvidia.com/`` node labels that were not there before the
     lab) and the ``no-leftovers`` checklist item against the stack outputs saved before
     destroy (``FILE``, ``pulumi stack output --json``: ``leftovers``, ``gpuLabelsBefore``,
-    and the chart and NFD setting the CRD list comes from unless ``--crd`` names them).
-    Exit 0 when destroy left only what ``leftovers`` listed, 1 otherwise. Read-only.
+    and the chart and NFD setting the CRD list comes from unless ``--crd`` names them), and
+    with ``foreignObjects`` whether each object the lab did not create is there with its UID.
+    Exit 0 when destroy left only what ``leftovers`` listed and removed nothing it did not
+    create, 1 otherwise. Read-only.
 
 The kubeconfig is read by path and context at the time the command runs, so a rotated
 token or an exec credential plugin keeps working at destroy time; no credential is ever on
@@ -294,8 +298,9 @@ def _api(path: str, context: str) -> Any:
     return client.ApiClient(conf)
 
 
-def census(path: str, context: str, crds: Sequence[str]) -> dict[str, Any]:
-    """What the cluster is before the lab touches it (see module docstring)."""
+def census(path: str, context: str, crds: Sequence[str], adopted: Sequence[str] = ()) -> dict[str, Any]:
+    """What the cluster is before the lab touches it (see module docstring); ``adopted``: the
+    namespaces of ``adoptExisting``, whose objects are counted by UID."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
@@ -305,6 +310,7 @@ def census(path: str, context: str, crds: Sequence[str]) -> dict[str, Any]:
         nodes = [api.sanitize_for_serialization(n) for n in client.CoreV1Api(api).list_node().items]
         crd_list = read_json(client.ApiextensionsV1Api(api).list_custom_resource_definition)
         present = {str(c["metadata"]["name"]) for c in crd_list.get("items") or []}
+        foreign = leftovers.foreign_objects(api, adopted)
     except (ApiException, OSError) as exc:
         raise ClusterError(
             f"the API server of context {context!r} did not answer: {exc}\n  fix: kubectl --context "
@@ -319,6 +325,8 @@ def census(path: str, context: str, crds: Sequence[str]) -> dict[str, Any]:
         "preexistingCrds": sorted(c for c in crds if c in present),
         # The labels before the lab: destroy's leftovers are the ones added after (leftovers.py).
         "gpuLabels": leftovers.gpu_labels(nodes),
+        # What the lab did not create and must leave: compared by UID after destroy.
+        "foreignObjects": foreign,
     }
 
 
@@ -347,9 +355,16 @@ def leftover_census(
         nfd = bool((outputs.get(out.OPERATOR_COMPONENTS) or {}).get("nfd", True))
         crds = operator_crds(source[len("local:") :] if source.startswith("local:") else None, nfd)
     before = outputs.get(out.GPU_LABELS_BEFORE)
+    foreign = outputs.get(out.FOREIGN_OBJECTS)
     api = _api(path, context)
     try:
-        doc = leftovers.read(api, crds, before if isinstance(before, Mapping) else None, namespace)
+        doc = leftovers.read(
+            api,
+            crds,
+            before if isinstance(before, Mapping) else None,
+            namespace,
+            {str(k): str(v) for k, v in foreign.items()} if isinstance(foreign, Mapping) else None,
+        )
     except (ApiException, OSError) as exc:
         raise ClusterError(f"the API server of context {context!r} did not answer: {exc}") from exc
     doc["promised"] = [str(x) for x in outputs.get(out.LEFTOVERS) or []]
@@ -436,6 +451,7 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("census", help="version, GPU nodes, CRDs present (read-only)")
     where(c)
     crds(c, keep=False)
+    c.add_argument("--adopt", action="append", default=[], help="an adopted namespace (repeatable)")
     p = sub.add_parser("crd-plan", help="which CRDs remove-crds would delete (no cluster access)")
     crds(p, keep=True)
     r = sub.add_parser("remove-crds", help="delete the CRDs the lab created")
@@ -462,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; prints one JSON object; exit 0 ok, 1 failure, 2 usage."""
     args = _parser().parse_args(argv)
     actions: dict[str, Action] = {
-        "census": lambda: (census(args.kubeconfig_path, args.context, args.crd), 0),
+        "census": lambda: (census(args.kubeconfig_path, args.context, args.crd, args.adopt), 0),
         "crd-plan": lambda: (removal_plan(args.crd, args.keep), 0),
         "remove-crds": lambda: (
             remove_crds(args.kubeconfig_path, args.context, args.crd, args.keep, args.timeout),

@@ -38,6 +38,7 @@ SECTIONS: Final[tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]] = (
             ("timeSlicingReplicas", "Time-slicing replicas"),
             ("clusterPolicyState", "ClusterPolicy state"),
             ("devicePluginPods", "Device-plugin pods"),
+            ("adoptedObjects", "Someone else's, used as it is (adoptExisting)"),
         ),
     ),
     (

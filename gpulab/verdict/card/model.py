@@ -266,6 +266,8 @@ def build_card(
             "timeSlicingReplicas": replicas,
             "clusterPolicyState": f(o.CLUSTER_POLICY_STATE, group="gate"),
             "devicePluginPods": f(o.DEVICE_PLUGIN_PODS, group="gate"),
+            # A cluster the lab does not own: what it uses of someone else's (adoptExisting).
+            "adoptedObjects": f(o.ADOPTED_OBJECTS),
         },
         "operator": {
             # install (the GPU Operator), device-plugin (NVIDIA's chart alone) or found.

@@ -10,7 +10,9 @@ the operator's stack set that were not on the nodes before the lab (the GPU Oper
 not remove them on uninstall: NVIDIA/gpu-operator#1391).
 
 :func:`evaluate` compares the two: ``pass`` when the census lists nothing the output did not
-promise, ``fail`` naming each unpromised leftover with the command that removes it,
+promise and every object the lab did not create (the ``foreignObjects`` output: UIDs taken
+before the lab, in the namespaces it adopted) is still there with its UID, ``fail`` naming each
+unpromised leftover with the command that removes it, or each such object gone or replaced,
 ``not-evaluated`` before destroy (no census). :func:`items` is what the checklist adds: the
 item for an existing cluster when a census is given, else nothing.
 
@@ -72,6 +74,17 @@ def evaluate(outputs: LabOutputs, census: Mapping[str, Any] | None) -> Finding:
         )
     found = [str(x) for x in census.get("leftovers") or []]
     unpromised = [x for x in found if x not in promised]
+    touched = _touched(census.get("untouched"))
+    if touched:
+        return Finding(
+            ITEM_ID,
+            Status.FAIL,
+            f"destroy removed what the lab did not create: {touched}",
+            _EXPECTED,
+            "restore them from their owner's source (the UIDs before the lab are in the "
+            "foreignObjects output); then report it: destroy must delete only the lab's objects",
+            title=TITLE,
+        )
     gone = [x for x in promised if x not in found]
     if unpromised:
         return Finding(
@@ -85,6 +98,9 @@ def evaluate(outputs: LabOutputs, census: Mapping[str, Any] | None) -> Finding:
         )
     left = ", ".join(found) or "nothing"
     note = f"; listed but already gone: {', '.join(gone)}" if gone else ""
+    checked = (census.get("untouched") or {}).get("checked")
+    if checked:
+        note += f"; the {checked} object(s) the lab did not create are all there with their UIDs"
     return Finding(
         ITEM_ID,
         Status.PASS,
@@ -93,6 +109,15 @@ def evaluate(outputs: LabOutputs, census: Mapping[str, Any] | None) -> Finding:
         "",
         title=TITLE,
     )
+
+
+def _touched(untouched: Any) -> str:
+    """``"Kind/ns/name (gone), ..."`` of the census' ``untouched`` part; ``""`` when none."""
+    if not isinstance(untouched, Mapping):
+        return ""
+    gone = [f"{r} (gone)" for r in untouched.get("missing") or []]
+    gone += [f"{r} (replaced: another UID)" for r in untouched.get("replaced") or []]
+    return ", ".join(gone)
 
 
 def items(outputs: LabOutputs, census: Mapping[str, Any] | None) -> list[Finding]:

@@ -243,17 +243,27 @@ def test_kubeconfig_travels_in_environment_never_in_argv(chart: str) -> None:
 
 def test_outputs_of_the_simulated_lab(chart: str) -> None:
     run = run_program(sim(chart))
-    # measuredTflops needs the benchmark Pod (GPU labs), leftovers the existing variant.
+    # measuredTflops needs the benchmark Pod (GPU labs), leftovers (and the adopted and foreign
+    # objects) the existing variant.
     assert set(run.exported) == set(out.ALL_KEYS) - {
         out.MEASURED_TFLOPS,
         out.TFLOPS_MEASURED_AT,
         out.LEFTOVERS,
         out.GPU_LABELS_BEFORE,
+        out.ADOPTED_OBJECTS,
+        out.FOREIGN_OBJECTS,
     }
     o = run.outputs
     # What the Lab writes, the readers' model parses: every value has its declared shape.
     model = out.LabOutputs.from_json(o)
-    assert model.absent == {out.MEASURED_TFLOPS, out.TFLOPS_MEASURED_AT, out.LEFTOVERS, out.GPU_LABELS_BEFORE}
+    assert model.absent == {
+        out.MEASURED_TFLOPS,
+        out.TFLOPS_MEASURED_AT,
+        out.LEFTOVERS,
+        out.GPU_LABELS_BEFORE,
+        out.ADOPTED_OBJECTS,
+        out.FOREIGN_OBJECTS,
+    }
     assert model.to_json() == {k: v for k, v in o.items() if k in out.ALL_KEYS}
     assert o[out.CLUSTER_KIND] == "sim"
     assert o[out.SIMULATED] is True

@@ -65,4 +65,40 @@ def test_without_a_before_picture_labels_are_not_counted() -> None:
         nodes=[_node("a", {"nvidia.com/gpu.present": "true"})],
         labels_before=None,
     )
-    assert doc == {"crds": [], "namespace": None, "labels": {}, "labelsBaseline": False, "leftovers": []}
+    assert doc == {
+        "crds": [],
+        "namespace": None,
+        "labels": {},
+        "labelsBaseline": False,
+        "leftovers": [],
+        "untouched": None,
+    }
+
+
+# --- what the lab did not create, by UID ---------------------------------------------------
+
+BEFORE = {"Namespace/gpu-operator": "u-ns", "ConfigMap/gpu-operator/team-config": "u-cm"}
+
+
+def test_the_objects_the_lab_did_not_create_are_compared_by_uid_not_name() -> None:
+    assert lo.untouched(BEFORE, dict(BEFORE)) == {"checked": 2, "missing": [], "replaced": []}
+    # Deleted and made again under the same name: another UID, so not the object the lab found.
+    now = {"Namespace/gpu-operator": "u-ns-2"}
+    assert lo.untouched(BEFORE, now) == {
+        "checked": 2,
+        "missing": ["ConfigMap/gpu-operator/team-config"],
+        "replaced": ["Namespace/gpu-operator"],
+    }
+
+
+def test_the_census_counts_them_only_with_a_record_from_before() -> None:
+    doc = lo.census(
+        present_crds=[],
+        chart_crds=CHART,
+        namespace=None,
+        nodes=[],
+        labels_before={},
+        foreign_before=BEFORE,
+        foreign_now={},
+    )
+    assert doc["untouched"] == {"checked": 2, "missing": sorted(BEFORE), "replaced": []}

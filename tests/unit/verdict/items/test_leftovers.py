@@ -57,3 +57,30 @@ def test_before_destroy_the_item_is_not_evaluated_and_the_checklist_gets_nothing
     not_owned = LabOutputs.from_json({o.OWNS_CLUSTER: False})
     assert [i.id for i in cl.items(not_owned, {"leftovers": []})] == ["no-leftovers"]
     assert [i.id for i in cl.items(LabOutputs.from_json(OUTPUTS), {"leftovers": [CRD]})] == ["no-leftovers"]
+
+
+def test_an_object_the_lab_did_not_create_gone_or_replaced_fails_naming_it() -> None:
+    untouched = {
+        "checked": 2,
+        "missing": ["ConfigMap/gpu-operator/team-config"],
+        "replaced": ["Namespace/gpu-operator"],
+    }
+    census = {"leftovers": [CRD], "untouched": untouched}
+    item = cl.evaluate(LabOutputs.from_json(OUTPUTS), census)
+    assert item.status == Status.FAIL
+    assert item.observed == (
+        "destroy removed what the lab did not create: ConfigMap/gpu-operator/team-config (gone), "
+        "Namespace/gpu-operator (replaced: another UID)"
+    )
+    assert "foreignObjects" in item.fix
+
+
+def test_an_adopted_namespace_left_with_everything_in_it_passes_and_says_so() -> None:
+    outputs = {**OUTPUTS, o.LEFTOVERS: [CRD, "namespace/gpu-operator"]}
+    census = {
+        "leftovers": [CRD, "namespace/gpu-operator"],
+        "untouched": {"checked": 2, "missing": [], "replaced": []},
+    }
+    item = cl.evaluate(LabOutputs.from_json(outputs), census)
+    assert item.status == Status.PASS, item
+    assert "the 2 object(s) the lab did not create are all there with their UIDs" in item.observed
