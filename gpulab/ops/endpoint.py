@@ -1,4 +1,4 @@
-"""What the stack recorded at create against what is live: the API server endpoint.
+"""What the stack recorded against what is live: the API server endpoint, the smoke node.
 
 The stack records its cluster's API server URL once (``clusterIdentity.server``, the
 ``cluster-identity`` command: gpulab.kube.identity), from the kubeconfig the cluster
@@ -14,6 +14,11 @@ endpoint of the recorded cluster, name the value, both endpoints and the variant
 Another cluster at the variant's address is not decided here: the stack's own kubeconfig
 is compared with the recorded identity (gpulab.kube.identity), and the ``cluster-identity``
 command stops a run whose kubeconfig reaches another cluster.
+
+The node the smoke Pod ran on (the ``smokeNode`` output) against the cluster's Nodes now
+(:func:`node_gone`): a node renamed or made anew under another name (a kind node container
+re-made, a host renamed) leaves the smoke, compute and GPU facts of the card describing a
+node that is not there; both are named with the fix (``make verify`` measures them again).
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from gpulab.core import outputs as out
 from gpulab.core.errors import GpuLabError
+from gpulab.kube import client as kube
 from gpulab.kube import identity
 from variants.base import Getter, Variant
 
@@ -64,4 +71,26 @@ def moved(
         return None
     return identity.EndpointChangedError(
         before, live, variant.local.moved_fix(profile, stack, before.server, live.server)
+    )
+
+
+def node_gone(api: Any, outputs: Mapping[str, Any], stack: str) -> str | None:
+    """What to say when the node the stack's smoke Pod ran on (output ``smokeNode``, measured
+    at ``smokeMeasuredAt``) is not among the cluster's Nodes now: both named, and the fix;
+    None when it is there, when none was recorded, or when the Nodes cannot be listed."""
+    recorded = outputs.get(out.SMOKE_NODE)
+    if not recorded or not isinstance(recorded, str):
+        return None
+    try:
+        live = kube.node_names(api, timeout=TIMEOUT)
+    except GpuLabError:
+        return None
+    if recorded in live:
+        return None
+    when = outputs.get(out.SMOKE_MEASURED_AT) or "at the last run"
+    shown = ", ".join(live[:8]) + (f" and {len(live) - 8} more" if len(live) > 8 else "") if live else "none"
+    return (
+        f"the {stack} lab's smoke test ran on node {recorded} (measured {when}), which is not in the "
+        f"cluster now (its nodes: {shown}); the smoke, compute and GPU facts on the card are that "
+        f"node's.\n  fix: `GPULAB_STACK={stack} make verify` measures them again on the live nodes"
     )

@@ -423,6 +423,10 @@ def alive(stack: Stack, action: str) -> str | None:
     moved = endpoint_moved()
     if moved is not None:
         return f"the {stack.name} lab's cluster answers at another address than the one recorded: {moved}"
+    # Not a stop: `make verify` is the fix, and `make lab` may change what the smoke test ran on.
+    node = endpoint.node_gone(api, stackstate.outputs_of(deployment), stack.name)
+    if node is not None:
+        _say(node)
     return None
 
 

@@ -137,3 +137,26 @@ def test_moved_only_for_the_recorded_cluster_at_another_endpoint(tmp_path: Path)
 
     assert moved("https://localhost:32771", read=other) is None  # another cluster: identity's case
     assert moved("https://localhost:32771", read=silent) is None
+
+
+def test_the_smoke_node_recorded_against_the_live_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The node the smoke Pod ran on (``smokeNode``) renamed or made anew under another name:
+    both named, with the fix; nothing said while it is there or when nothing was recorded."""
+    from gpulab.kube import client as kube
+
+    live = ["kind-control-plane", "kind-worker2"]
+    monkeypatch.setattr(kube, "node_names", lambda api, timeout=5: live)
+    outputs = {"smokeNode": "kind-worker", "smokeMeasuredAt": "2026-12-03T10:00:00+00:00"}
+    said = endpoint.node_gone(object(), outputs, "kind")
+    assert said is not None
+    assert "ran on node kind-worker (measured 2026-12-03T10:00:00+00:00)" in said
+    assert "its nodes: kind-control-plane, kind-worker2" in said
+    assert "fix: `GPULAB_STACK=kind make verify`" in said
+    assert endpoint.node_gone(object(), {**outputs, "smokeNode": "kind-worker2"}, "kind") is None
+    assert endpoint.node_gone(object(), {}, "kind") is None
+
+    def silent(api: Any, timeout: float = 5) -> list[str]:
+        raise kube.GateError("no answer")
+
+    monkeypatch.setattr(kube, "node_names", silent)
+    assert endpoint.node_gone(object(), outputs, "kind") is None

@@ -244,3 +244,36 @@ def test_the_stack_s_kubeconfig_answering_while_the_variant_names_another_endpoi
     # Pointed back: nothing to say.
     users.write_text(kubeconfig("https://127.0.0.1:32766"))
     assert repair.alive(stack, "lab") is None
+
+
+def test_make_lab_names_a_smoke_node_that_is_gone_and_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpulab.kube import client as kube
+
+    recorded = {"server": "https://127.0.0.1:32766", "caSha256": None, "kubeSystemUid": "mine"}
+    monkeypatch.setattr(kube, "ping", lambda api, timeout=5: {"kubernetesVersion": "v1.36.3"})
+    monkeypatch.setattr(kube, "node_names", lambda api, timeout=5: ["sim-node-1"])
+    monkeypatch.setattr(
+        identity,
+        "read",
+        lambda kc, api=None, timeout=10: identity.Identity("https://127.0.0.1:32766", None, "mine"),
+    )
+
+    class Measured(FakeStack):
+        def export(self, secrets: bool = False) -> dict[str, Any]:
+            doc = super().export(secrets)
+            doc["deployment"]["resources"].append(
+                {
+                    "urn": "urn:pulumi:sim::gpu-lab::pulumi:pulumi:Stack::gpu-lab-sim",
+                    "type": "pulumi:pulumi:Stack",
+                    "outputs": {"smokeNode": "sim-node-0", "smokeMeasuredAt": "T1"},
+                }
+            )
+            return doc
+
+    stack = Measured(tmp_path, kubeconfig("https://127.0.0.1:32766"), recorded, "sim")
+    assert repair.alive(stack, "lab") is None  # not a stop: make verify is the fix
+    err = capsys.readouterr().err
+    assert "smoke test ran on node sim-node-0 (measured T1), which is not in the cluster now" in err
+    assert "(its nodes: sim-node-1)" in err and "`GPULAB_STACK=sim make verify`" in err
