@@ -230,7 +230,7 @@ def run_gate(
     deadline = start + spec.timeout
     grace = rules.Grace(spec.grace)
     ns, ds_name = spec.device_plugin_namespace, spec.device_plugin_ds
-    seen: dict[str, Any] = {"ds": None, "policy": None}
+    seen: dict[str, Any] = {"ds": None, "policy": None, "mig_working": False}
 
     def waiter() -> Waiter:
         return Waiter(max(1.0, deadline - clock()), clock=clock, sleep=sleep)
@@ -258,8 +258,22 @@ def run_gate(
                 f"the cluster's diagnosis:\n{diagnose()}"
             )
 
+    def mig_manager() -> bool:
+        # The MIG manager's own label, as its source says (gate_rules.MIG_STATE_LABEL): failed
+        # stops at once; pending or rebooting is a layout being changed, so resources at 0 or
+        # a paused device plugin are expected: the grace waits with it (the timeout still holds).
+        if not spec.expect.wants_mig:
+            return False
+        state = rules.mig_manager_state(reader.nodes())
+        if state is not None and state[0] == "failed":
+            raise stop(rules.mig_failed_stuck(state[1], ns))
+        if state is not None:
+            grace.since.clear()
+        return state is not None
+
     def no_crash_loop() -> None:
         operands_stuck()
+        seen["mig_working"] = mig_manager()
         looping = rules.crash_looping(reader.pods(_selector(seen["ds"], ds_name)))
         final = looping is not None and looping[1]
         if final or grace.expired("crash", looping is not None, clock()):
@@ -292,6 +306,8 @@ def run_gate(
     def resources_seen() -> list[Json] | None:
         no_crash_loop()
         nodes = reader.nodes()
+        if seen.get("mig_working"):
+            return None  # the layout is still changing: counts now say nothing yet
         verdict = rules.resources_verdict(nodes, spec.expect)
         if verdict is None:
             return nodes
