@@ -167,7 +167,11 @@ def test_a_kubeconfig_reaching_another_cluster_changes_nothing(
     print("\ntimings: " + ", ".join(f"{k} {v:.1f}s" for k, v in took.items()))
     print(
         "the endpoint change:\n"
-        + "\n".join(ln for ln in moved_text.splitlines() if "gpu-lab:" in ln or ":  " in ln)
+        + "\n".join(
+            ln
+            for ln in moved_text.splitlines()
+            if ln.lstrip().startswith(("gpu-lab:", "recorded:", "live:", "fix:"))
+        )
     )
     print(
         "the refusal:\n"
