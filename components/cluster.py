@@ -112,8 +112,8 @@ def identity_command(cluster: ClusterOutputs, owned: bool, opts: pulumi.Resource
     it recorded before (pulumi-command's ``PULUMI_COMMAND_STDOUT``): a kubeconfig that now
     reaches another cluster, or the recorded one at another API server endpoint, fails it,
     naming both, before the provider (which a new endpoint would replace, and every object
-    with it) or any object changes. A cluster the lab made anew (``owned``, and the cluster resource was replaced:
-    its id changed) is recorded afresh instead.
+    with it) or any object changes. A cluster the lab made anew (``owned``, and the cluster
+    resource was replaced: its id changed) is recorded afresh instead.
     """
     ready = cluster.ready
     rebuilt = [getattr(ready, "id", None)] if owned and getattr(ready, "id", None) is not None else []
