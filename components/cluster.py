@@ -110,9 +110,10 @@ def identity_command(cluster: ClusterOutputs, owned: bool, opts: pulumi.Resource
 
     It runs again as an in-place update whenever the kubeconfig changes, given the identity
     it recorded before (pulumi-command's ``PULUMI_COMMAND_STDOUT``): a kubeconfig that now
-    reaches another cluster fails it, naming both, before the provider or any object
-    changes. A cluster the lab made anew (``owned``, and the cluster resource was replaced:
-    its id changed) is recorded afresh instead.
+    reaches another cluster, or the recorded one at another API server endpoint, fails it,
+    naming both, before the provider (which a new endpoint would replace, and every object
+    with it) or any object changes. A cluster the lab made anew (``owned``, and the cluster
+    resource was replaced: its id changed) is recorded afresh instead.
     """
     ready = cluster.ready
     rebuilt = [getattr(ready, "id", None)] if owned and getattr(ready, "id", None) is not None else []

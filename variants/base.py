@@ -353,6 +353,15 @@ class HostNeeds:
         return []
 
 
+#: :attr:`Lifecycle.endpoint_fix` of a variant that declares none.
+DEFAULT_ENDPOINT_FIX: Final = (
+    "make the cluster answer at {recorded} again, or make the lab anew at {live} with "
+    "`GPULAB_STACK={stack} make destroy && GPULAB_STACK={stack} make lab`: the stack's Kubernetes "
+    "provider was built with the recorded address, and Pulumi would replace every object of the lab "
+    "to use another one"
+)
+
+
 @dataclass(frozen=True)
 class Lifecycle:
     """A variant's cluster outside the engine: its helper and steps, where it keeps its files,
@@ -366,11 +375,16 @@ class Lifecycle:
             (``{"up": "kind-cluster"}``; gpulab.core.argv.step_of).
         direct_steps: ``(tool, verb)`` a program might run directly, not through the helper,
             and their step names (``{("minikube", "start"): "minikube-start"}``).
+        endpoint_fix: the first fix when the stack's cluster answers at another API server
+            endpoint than the one recorded at create (the same ``kube-system`` UID): a
+            template over ``{profile}``, ``{stack}``, ``{recorded}`` and ``{live}``
+            (:meth:`moved_fix`); data, each variant's own words.
     """
 
     name: str
     steps: Mapping[str, str] = field(default_factory=dict)
     direct_steps: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    endpoint_fix: str = DEFAULT_ENDPOINT_FIX
 
     @property
     def ctl(self) -> str:
@@ -412,6 +426,18 @@ class Lifecycle:
     def start_or_delete_hint(self, profile: str) -> str:
         """The first fix for a cluster of this variant that exists but does not answer."""
         return "make the API server reachable"
+
+    def live_kubeconfig(self, profile: str, root: Path, get: Getter, run: Runner = run_quietly) -> str | None:
+        """The kubeconfig this variant's own tool gives for cluster ``profile`` now (what a
+        fresh read would give the lab: where the cluster answers now), or None when this
+        machine cannot tell (no tool, no file, not readable without a password). Compared
+        with the endpoint recorded at create by ``make lab``/``verify``/``destroy``
+        (gpulab.ops.endpoint); ``get`` reads the stack's config."""
+        return None
+
+    def moved_fix(self, profile: str, stack: str, recorded: str, live: str) -> str:
+        """:attr:`endpoint_fix` filled in."""
+        return self.endpoint_fix.format(profile=profile, stack=stack, recorded=recorded, live=live)
 
     def local_status(self, profile: str, root: Path) -> str | None:
         """What this machine can tell about cluster ``profile`` when its API server does not

@@ -196,6 +196,18 @@ def mig_devices(profile: str = DEFAULT_PROFILE) -> str:
     )
 
 
+def mig_config_failed(nodes: str, namespace: str = OPERATOR_NAMESPACE) -> str:
+    """The MIG manager set ``nvidia.com/mig.config.state=failed`` on ``nodes``: it applies no
+    layout again until the node's ``nvidia.com/mig.config`` label changes."""
+    return (
+        f"{KUBECTL} logs -n {namespace} -l app=nvidia-mig-manager --tail=50 (why it failed); check that "
+        f"the profile the label names is in the MIG manager's config ({KUBECTL} get configmap -n "
+        f"{namespace} default-mig-parted-config -o yaml), then set one that is with {KUBECTL} label node "
+        f"{nodes} nvidia.com/mig.config=<profile> --overwrite (the manager applies it again on the "
+        "label's change; a mode change may need a reboot)"
+    )
+
+
 def nvml_permissions() -> str:
     """NVML refuses the plugin MIG devices: it needs NVIDIA_MIG_MONITOR_DEVICES=all and SYS_ADMIN."""
     return (

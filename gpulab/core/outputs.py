@@ -199,7 +199,10 @@ MEASURED_TFLOPS: Final = "measuredTflops"
 #: What the DCGM exporter reported per GPU while the compute check ran (gpulab.kube.dcgm_metrics.summarize):
 #: ``{"endpoint", "scrapes", "seconds", "statistic": "max", "gpus": {uuid: {"gpu",
 #: "modelName", "pciBusId", "hostname", "driverVersion", "utilPercent", "fbUsedMiB",
-#: "powerW", "tempC", "samples"}}, "hostnames": [...], "error": str | None}``; ``None`` where
+#: "powerW", "tempC", "samples", "migInstances"[, "notComparable": {reading: why}]}},
+#: "hostnames": [...], "hostnamesNotNodes": [...], "error": str | None}`` (``notComparable`` on
+#: a MIG-enabled GPU: its ``utilPercent`` is None there, not 0; ``hostnamesNotNodes``: host
+#: labels naming the exporter's Pod, not a node); ``None`` where
 #: nothing was scraped (the simulated lab, ``dcgmExporter`` off).
 DCGM_METRICS: Final = "dcgmMetrics"
 #: When the scrape ended (UTC ISO 8601); ``None`` where nothing was scraped.

@@ -442,3 +442,18 @@ def ping(api: Any, timeout: float = 5) -> dict[str, Any]:
     if not ready:
         raise GateError(unanswered(api, None, timeout))
     return {"kubernetesVersion": version, "kubeSystemUid": kube_system_uid(api, timeout)}
+
+
+def node_names(api: Any, timeout: float = 5) -> list[str]:
+    """The names of the cluster's Nodes (one list request within ``timeout`` seconds), sorted.
+
+    Raises:
+        GateError: no answer in time.
+    """
+    from kubernetes import client
+
+    try:
+        nodes = client.CoreV1Api(api).list_node(_request_timeout=(min(5, timeout), timeout)).items
+    except Exception as exc:
+        raise GateError(f"listing the Nodes failed: {_short(exc)}") from exc
+    return sorted(str(n.metadata.name) for n in nodes if n.metadata and n.metadata.name)

@@ -22,6 +22,7 @@ exporter's logs as the first fix), not a reason to stop the lab's ``pulumi up``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -29,7 +30,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from gpulab.core.errors import GpuLabError
 from gpulab.core.names import DCGM_EXPORTER_PORT, DCGM_EXPORTER_SERVICE, OPERATOR_NAMESPACE
+from gpulab.kube import client as kube
 from gpulab.kube import dcgm_metrics as dcgm
 
 #: Seconds one proxied request may take.
@@ -211,7 +214,12 @@ def dcgm_scrape(
         error = f"no answer from {namespace}/{service}:{port}/{path} in {s.wait:g}s: {s.errors[-1]}"
     elif not any(dcgm.gpu_readings(sc) for sc in scrapes):
         error = "the exporter answered but reported no GPU (no DCGM_FI_* sample carries a UUID label)"
-    summary = dcgm.summarize(scrapes, seconds=sampled, where=dcgm.endpoint(namespace), error=error)
+    nodes: list[str] | None = None
+    with contextlib.suppress(GpuLabError):  # a host label naming a node, or the exporter's Pod
+        nodes = kube.node_names(api) if api is not None else None
+    summary = dcgm.summarize(
+        scrapes, seconds=sampled, where=dcgm.endpoint(namespace), error=error, nodes=nodes
+    )
     print(
         f"[gpulab] DCGM exporter: {len(scrapes)} scrape(s), GPUs {sorted(summary['gpus']) or 'none'}"
         + (f"; {error}" if error else ""),

@@ -64,6 +64,18 @@ METRICS: Final[dict[str, str]] = {
 }
 #: How the readings of several scrapes are combined (the highest seen while the check ran).
 STATISTIC: Final = "max"
+#: Readings that cannot mean what the card's column says on a MIG-enabled GPU, and why: the
+#: exporter's ``DCGM_FI_DEV_GPU_UTIL`` is NVML's device utilisation, which NVML does not
+#: measure there ("On MIG-enabled GPUs, querying device utilization rates is not currently
+#: supported": nvml.h ``nvmlDeviceGetUtilizationRates``, NVIDIA/go-nvml v0.13.4-1), so a value
+#: it sends (0, or one per instance) is not the GPU's utilisation. Framebuffer (the instances'
+#: sum), power and temperature (the board's) keep their meaning.
+NOT_COMPARABLE_UNDER_MIG: Final[dict[str, str]] = {
+    "utilPercent": (
+        "not comparable under MIG: NVML does not measure device utilisation on a MIG-enabled GPU "
+        "(DCGM_FI_PROF_GR_ENGINE_ACTIVE per instance is the profiling field that does)"
+    ),
+}
 
 _NAME: Final = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _SAMPLE_RE: Final = re.compile(rf"^({_NAME})(?:\{{(.*)\}})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
@@ -160,8 +172,9 @@ def gpu_readings(samples: Iterable[Sample]) -> dict[str, GpuReading]:
     counts, so a GPU is seen even when the four metrics are off).
 
     A metric of a GPU is its whole-GPU sample (no ``GPU_I_ID``); a MIG-enabled GPU that only has
-    per-instance samples gets the sum of ``FB_USED`` over its instances and the highest of the
-    others (power and temperature are the board's anyway). NaN values count as absent.
+    per-instance samples gets the sum of ``FB_USED`` over its instances and the highest of power
+    and temperature (the board's anyway); its utilisation is None whatever was sent
+    (:data:`NOT_COMPARABLE_UNDER_MIG`). NaN values count as absent.
     """
     meta: dict[str, dict[str, str]] = {}
     whole: dict[str, dict[str, float]] = {}
@@ -198,6 +211,8 @@ def gpu_readings(samples: Iterable[Sample]) -> dict[str, GpuReading]:
             seen = [v[name] for v in instances.values() if name in v]
             if name not in values and seen:
                 values[name] = sum(seen) if name == FB_USED else max(seen)
+        if instances:
+            values.pop(GPU_UTIL, None)  # not the GPU's utilisation under MIG
         out[uuid] = GpuReading(
             uuid=uuid,
             gpu=info.get("gpu"),
@@ -221,16 +236,47 @@ def endpoint(namespace: str = OPERATOR_NAMESPACE) -> str:
     return f"{namespace}/{DCGM_EXPORTER_SERVICE}:{DCGM_EXPORTER_PORT}/metrics (API server service proxy)"
 
 
+#: Why an exporter's host label may name a Pod: dcgm-exporter takes it from ``$NODE_NAME`` and,
+#: when that is unset, from ``os.Hostname()``, which in a Pod without host networking is the
+#: Pod's name (NVIDIA/dcgm-exporter 4.5.3-4.8.2 ``internal/pkg/hostname/hostname.go``,
+#: ``getLocalHostname``). The GPU Operator's DaemonSet sets ``NODE_NAME`` from
+#: ``spec.nodeName`` (NVIDIA/gpu-operator v26.7.0 ``assets/state-dcgm-exporter/0800_daemonset.yaml``);
+#: an exporter installed otherwise may not.
+POD_HOSTNAME_REASON: Final = (
+    "the exporter's hostname label names no node of the cluster: it is the exporter Pod's own name "
+    "(dcgm-exporter falls back to the container's hostname when NODE_NAME is not set in its Pod), "
+    "so it does not say which node the GPU is on"
+)
+
+
+def hostnames_not_nodes(hostnames: Iterable[str], nodes: Iterable[str] | None) -> list[str]:
+    """The exporter host labels that are no node's name (sorted); ``[]`` when the nodes are
+    unknown (None)."""
+    if nodes is None:
+        return []
+    known = set(nodes)
+    return sorted({h for h in hostnames if h and h not in known})
+
+
 def summarize(
-    scrapes: Sequence[Sequence[Sample]], *, seconds: float, where: str, error: str | None = None
+    scrapes: Sequence[Sequence[Sample]],
+    *,
+    seconds: float,
+    where: str,
+    error: str | None = None,
+    nodes: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The ``dcgmMetrics`` output (gpulab.core.outputs.DCGM_METRICS) from the scrapes that answered.
 
     Per GPU UUID: its labels from the newest scrape that had it (``gpu``, ``modelName``,
     ``pciBusId``, ``hostname``, ``driverVersion``), each metric's highest value over the scrapes
-    (:data:`STATISTIC`; None when never reported), ``samples`` (scrapes that reported it) and
-    ``migInstances``. ``hostnames``: the exporters answering (one per node; through a Service
-    each scrape reaches one of them). ``error``: why scraping failed, or None.
+    (:data:`STATISTIC`; None when never reported), ``samples`` (scrapes that reported it),
+    ``migInstances``, and on a MIG-enabled GPU ``notComparable`` (reading -> why it cannot mean
+    what it says there: :data:`NOT_COMPARABLE_UNDER_MIG`). ``nodes``: the cluster's node names when
+    they could be read; the host labels that name none of them are ``hostnamesNotNodes``
+    (:data:`POD_HOSTNAME_REASON`), ``[]`` otherwise. ``hostnames``: the exporters answering (one
+    per node; through a Service each scrape reaches one of them). ``error``: why scraping
+    failed, or None.
     """
     per_scrape = [gpu_readings(s) for s in scrapes]
     gpus: dict[str, dict[str, Any]] = {}
@@ -247,6 +293,8 @@ def summarize(
             "samples": len(seen),
             "migInstances": last.mig_instances,
         }
+        if last.mig_instances:
+            gpus[uuid]["notComparable"] = dict(NOT_COMPARABLE_UNDER_MIG)
     hostnames = sorted({g["hostname"] for g in gpus.values() if g["hostname"]})
     return {
         "endpoint": where,
@@ -255,6 +303,7 @@ def summarize(
         "statistic": STATISTIC,
         "gpus": gpus,
         "hostnames": hostnames,
+        "hostnamesNotNodes": hostnames_not_nodes(hostnames, nodes),
         "error": error,
     }
 

@@ -230,7 +230,7 @@ def run_gate(
     deadline = start + spec.timeout
     grace = rules.Grace(spec.grace)
     ns, ds_name = spec.device_plugin_namespace, spec.device_plugin_ds
-    seen: dict[str, Any] = {"ds": None, "policy": None}
+    seen: dict[str, Any] = {"ds": None, "policy": None, "mig_working": False}
 
     def waiter() -> Waiter:
         return Waiter(max(1.0, deadline - clock()), clock=clock, sleep=sleep)
@@ -247,11 +247,7 @@ def run_gate(
     def operands_stuck() -> None:
         # Every poll, beside the gate's own rules: a Pod of the operator's namespace that will
         # not recover (a refused image, a node under pressure, an eviction) stops the gate.
-        read_events = getattr(reader, "events", None)
-        if read_events is None:
-            return
-        hits = operand_hits(reader.pods(""), read_events(), reader.nodes(), spec.profile)
-        hit = stop_clock.decide(hits, clock())
+        hit = _operands_hit(reader, spec, stop_clock, clock())
         if hit is not None:
             raise GateError(
                 f"{stop_rules.stop_message('readiness gate', hit, clock() - start)}\n"
@@ -260,6 +256,9 @@ def run_gate(
 
     def no_crash_loop() -> None:
         operands_stuck()
+        stuck, seen["mig_working"] = _mig_manager(reader, spec, grace)
+        if stuck is not None:
+            raise stop(stuck)
         looping = rules.crash_looping(reader.pods(_selector(seen["ds"], ds_name)))
         final = looping is not None and looping[1]
         if final or grace.expired("crash", looping is not None, clock()):
@@ -292,6 +291,8 @@ def run_gate(
     def resources_seen() -> list[Json] | None:
         no_crash_loop()
         nodes = reader.nodes()
+        if seen.get("mig_working"):
+            return None  # the layout is still changing: counts now say nothing yet
         verdict = rules.resources_verdict(nodes, spec.expect)
         if verdict is None:
             return nodes
@@ -309,6 +310,13 @@ def run_gate(
         return None
 
     nodes = waiter().until(f"the nodes to advertise {spec.expect.describe()}", resources_seen, diagnose)
+    return _facts(reader, spec, nodes, state, ds)
+
+
+def _facts(
+    reader: Reader, spec: GateSpec, nodes: Sequence[Json], state: str | None, ds: Json
+) -> dict[str, Any]:
+    """What the gate prints once every wait passed (:func:`run_gate`)."""
     have = rules.Resources.of(nodes, spec.expect.resource)
     return {
         "gpuResource": spec.expect.resource,
@@ -316,10 +324,37 @@ def run_gate(
         "capacityGpus": have.capacity,
         "migResources": dict(sorted(have.mig.items())),
         "clusterPolicyState": state,
-        "devicePluginPods": plugin_pods(ds, reader.pods(_selector(ds, ds_name))),
+        "devicePluginPods": plugin_pods(ds, reader.pods(_selector(ds, spec.device_plugin_ds))),
         "kubernetesVersion": reader.version(),
         "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _operands_hit(
+    reader: Reader, spec: GateSpec, stop_clock: stop_rules.StopClock, now: float
+) -> stop_rules.Hit | None:
+    """The operand Pod state the gate stops on now (gpulab.diagnose.stop), or None; None too
+    for a reader that cannot read events."""
+    read_events = getattr(reader, "events", None)
+    if read_events is None:
+        return None
+    return stop_clock.decide(operand_hits(reader.pods(""), read_events(), reader.nodes(), spec.profile), now)
+
+
+def _mig_manager(reader: Reader, spec: GateSpec, grace: rules.Grace) -> tuple[rules.Stuck | None, bool]:
+    """The MIG manager's own label read as its source defines it (gate_rules.MIG_STATE_LABEL):
+    ``(Stuck, ...)`` when a node's layout failed (no grace: it does not retry by itself);
+    ``(None, True)`` while one is pending or rebooting, the grace clocks cleared (MIG resources
+    at 0 and a paused device plugin are expected then; the gate's timeout still holds);
+    ``(None, False)`` otherwise, and always when the lab wants no MIG."""
+    if not spec.expect.wants_mig:
+        return None, False
+    state = rules.mig_manager_state(reader.nodes())
+    if state is not None and state[0] == "failed":
+        return rules.mig_failed_stuck(state[1], spec.device_plugin_namespace), False
+    if state is not None:
+        grace.since.clear()
+    return None, state is not None
 
 
 def _sharing(reader: Reader, nodes: Sequence[Json], spec: GateSpec) -> str:

@@ -20,6 +20,10 @@ Where the failures come from (upstream reports):
   ``controllers/object_controls.go``, ``isDaemonSetReady``);
 * a crash-looping plugin that never registers: NVIDIA/gpu-operator#1190 (the validator's
   ``plugin-validation`` finds no allocatable GPU while the plugin restarts).
+* the MIG manager's ``nvidia.com/mig.config.state`` taken as it means it (NVIDIA/mig-parted
+  v0.15.0 ``pkg/mig/reconfigure/reconfigure.go``): ``pending``/``rebooting`` is a layout being
+  applied (MIG resources at 0 are then expected: the gate waits, its grace held), ``failed``
+  will not change until the node's ``nvidia.com/mig.config`` does (it stops at once).
 
 Pure: no I/O. Inputs are the JSON dicts ``kubectl get -o json`` prints.
 """
@@ -32,7 +36,7 @@ from typing import Any, Final
 
 from gpulab.config.mig import Expected, mig_totals
 from gpulab.config.time_slicing import other_resource
-from gpulab.core import fixes
+from gpulab.core import fixes, fixes_operator
 from gpulab.core.names import GPU_RESOURCE
 
 Json = Mapping[str, Any]
@@ -259,6 +263,48 @@ def resources_verdict(nodes: Sequence[Json], expect: Expected) -> tuple[str, str
     if expect.gpus is not None and have.allocatable != expect.gpus:
         return "mismatch", f"allocatable {name} is {have.allocatable}, expected {expect.gpus}"
     return None
+
+
+#: The label the GPU Operator's MIG manager sets while it applies ``nvidia.com/mig.config``
+#: (k8s-mig-manager v0.15.0, the migManager of the chart v26.7.0: NVIDIA/mig-parted v0.15.0
+#: ``pkg/mig/reconfigure/reconfigure.go``): ``pending`` once it starts changing the layout
+#: (it pauses the device plugin, GFD and DCGM with ``nvidia.com/gpu.deploy.*=
+#: paused-for-mig-change``, so the MIG resources read 0 meanwhile), ``rebooting`` before it
+#: reboots the node for a mode change, then ``success`` or ``failed``; after ``failed`` it
+#: tries again only when the ``nvidia.com/mig.config`` label changes.
+MIG_STATE_LABEL: Final = "nvidia.com/mig.config.state"
+#: States in which the layout is still being changed: the gate waits (its grace does not run).
+MIG_WORKING: Final = ("pending", "rebooting")
+MIG_FAILED: Final = "failed"
+
+
+def mig_manager_state(nodes: Sequence[Json]) -> tuple[str, list[str]] | None:
+    """What the MIG manager's label says across ``nodes``: ``("failed", [node, ...])`` when
+    any node's state is ``failed`` (it wins: that node will not come by waiting),
+    ``("working", ["node=pending", ...])`` when any is pending or rebooting, else None
+    (``success``, or no MIG manager: the resources decide)."""
+    failed, working = [], []
+    for n in nodes:
+        meta = n.get("metadata") or {}
+        state = (meta.get("labels") or {}).get(MIG_STATE_LABEL)
+        if state == MIG_FAILED:
+            failed.append(str(meta.get("name")))
+        elif state in MIG_WORKING:
+            working.append(f"{meta.get('name')}={state}")
+    if failed:
+        return "failed", failed
+    return ("working", working) if working else None
+
+
+def mig_failed_stuck(nodes: Sequence[str], namespace: str) -> Stuck:
+    """The :class:`Stuck` for a node whose MIG manager reports ``failed`` (no grace: it does
+    not retry by itself)."""
+    return Stuck(
+        "allocatable-zero",  # the troubleshooting row: MIG resources left at 0
+        f"the MIG manager could not apply the MIG layout on {', '.join(nodes)} ({MIG_STATE_LABEL}="
+        f"{MIG_FAILED}); it does not try again until the node's nvidia.com/mig.config label changes",
+        fixes_operator.mig_config_failed(" ".join(nodes), namespace),
+    )
 
 
 def resources_stuck(

@@ -18,6 +18,15 @@ lab runs (the gate, the smoke and compute checks, ``make lab``/``verify``/``dest
 liveness check) reads the live identity first and stops, naming both, when it differs
 (:class:`IdentityMismatchError`).
 
+The same cluster at another API server endpoint (a minikube restart publishes its port 8443
+on a new host port; a kubeconfig rewritten to another address of the same API server) is a
+change too, named with both values and the fix (:class:`EndpointChangedError`), never
+accepted in silence: the stack's Kubernetes provider was built from the recorded
+kubeconfig, and pulumi-kubernetes plans a replacement of the provider whenever the active
+cluster of its kubeconfig changes (v4.25.0 ``provider/pkg/provider/provider.go``,
+``DiffConfig``), which replaces every Kubernetes object of the lab (pulumi v3.274.1
+``pkg/resource/deploy/step_generator.go``, ``providerChanged``: ``ReplaceKeys: provider``).
+
 CLI (``python -m gpulab.kube.identity``; the kubeconfig text in ``$GPULAB_KUBECONFIG``):
 
 * ``record``: prints the live identity as JSON. Run by the stack's ``cluster-identity``
@@ -75,6 +84,20 @@ class IdentityMismatchError(IdentityError):
         )
 
 
+class EndpointChangedError(IdentityError):
+    """The recorded cluster (the same ``kube-system`` UID) answers at another API server
+    endpoint than the one recorded; names both values and the fix."""
+
+    def __init__(self, recorded: Identity, live: Identity, fix: str) -> None:
+        self.recorded, self.live = recorded, live
+        same = f"kube-system uid {live.kube_system_uid}" if live.kube_system_uid else "the same server and CA"
+        super().__init__(
+            f"the API server endpoint of this stack's cluster changed since it was recorded (the same "
+            f"cluster: {same}); nothing was changed.\n  recorded: {recorded.server}\n  live:     "
+            f"{live.server}\n  fix: {fix}"
+        )
+
+
 @dataclass(frozen=True)
 class Identity:
     """A cluster's identity (see module docstring). ``created_at``: when it was recorded (UTC
@@ -128,6 +151,10 @@ class Identity:
         if self.kube_system_uid and other.kube_system_uid:
             return self.kube_system_uid == other.kube_system_uid
         return self.server == other.server and self.ca_sha256 == other.ca_sha256
+
+    def moved(self, other: Identity) -> bool:
+        """True when ``other`` is this cluster at another API server endpoint."""
+        return self.same_cluster(other) and self.server != other.server
 
 
 def _current_cluster(doc: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -206,11 +233,15 @@ def read(kubeconfig: str, api: Any = None, timeout: float = 10) -> Identity:
     return Identity(server, ca, uid)
 
 
-def verify(recorded: Identity, live: Identity, fix: str) -> None:
+def verify(recorded: Identity, live: Identity, fix: str, endpoint_fix: str | None = None) -> None:
     """Raise :class:`IdentityMismatchError` (naming both, with ``fix``) unless ``live`` is
-    ``recorded``'s cluster."""
+    ``recorded``'s cluster; and :class:`EndpointChangedError` (both servers, ``endpoint_fix``)
+    when it is, at another endpoint, unless ``endpoint_fix`` is None (the caller compares the
+    endpoint itself)."""
     if not recorded.same_cluster(live):
         raise IdentityMismatchError(recorded, live, fix)
+    if endpoint_fix is not None and recorded.moved(live):
+        raise EndpointChangedError(recorded, live, endpoint_fix)
 
 
 #: The kubeconfig extension (top-level ``extensions``, client-go's ``Config.Extensions``) that
@@ -273,7 +304,12 @@ def check_identity(api: Any, kubeconfig: str, env: dict[str, str] | None = None)
         recorded = recorded_from_env(env, kubeconfig)
         if recorded is None:
             return
-        verify(recorded, read(kubeconfig, api), mismatch_fix(recorded.stack))
+        verify(
+            recorded,
+            read(kubeconfig, api),
+            mismatch_fix(recorded.stack),
+            moved_fix(recorded.stack, recorded.server),
+        )
     except IdentityError as exc:
         raise GateError(str(exc)) from exc
 
@@ -288,6 +324,19 @@ def mismatch_fix(stack: str | None) -> str:
         f"there with `{env} make destroy` (it uses the recorded cluster's kubeconfig and deletes "
         f"nothing in the other one; when the recorded cluster is gone for good, `{env} make "
         f"destroy FORGET=1`), then `{env} make lab`"
+    )
+
+
+def moved_fix(stack: str | None, recorded_server: str) -> str:
+    """The fix an endpoint change prints where the variant is not known (the record and the
+    checks; ``make lab``'s liveness check prints the variant's own, ``Lifecycle.moved_fix``):
+    the recorded address again, or the lab's objects made anew at the new one."""
+    env = f"GPULAB_STACK={stack or '<stack>'}"
+    return (
+        f"make the cluster answer at {recorded_server} again (the kubeconfig or context the stack was "
+        "built with), or make the lab anew at the new address with "
+        f"`{env} make destroy && {env} make lab`: the stack's Kubernetes provider was built with the "
+        "recorded address, and Pulumi would replace every object of the lab to use another one"
     )
 
 
@@ -317,14 +366,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise IdentityError(f"${KUBECONFIG_ENV} is empty: no kubeconfig to read the cluster's identity")
         if args.cmd == "check":
             recorded = Identity.from_json(json.loads(args.recorded))
-            verify(recorded, read(kubeconfig, timeout=args.timeout), mismatch_fix(recorded.stack))
+            verify(
+                recorded,
+                read(kubeconfig, timeout=args.timeout),
+                mismatch_fix(recorded.stack),
+                moved_fix(recorded.stack, recorded.server),
+            )
             print(json.dumps({"sameCluster": True, **recorded.to_json()}, sort_keys=True))
             return 0
         live = read(kubeconfig)
         previous = _previous(os.environ)
         created = datetime.now(UTC).isoformat(timespec="seconds")
         if previous is not None:
-            verify(previous, live, mismatch_fix(args.stack or previous.stack))
+            stack = args.stack or previous.stack
+            verify(previous, live, mismatch_fix(stack), moved_fix(stack, previous.server))
             created = previous.created_at or created
         live = Identity(live.server, live.ca_sha256, live.kube_system_uid, created, args.stack)
         print(f"[gpulab] cluster identity: {live.describe()}", file=sys.stderr)

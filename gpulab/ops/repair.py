@@ -33,7 +33,10 @@ printed (``GPULAB_STACK=<stack> make repair YES=1``).
 
 The liveness check (``alive``) of ``make lab`` and ``make verify``: the cluster the stack
 recorded (its ``clusterIdentity``) answers, is ready, and is that cluster; otherwise it says
-which component did not answer, or names both clusters, and prints the fix.
+which component did not answer, or names both clusters, and prints the fix. And it answers
+where the stack recorded it: when the variant's own read (``Lifecycle.live_kubeconfig``)
+finds the recorded cluster at another API server endpoint, both endpoints and the variant's
+fix are named and nothing runs (gpulab.ops.endpoint).
 
 ``check --alive`` runs the liveness check after a check that found nothing to repair, on the
 same read of the state (what ``make lab`` and ``make verify`` run first).
@@ -65,7 +68,7 @@ from gpulab.core.errors import GpuLabError, os_error_fix
 from gpulab.core.names import PROJECT
 from gpulab.kube import client as kube
 from gpulab.kube import identity
-from gpulab.ops import stackstate
+from gpulab.ops import endpoint, stackstate
 from variants import registry
 
 #: Seconds an orphaned process gets between SIGTERM and SIGKILL.
@@ -374,20 +377,34 @@ def alive(stack: Stack, action: str) -> str | None:
     kind, profile = config_value(config, "cluster"), config_value(config, "profile")
     variant = registry.get(kind)
     env = f"GPULAB_STACK={stack.name}"
+
+    # Where the variant says its cluster answers now, against the endpoint recorded at create.
+    def endpoint_moved() -> identity.EndpointChangedError | None:
+        return endpoint.moved(
+            variant, profile, stack.root, lambda key: config_value(config, key), recorded, stack.name
+        )
+
     try:
         api = kube.load_clients(kubeconfig)
         kube.ping(api, timeout=5)
         if recorded:
+            before, now = identity.Identity.from_json(recorded), identity.read(kubeconfig, api)
             identity.verify(
-                identity.Identity.from_json(recorded),
-                identity.read(kubeconfig, api),
+                before,
+                now,
                 f"the stack's objects are in the recorded cluster, which this kubeconfig no longer "
                 f"reaches; remove the stack's records without touching either cluster with "
                 f"`{env} make destroy FORGET=1`, then `{env} make lab`",
+                variant.local.moved_fix(profile, stack.name, before.server, now.server),
             )
     except identity.IdentityMismatchError as exc:
         return f"the {stack.name} lab's kubeconfig reaches another cluster: {exc}"
+    except identity.EndpointChangedError as exc:
+        return f"the {stack.name} lab: {exc}"
     except GpuLabError as exc:
+        moved = endpoint_moved()
+        if moved is not None:
+            return f"the {stack.name} lab's cluster no longer answers at the recorded address: {moved}"
         why = str(exc).splitlines()[0]
         local = variant.local.local_status(profile, stack.root)
         if local:
@@ -403,6 +420,13 @@ def alive(stack: Stack, action: str) -> str | None:
                 f"in the cluster) with `{env} make destroy FORGET=1`"
             )
         return f"the {stack.name} lab's cluster does not answer: {why}.\n  fix: {fix}"
+    moved = endpoint_moved()
+    if moved is not None:
+        return f"the {stack.name} lab's cluster answers at another address than the one recorded: {moved}"
+    # Not a stop: `make verify` is the fix, and `make lab` may change what the smoke test ran on.
+    node = endpoint.node_gone(api, stackstate.outputs_of(deployment), stack.name)
+    if node is not None:
+        _say(node)
     return None
 
 

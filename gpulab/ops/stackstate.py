@@ -49,6 +49,8 @@ HELM_RELEASE: Final = "kubernetes:helm.sh/v3:Release"
 COMMAND: Final = "command:local:Command"
 #: The Kubernetes provider's type token (its inputs hold the kubeconfig, a secret).
 K8S_PROVIDER: Final = "pulumi:providers:kubernetes"
+#: The root resource of every stack; its outputs are the stack's outputs.
+STACK: Final = "pulumi:pulumi:Stack"
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,15 @@ def kubeconfig_of(deployment: Mapping[str, Any]) -> str | None:
             if isinstance(kc, str) and kc.strip():
                 return kc
     return None
+
+
+def outputs_of(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    """The stack's outputs (those of its root ``pulumi:pulumi:Stack`` resource; secrets in
+    plaintext when exported with ``--show-secrets``), ``{}`` when it has none yet."""
+    for r in deployment.get("resources") or []:
+        if r.get("type") == STACK:
+            return {k: _plain(v) for k, v in (r.get("outputs") or {}).items()}
+    return {}
 
 
 def identity_of(deployment: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -19,6 +19,8 @@ leaves it running. ``make destroy`` therefore runs, around ``pulumi destroy``:
    identity recorded at create (gpulab.kube.identity):
 
    * it answers and is the recorded cluster: nothing to do;
+   * it does not answer at the recorded address but the variant finds it at another
+     (gpulab.ops.endpoint): as below, the message naming both addresses and the fix;
    * it does not answer (down, stopped, etcd frozen) and the lab owns it: the stack's
      Kubernetes resources are removed from the state (``stack import``), with what the
      variant can tell (``Lifecycle.gone``, ``Lifecycle.local_status``) and the count printed;
@@ -58,7 +60,7 @@ from gpulab.core.errors import GpuLabError, os_error_fix
 from gpulab.host import node_runtime
 from gpulab.kube import identity
 from gpulab.kube.client import load_clients, ping
-from gpulab.ops import repair, stackstate
+from gpulab.ops import endpoint, repair, stackstate
 from variants import registry
 
 #: Resource types the prune removes: Kubernetes objects, not the provider itself.
@@ -202,11 +204,28 @@ def before(stack: repair.Stack, root: Path, forget: bool) -> int:
     exported = stack.export(secrets=True)
     deployment = exported.get("deployment") or {}
     kind, profile = _profile_of(stack, root)
+    config = stack.config()
+
+    def ask() -> tuple[str, str]:
+        verdict, detail = ask_cluster(deployment, stackstate.kubeconfig_of(deployment))
+        if verdict == SILENT:  # silent where recorded; the variant may know where it answers now
+            change = endpoint.moved(
+                registry.get(kind),
+                profile,
+                root,
+                lambda key: repair.config_value(config, key),
+                stackstate.identity_of(deployment),
+                stack.name,
+            )
+            if change is not None:
+                detail = f"{detail}; it answers at {change.live.server} instead: {change}"
+        return verdict, detail
+
     new, removed, why = plan(
         kind,
         profile,
         deployment,
-        lambda: ask_cluster(deployment, stackstate.kubeconfig_of(deployment)),
+        ask,
         lambda: registry.get(kind).local.gone(profile, root),
         forget=forget,
         stack=stack.name,

@@ -8,6 +8,13 @@ through ``scripts/lab up`` (the operator's release, the simulated operands, the 
 fails naming A and B; B gets nothing (no ``gpu-operator`` namespace, no Helm record) and A
 keeps its release. Pointed back at A, ``make destroy`` removes the lab. Both clusters are
 torn down at the end, whatever happened.
+
+Before B: the same cluster A at another endpoint (issue #37, item 3). ``kubeconfigPath`` is
+pointed at a copy of A's kubeconfig naming ``https://localhost:<port>`` instead of
+``https://127.0.0.1:<port>``: the same API server, whose certificate names both (kwok v0.8.0
+``pkg/kwokctl/pki/pki.go``, ``DefaultAltNames``). ``make lab`` and ``make verify`` stop
+before ``pulumi up``, naming both endpoints, the cluster's kube-system UID and the existing
+variant's fix, and change nothing.
 """
 
 from __future__ import annotations
@@ -91,6 +98,27 @@ def test_a_kubeconfig_reaching_another_cluster_changes_nothing(
     assert "gpu-operator" in _namespaces(a["kubeconfig"])
     before = json.loads(project.pulumi("stack", "export", "--stack", "existing").stdout)
 
+    # The same cluster A at another address of its API server: named, nothing changed.
+    recorded_server = a["info"]["identity"]["server"]
+    assert recorded_server.startswith("https://127.0.0.1:"), recorded_server
+    moved_server = recorded_server.replace("://127.0.0.1:", "://localhost:")
+    moved = a["kubeconfig"].with_name("kubeconfig-a-localhost.yaml")
+    moved.write_text(a["kubeconfig"].read_text().replace(recorded_server, moved_server))
+    project.pulumi("config", "set", "--stack", "existing", "gpu-lab:kubeconfigPath", str(moved))
+    for action in ("up", "verify"):
+        t0 = time.monotonic()
+        run = _lab(project, action)
+        took[f"make {'lab' if action == 'up' else action} at A's other address"] = time.monotonic() - t0
+        said = run.stdout + run.stderr
+        assert run.returncode != 0, said[-4000:]
+        assert "answers at another address than the one recorded" in said, said[-4000:]
+        assert f"recorded: {recorded_server}" in said and f"live:     {moved_server}" in said, said[-4000:]
+        assert f"kube-system uid {a['info']['identity']['kubeSystemUid']}" in said, said[-4000:]
+        assert f"--server={recorded_server}`" in said, said[-4000:]  # the variant's fix
+        assert "Updating (existing)" not in said, said[-4000:]  # stopped before `pulumi up`
+    changed = json.loads(project.pulumi("stack", "export", "--stack", "existing").stdout)
+    moved_text = said
+
     project.pulumi("config", "set", "--stack", "existing", "gpu-lab:kubeconfigPath", str(b["kubeconfig"]))
     t0 = time.monotonic()
     wrong = _lab(project, "up")
@@ -120,6 +148,7 @@ def test_a_kubeconfig_reaching_another_cluster_changes_nothing(
         }
 
     assert k8s(after) == k8s(before)
+    assert k8s(changed) == k8s(before)
 
     # The printed fix, as printed, in this state (still pointed at B): destroy uses the
     # recorded cluster's kubeconfig from the state and deletes nothing in B.
@@ -136,6 +165,14 @@ def test_a_kubeconfig_reaching_another_cluster_changes_nothing(
     assert down.returncode == 0, down.stderr[-4000:]
     assert "gpu-operator" not in _namespaces(a["kubeconfig"])
     print("\ntimings: " + ", ".join(f"{k} {v:.1f}s" for k, v in took.items()))
+    print(
+        "the endpoint change:\n"
+        + "\n".join(
+            ln
+            for ln in moved_text.splitlines()
+            if ln.lstrip().startswith(("gpu-lab:", "recorded:", "live:", "fix:"))
+        )
+    )
     print(
         "the refusal:\n"
         + "\n".join(line for line in text.splitlines() if "recorded" in line or "now:" in line)

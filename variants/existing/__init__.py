@@ -12,7 +12,9 @@ reading, census, CRD removal).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from variants.base import (
@@ -22,8 +24,10 @@ from variants.base import (
     Getter,
     GpuExpectation,
     Lifecycle,
+    Runner,
     Variant,
     get_int,
+    run_quietly,
 )
 from variants.existing import settings
 from variants.existing.settings import ExistingSettings
@@ -80,7 +84,22 @@ class _Config(ConfigRules):
 
 
 class _Lifecycle(Lifecycle):
-    """No cluster lifecycle: the cluster is there before the lab and stays after it."""
+    """A cluster somebody else runs: where it answers now is what the user's kubeconfig says."""
+
+    def live_kubeconfig(self, profile: str, root: Path, get: Getter, run: Runner = run_quietly) -> str | None:
+        # What the program reads at every run (variants.existing.component): the context of the
+        # configured kubeconfig file, minified.
+        from variants.existing.config import resolve_kubeconfig
+        from variants.existing.ctl import KubeconfigError, load_kubeconfig
+
+        problems: list[str] = []
+        where = resolve_kubeconfig(str(get("kubeconfigPath")), str(get("kubeContext")), os.environ, problems)
+        if problems:
+            return None
+        try:
+            return load_kubeconfig(where["kubeconfig_path"], where["kube_context"])[0]
+        except KubeconfigError:
+            return None
 
     def foreign_kubeconfig(self, cfg: LabConfig) -> str | None:
         """The context's kubeconfig, flattened (variants.existing.ctl.load_kubeconfig; raises its
@@ -103,7 +122,20 @@ class Existing(Variant):
         exclusive_keys=("adoptExisting",),
         bounds=settings.BOUNDS,
     )
-    local = _Lifecycle(name, steps={"census": "existing-census", "crd-plan": "existing-crd-cleanup"})
+    local = _Lifecycle(
+        name,
+        # The program reads the user's kubeconfig at every run; a new address for the same
+        # cluster would replace the Kubernetes provider and with it every object of the lab.
+        endpoint_fix=(
+            "the context the lab uses (gpu-lab:kubeconfigPath, gpu-lab:kubeContext) now names {live}, not "
+            "{recorded} where the stack was built: point that context's cluster back at the recorded "
+            "address (`kubectl config set-cluster <its cluster> --server={recorded}`), or make the lab "
+            "anew at the new address with `GPULAB_STACK={stack} make destroy && GPULAB_STACK={stack} make "
+            "lab` (destroy reaches the cluster through the recorded address in the stack's state; Pulumi "
+            "would replace every object of the lab to use another one)"
+        ),
+        steps={"census": "existing-census", "crd-plan": "existing-crd-cleanup"},
+    )
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.existing.component import ExistingArgs, ExistingCluster

@@ -150,6 +150,14 @@ class _Lifecycle(Lifecycle):
     def start_or_delete_hint(self, profile: str) -> str:
         return "start it (`sudo systemctl start k3s`) or uninstall it (`sudo k3s-uninstall.sh`)"
 
+    def live_kubeconfig(self, profile: str, root: Path, get: Getter, run: Runner = run_quietly) -> str | None:
+        # What the cluster command read at create: /etc/rancher/k3s/k3s.yaml, root's; through
+        # `sudo -n`, which fails instead of asking (None then: this machine cannot tell).
+        from variants.k3s import ctl
+
+        p = run(ctl.as_root(["cat", str(ctl.KUBECONFIG)]))
+        return p.stdout if p.returncode == 0 and "server:" in p.stdout else None
+
 
 class K3s(Variant):
     """k3s on this host; its root steps run through ``sudo -n`` (variants/k3s/ctl.py). The
@@ -174,7 +182,17 @@ class K3s(Variant):
         ),
     )
     host = _Host(name, bundle_tools={"k3s": ("k3s", "--version")})
-    local = _Lifecycle(name, steps={"up": "k3s-install"})
+    local = _Lifecycle(
+        name,
+        endpoint_fix=(
+            "k3s now writes {live} into /etc/rancher/k3s/k3s.yaml, not {recorded} where the stack read "
+            "it at create (its --https-listen-port or --bind-address changed): put the recorded address "
+            "back in k3s's configuration and restart it (`sudo systemctl restart k3s`), or make the lab "
+            "anew with `GPULAB_STACK={stack} make destroy && GPULAB_STACK={stack} make lab` (Pulumi "
+            "would replace every object of the lab to use the new address)"
+        ),
+        steps={"up": "k3s-install"},
+    )
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.k3s.component import K3sArgs, K3sCluster

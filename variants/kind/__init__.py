@@ -124,6 +124,16 @@ class _Lifecycle(Lifecycle):
             f"or delete it (`kind delete cluster --name {profile}`)"
         )
 
+    def live_kubeconfig(self, profile: str, root: Path, get: Getter, run: Runner = run_quietly) -> str | None:
+        # What the cluster command read at create (variants.kind.ctl.get_kubeconfig_argv): kind
+        # writes the node's admin.conf with the host endpoint Docker publishes now.
+        from variants.kind.ctl import get_kubeconfig_argv
+
+        if shutil.which("kind") is None:
+            return None
+        p = run(get_kubeconfig_argv(profile))
+        return p.stdout if p.returncode == 0 and "server:" in p.stdout else None
+
 
 class Kind(Variant):
     """kind with one GPU worker holding every GPU (see module docstring)."""
@@ -155,7 +165,20 @@ class Kind(Variant):
         ),
         bundle_tools={"kind": ("kind", "version")},
     )
-    local = _Lifecycle(name, steps={"up": "kind-cluster"})
+    local = _Lifecycle(
+        name,
+        # kind publishes the API server on the host port it picked at create
+        # (`common.PortOrGetFreePort`, sigs.k8s.io/kind v0.33.0
+        # pkg/cluster/internal/providers/docker/provision.go), so it survives a restart: a new
+        # endpoint means the node container was made again or the kubeconfig rewritten.
+        endpoint_fix=(
+            "kind cluster {profile} now publishes its API server at {live}, not at {recorded} where the "
+            "stack read it at create; `kind export kubeconfig --name {profile}` points kubectl at it. "
+            "Pulumi would replace every object of the lab to use the new address: make the lab anew "
+            "with `GPULAB_STACK={stack} make destroy && GPULAB_STACK={stack} make lab`"
+        ),
+        steps={"up": "kind-cluster"},
+    )
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.kind.component import KindArgs, KindCluster

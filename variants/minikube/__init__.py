@@ -104,6 +104,16 @@ class _Lifecycle(Lifecycle):
     def start_or_delete_hint(self, profile: str) -> str:
         return f"start it (`minikube start -p {profile}`) or delete it (`minikube delete -p {profile}`)"
 
+    def live_kubeconfig(self, profile: str, root: Path, get: Getter, run: Runner = run_quietly) -> str | None:
+        # What the cluster command read at create (variants.minikube.ctl.kubeconfig_argv): the
+        # profile's context, which `minikube start` and `minikube update-context` rewrite.
+        from variants.minikube.ctl import kubeconfig_argv
+
+        if shutil.which("kubectl") is None:
+            return None
+        p = run(kubeconfig_argv(profile))
+        return p.stdout if p.returncode == 0 and "server:" in p.stdout else None
+
 
 class Minikube(Variant):
     """minikube with the docker driver and runtime on this GPU host (see module docstring)."""
@@ -143,6 +153,17 @@ class Minikube(Variant):
     )
     local = _Lifecycle(
         name,
+        # The docker driver publishes the API server's 8443 on a host port Docker picks at each
+        # start (`--publish=127.0.0.1::8443`: kubernetes/minikube v1.37.0
+        # pkg/drivers/kic/oci/oci.go), so a restart moves it; `minikube update-context` rewrites
+        # the profile's context to the new port (cmd/minikube/cmd/update-context.go).
+        endpoint_fix=(
+            "minikube profile {profile} was restarted and Docker published its API server on another "
+            "host port; `minikube update-context -p {profile}` points kubectl's context at it (a "
+            "`minikube start` did already). The stack read its kubeconfig at create ({recorded}), and "
+            "Pulumi would replace every object of the lab to use {live}: make the lab anew with "
+            "`GPULAB_STACK={stack} make destroy && GPULAB_STACK={stack} make lab`"
+        ),
         steps={"up": "minikube-start", "addon": "minikube-addon"},
         direct_steps={("minikube", "start"): "minikube-start", ("minikube", "addons"): "minikube-addon"},
     )

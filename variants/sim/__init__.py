@@ -113,6 +113,16 @@ class _Lifecycle(Lifecycle):
             return f"the sim cluster {profile!r} has no recorded identity (an interrupted create)"
         return None
 
+    def live_kubeconfig(self, profile: str, root: Path, get: Getter, run: Runner = run_quietly) -> str | None:
+        # What the cluster command printed at create: the work dir's kubeconfig, which every
+        # `up` writes again from `kwokctl get kubeconfig` (variants.sim.ctl.cluster).
+        from variants.sim.ctl.process import Paths
+
+        try:
+            return Paths(profile, root / self.workdir(profile)).kubeconfig.read_text(encoding="utf-8")
+        except OSError:
+            return None
+
     def local_files(self, profile: str, root: Path) -> dict[str, Path]:
         from variants.sim.ctl.process import Paths
 
@@ -151,7 +161,21 @@ class Sim(Variant):
         ),
         bundle_tools={"kwokctl": ("kwokctl", "--version"), "etcd": ("etcd", "--version")},
     )
-    local = _Lifecycle(name, steps={"up": "sim-cluster"})
+    local = _Lifecycle(
+        name,
+        # The sim keeps its ports for as long as it exists (variants/sim/ctl/ports.py), so a new
+        # endpoint means its kubeconfig was rewritten, e.g. to another address of the same API
+        # server (kwokctl's certificate names localhost, 127.0.0.1 and ::1: kwok v0.8.0
+        # pkg/kwokctl/pki/pki.go, DefaultAltNames).
+        endpoint_fix=(
+            "the sim cluster {profile}'s kubeconfig (.state/sim/{profile}/kubeconfig.yaml) now names "
+            "{live}, not {recorded} where the stack read it at create: put the recorded address back in "
+            "that file, or make the lab anew with "
+            "`GPULAB_STACK={stack} make destroy && GPULAB_STACK={stack} make lab` (Pulumi would replace "
+            "every object of the lab to use another address)"
+        ),
+        steps={"up": "sim-cluster"},
+    )
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:
         from variants.sim.component import SimArgs, SimCluster

@@ -100,7 +100,9 @@ def dcgm_rows(section: Mapping[str, Any]) -> list[dict[str, str]]:
                 "uuid": str(uuid),
                 "gpu": str(g.get("gpu") if g.get("gpu") is not None else "-"),
                 "model": str(g.get("modelName") or "-"),
-                "util": _num(g.get("utilPercent"), " %"),
+                "util": "not comparable (MIG)"
+                if "utilPercent" in (g.get("notComparable") or {})
+                else _num(g.get("utilPercent"), " %"),
                 "fb": _num(g.get("fbUsedMiB"), " MiB", 0),
                 "power": _num(g.get("powerW"), " W"),
                 "temp": _num(g.get("tempC"), " C", 0),

@@ -70,6 +70,9 @@ def _readings(gpus: Mapping[str, Any]) -> str:
             for key, unit in (("utilPercent", "%"), ("fbUsedMiB", " MiB"), ("powerW", " W"), ("tempC", " C"))
             if g.get(key) is not None
         ]
+        odd = g.get("notComparable")
+        if isinstance(odd, Mapping) and odd:
+            parts.append(f"{', '.join(sorted(odd))} not comparable under MIG")
         return f"{uuid}" + (f" ({', '.join(parts)})" if parts else "")
 
     return "; ".join(one(u, g) for u, g in sorted(gpus.items()))
@@ -107,6 +110,9 @@ def dcgm_reports_gpus(view: View) -> Finding:
     seen = set(gpus)
     host = _host_uuids(view.host_gpus)
     scrapes = f"{metrics.get('scrapes')} scrape(s) over {metrics.get('seconds')} s"
+    pods = metrics.get("hostnamesNotNodes")
+    if isinstance(pods, list) and pods:  # not a failure: the GPUs are still the ones counted
+        scrapes += f"; hostname {', '.join(map(str, pods))}: {dcgm.POD_HOSTNAME_REASON}"
     if host is not None:
         if seen == host:
             return _item(Status.PASS, f"{len(seen)} GPU(s), as the host: {_readings(gpus)} ({scrapes})", sim)

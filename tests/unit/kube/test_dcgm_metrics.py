@@ -145,3 +145,42 @@ def test_exporter_fix_names_the_logs() -> None:
     fix = dcgm.exporter_logs_fix()
     assert "kubectl -n gpu-operator logs ds/nvidia-dcgm-exporter" in fix
     assert "-l app=nvidia-dcgm-exporter" in fix
+
+
+def test_utilisation_of_a_mig_enabled_gpu_is_not_comparable_whatever_was_sent() -> None:
+    """nvml.h (NVIDIA/go-nvml v0.13.4-1) ``nvmlDeviceGetUtilizationRates``: "On MIG-enabled
+    GPUs, querying device utilization rates is not currently supported", and
+    ``DCGM_FI_DEV_GPU_UTIL`` is that reading: a value sent for a MIG-enabled GPU (a whole-GPU 0
+    here, an instance's 100) is not its utilisation. The card says so instead of showing 0 %."""
+    text = (DATA / "mixed-a30-mig-736.txt").read_text()
+    a30 = "GPU-9a63752e-af8d-fe52-7f0d-968bca6d52e3"
+    labels = f'gpu="0",UUID="{a30}",pci_bus_id="00000000:65:00.0",device="nvidia0",modelName="NVIDIA A30"'
+    text += f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 0\n"
+    text += f'DCGM_FI_DEV_GPU_UTIL{{{labels},GPU_I_PROFILE="1g.6gb",GPU_I_ID="3"}} 100\n'
+    samples = dcgm.parse_exposition(text)
+    assert dcgm.gpu_readings(samples)[a30].util_percent is None
+    doc = dcgm.summarize([samples], seconds=2, where="x")
+    g = doc["gpus"][a30]
+    assert g["utilPercent"] is None and g["fbUsedMiB"] == 7488.0 and g["tempC"] == 50.0
+    assert set(g["notComparable"]) == {"utilPercent"}
+    assert g["notComparable"]["utilPercent"].startswith("not comparable under MIG")
+    rtx = doc["gpus"]["GPU-fc60126e-514d-3522-2828-c5daa8e99d85"]  # no MIG: its utilisation stands
+    assert rtx["utilPercent"] == 63.0 and "notComparable" not in rtx
+
+
+def test_a_hostname_label_naming_the_exporter_pod_is_told_from_a_node() -> None:
+    """NVIDIA/dcgm-exporter#736's exporter labels its samples ``hostname="dcgm-exporter-wwwjh"``:
+    its Pod's name, since dcgm-exporter (4.5.3-4.8.2, internal/pkg/hostname/hostname.go
+    ``getLocalHostname``) falls back to ``os.Hostname()`` when ``NODE_NAME`` is unset; the GPU
+    Operator v26.7.0 sets it from ``spec.nodeName`` (assets/state-dcgm-exporter/0800_daemonset.yaml)."""
+    samples = read("mixed-a30-mig-736.txt")
+    doc = dcgm.summarize([samples], seconds=2, where="x", nodes=["gpu-node-1"])
+    assert doc["hostnames"] == ["dcgm-exporter-wwwjh"]
+    assert doc["hostnamesNotNodes"] == ["dcgm-exporter-wwwjh"]
+    assert (
+        dcgm.summarize([samples], seconds=2, where="x", nodes=["dcgm-exporter-wwwjh"])["hostnamesNotNodes"]
+        == []
+    )
+    assert dcgm.summarize([samples], seconds=2, where="x")["hostnamesNotNodes"] == []  # nodes unknown
+    h200 = dcgm.summarize([read("h200-1gpu.txt")], seconds=2, where="x", nodes=["gpu-lab"])
+    assert h200["hostnamesNotNodes"] == []  # the operator's exporter: NODE_NAME, the node

@@ -182,6 +182,67 @@ def test_mixed_mig_passes_on_the_mig_resources_with_gpu_zero() -> None:
     assert facts["migResources"] == {"nvidia.com/mig-1g.18gb": 7} and facts["allocatableGpus"] == 0
 
 
+def _mig_state(n: dict[str, Any], state: str | None) -> dict[str, Any]:
+    if state is not None:
+        n["metadata"].setdefault("labels", {})["nvidia.com/mig.config.state"] = state
+    return n
+
+
+MIXED_7 = Expected("mixed", 0, {"nvidia.com/mig-1g.18gb": 7})
+
+
+def test_a_mig_layout_being_applied_is_waited_for_past_the_grace() -> None:
+    """NVIDIA/mig-parted v0.15.0 (k8s-mig-manager, the GPU Operator v26.7.0's migManager),
+    pkg/mig/reconfigure/reconfigure.go ``Run``: the manager labels the node
+    ``nvidia.com/mig.config.state=pending`` before it changes the layout (and pauses the device
+    plugin, so the MIG resources read 0), ``rebooting`` before a reboot for a mode change, and
+    ``success`` when done. The resources at 0 meanwhile are not a stuck plugin: the gate waits
+    past the grace (10 s here) and passes once the state is success and the counts are right."""
+
+    def nodes(t: float) -> list[dict[str, Any]]:
+        if t < 40:  # pending, then rebooting: nothing advertised yet
+            state = "pending" if t < 20 else "rebooting"
+            return [_mig_state(mig_node({"nvidia.com/gpu": "0", "nvidia.com/mig-1g.18gb": "0"}), state)]
+        return [_mig_state(mig_node({"nvidia.com/gpu": "0", "nvidia.com/mig-1g.18gb": "7"}), "success")]
+
+    cluster = Cluster([0.0], nodes_at=nodes)
+    facts = gate(cluster, expect=MIXED_7)
+    assert facts["migResources"] == {"nvidia.com/mig-1g.18gb": 7}
+    assert cluster.now[0] >= 40  # it waited through pending and rebooting, three graces long
+
+
+def test_counts_that_match_while_the_layout_is_still_pending_are_not_taken() -> None:
+    def nodes(t: float) -> list[dict[str, Any]]:
+        state = "pending" if t < 15 else "success"
+        return [_mig_state(mig_node({"nvidia.com/gpu": "0", "nvidia.com/mig-1g.18gb": "7"}), state)]
+
+    cluster = Cluster([0.0], nodes_at=nodes)
+    gate(cluster, expect=MIXED_7)
+    assert cluster.now[0] >= 15
+
+
+def test_a_failed_mig_layout_stops_the_gate_at_once_with_the_fix() -> None:
+    """reconfigure.go: every error path sets ``failed`` (``setState(migStateFailed)``), and the
+    manager applies a layout again only on a change of ``nvidia.com/mig.config``: waiting does
+    not help, so the gate stops at its first poll, naming the node and the fix."""
+    nodes = lambda t: [  # noqa: E731
+        _mig_state(mig_node({"nvidia.com/gpu": "0", "nvidia.com/mig-1g.18gb": "0"}), "failed")
+    ]
+    cluster = Cluster([0.0], nodes_at=nodes)
+    with pytest.raises(GateError) as exc:
+        gate(cluster, expect=MIXED_7)
+    text = str(exc.value)
+    assert cluster.now[0] < 10  # before the grace
+    assert "could not apply the MIG layout on gpu-lab (nvidia.com/mig.config.state=failed)" in text
+    assert "-l app=nvidia-mig-manager" in text and "nvidia.com/mig.config=<profile> --overwrite" in text
+
+
+def test_the_mig_manager_label_is_not_read_without_mig() -> None:
+    # A leftover label on a lab that wants no MIG: the resources decide, as before.
+    nodes = lambda t: [_mig_state(node(), "failed")]  # noqa: E731
+    assert gate(Cluster([0.0], nodes_at=nodes))["allocatableGpus"] == 1
+
+
 def test_spec_from_the_command_line() -> None:
     args = argparse.Namespace(
         device_plugin_namespace="gpu-operator",

@@ -110,14 +110,59 @@ def test_record_compares_with_the_previous_stdout_of_an_update(
     err = capsys.readouterr().err
     assert "another cluster" in err and "old" in err and "new" in err
     assert "`GPULAB_STACK=existing make destroy`" in err
-    # The same cluster: recorded again, keeping when it was first recorded.
+    # The same cluster at the recorded endpoint (a rotated token, say): recorded again,
+    # keeping when it was first recorded.
     monkeypatch.setattr(
-        identity, "read", lambda kc, api=None, timeout=10: identity.Identity("https://x", "b", "old")
+        identity,
+        "read",
+        lambda kc, api=None, timeout=10: identity.Identity("https://127.0.0.1:32766", "a", "old"),
     )
     assert identity.main(["record", "--stack", "existing"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["kubeSystemUid"] == "old" and out["createdAt"] == "T0" and out["server"] == "https://x"
-    assert out["stack"] == "existing"
+    assert out["kubeSystemUid"] == "old" and out["createdAt"] == "T0"
+    assert out["server"] == "https://127.0.0.1:32766" and out["stack"] == "existing"
+
+
+def test_record_refuses_the_same_cluster_at_a_new_endpoint_naming_both(
+    monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """The recorded cluster (its kube-system UID) behind a kubeconfig that names another
+    endpoint: the update fails, naming both servers and the fix, before the Kubernetes provider
+    sees the new kubeconfig. pulumi-kubernetes (v4.25.0, provider/pkg/provider/provider.go
+    ``DiffConfig``) plans a replacement of the provider whenever the active cluster of its
+    kubeconfig changes, and pulumi (v3.274.1, pkg/resource/deploy/step_generator.go
+    ``providerChanged``) then replaces every resource of that provider: accepting the new
+    address in silence would replace every object of the lab."""
+    previous = {"server": "https://127.0.0.1:32766", "caSha256": "a", "kubeSystemUid": "same"}
+    monkeypatch.setenv("GPULAB_KUBECONFIG", kubeconfig("https://localhost:32766"))
+    monkeypatch.setenv(identity.PREVIOUS_STDOUT_ENV, json.dumps(previous))
+    monkeypatch.setattr(
+        identity,
+        "read",
+        lambda kc, api=None, timeout=10: identity.Identity("https://localhost:32766", "a", "same"),
+    )
+    assert identity.main(["record", "--stack", "existing"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing recorded
+    assert "the API server endpoint of this stack's cluster changed" in captured.err
+    assert "recorded: https://127.0.0.1:32766" in captured.err
+    assert "live:     https://localhost:32766" in captured.err
+    assert "kube-system uid same" in captured.err
+    assert "`GPULAB_STACK=existing make destroy && GPULAB_STACK=existing make lab`" in captured.err
+
+
+def test_a_check_stops_on_a_moved_endpoint_and_on_another_cluster() -> None:
+    recorded = identity.Identity("https://127.0.0.1:1", "a", "u", stack="sim")
+    identity.verify(recorded, identity.Identity("https://127.0.0.1:1", "a", "u"), "fix", "moved")
+    # Without an endpoint fix the caller compares the endpoint itself: only the cluster counts.
+    identity.verify(recorded, identity.Identity("https://localhost:1", "a", "u"), "fix")
+    with pytest.raises(identity.EndpointChangedError) as moved:
+        identity.verify(recorded, identity.Identity("https://localhost:1", "a", "u"), "fix", "moved")
+    assert moved.value.recorded.server == "https://127.0.0.1:1"
+    assert moved.value.live.server == "https://localhost:1"
+    assert str(moved.value).endswith("fix: moved")
+    with pytest.raises(identity.IdentityMismatchError):
+        identity.verify(recorded, identity.Identity("https://localhost:1", "a", "v"), "fix", "moved")
 
 
 def test_record_without_a_kubeconfig_says_so(monkeypatch: pytest.MonkeyPatch, capsys) -> None:

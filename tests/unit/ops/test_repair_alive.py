@@ -163,3 +163,117 @@ def test_check_alive_runs_the_liveness_check_on_the_same_state_read(
     assert "GPULAB_STACK=sim make destroy && GPULAB_STACK=sim make lab" in err, err
     calls = log.read_text().splitlines()
     assert calls.count("stack export --show-secrets --stack sim") == 1, calls
+
+
+def _sim_kubeconfig_now(root: Path, url: str) -> None:
+    """The sim cluster's own kubeconfig (its work dir's), naming ``url``: where it answers now."""
+    workdir = root / ".state" / "sim" / "p"
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "kubeconfig.yaml").write_text(kubeconfig(url))
+
+
+def test_the_recorded_cluster_at_another_endpoint_is_named_with_both_values_and_the_fix(
+    tmp_path: Path, silent: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stack's kubeconfig (read at create) no longer answers, and the variant's own read
+    finds the same cluster (its kube-system UID) elsewhere: not "does not answer", but both
+    endpoints and the variant's fix (``Lifecycle.endpoint_fix``)."""
+    recorded = {"server": silent, "caSha256": None, "kubeSystemUid": "mine", "stack": "sim"}
+    _sim_kubeconfig_now(tmp_path, "https://localhost:32766")
+    asked: list[str] = []
+
+    def read(kc: str, api: Any = None, timeout: float = 10) -> identity.Identity:
+        server, _ = identity.from_kubeconfig(kc)
+        asked.append(server)
+        return identity.Identity(server, None, "mine")
+
+    monkeypatch.setattr(identity, "read", read)
+    msg = repair.alive(FakeStack(tmp_path, kubeconfig(silent), recorded, "sim"), "lab")
+    assert msg is not None, "a moved endpoint must stop the run"
+    assert asked == ["https://localhost:32766"]  # the live endpoint, asked once
+    assert "no longer answers at the recorded address" in msg
+    assert f"recorded: {silent}" in msg and "live:     https://localhost:32766" in msg
+    assert "kube-system uid mine" in msg
+    assert ".state/sim/p/kubeconfig.yaml) now names https://localhost:32766" in msg
+    assert "`GPULAB_STACK=sim make destroy && GPULAB_STACK=sim make lab`" in msg
+    assert "does not answer" not in msg
+
+
+def test_a_live_endpoint_that_is_another_cluster_or_silent_is_not_called_moved(
+    tmp_path: Path, silent: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded = {"server": silent, "caSha256": None, "kubeSystemUid": "mine", "stack": "sim"}
+    _sim_kubeconfig_now(tmp_path, "https://localhost:32766")
+    monkeypatch.setattr(
+        identity,
+        "read",
+        lambda kc, api=None, timeout=10: identity.Identity("https://localhost:32766", None, "theirs"),
+    )
+    msg = repair.alive(FakeStack(tmp_path, kubeconfig(silent), recorded, "sim"), "lab")
+    assert msg is not None and "does not answer" in msg and "live:" not in msg
+
+
+def test_the_stack_s_kubeconfig_answering_while_the_variant_names_another_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The existing variant: the stack's kubeconfig still reaches the recorded endpoint, but
+    the user's kubeconfig (what the next run would read) names another address of the same
+    cluster: named before `pulumi up`, which would replace the provider and every object."""
+    from gpulab.kube import client as kube
+
+    recorded = {"server": "https://127.0.0.1:32766", "caSha256": None, "kubeSystemUid": "mine"}
+    users = tmp_path / "users-kubeconfig.yaml"
+    users.write_text(kubeconfig("https://localhost:32766"))
+    monkeypatch.setattr(kube, "ping", lambda api, timeout=5: {"kubernetesVersion": "v1.36.3"})
+
+    def read(kc: str, api: Any = None, timeout: float = 10) -> identity.Identity:
+        return identity.Identity(identity.from_kubeconfig(kc)[0], None, "mine")
+
+    monkeypatch.setattr(identity, "read", read)
+
+    class ExistingStack(FakeStack):
+        def config(self) -> dict[str, Any]:
+            return {"gpu-lab:cluster": {"value": "existing"}, "gpu-lab:kubeconfigPath": {"value": str(users)}}
+
+    stack = ExistingStack(tmp_path, kubeconfig("https://127.0.0.1:32766"), recorded, "existing")
+    msg = repair.alive(stack, "lab")
+    assert msg is not None
+    assert "answers at another address than the one recorded" in msg
+    assert "recorded: https://127.0.0.1:32766" in msg and "live:     https://localhost:32766" in msg
+    assert "`kubectl config set-cluster <its cluster> --server=https://127.0.0.1:32766`" in msg
+    # Pointed back: nothing to say.
+    users.write_text(kubeconfig("https://127.0.0.1:32766"))
+    assert repair.alive(stack, "lab") is None
+
+
+def test_make_lab_names_a_smoke_node_that_is_gone_and_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpulab.kube import client as kube
+
+    recorded = {"server": "https://127.0.0.1:32766", "caSha256": None, "kubeSystemUid": "mine"}
+    monkeypatch.setattr(kube, "ping", lambda api, timeout=5: {"kubernetesVersion": "v1.36.3"})
+    monkeypatch.setattr(kube, "node_names", lambda api, timeout=5: ["sim-node-1"])
+    monkeypatch.setattr(
+        identity,
+        "read",
+        lambda kc, api=None, timeout=10: identity.Identity("https://127.0.0.1:32766", None, "mine"),
+    )
+
+    class Measured(FakeStack):
+        def export(self, secrets: bool = False) -> dict[str, Any]:
+            doc = super().export(secrets)
+            doc["deployment"]["resources"].append(
+                {
+                    "urn": "urn:pulumi:sim::gpu-lab::pulumi:pulumi:Stack::gpu-lab-sim",
+                    "type": "pulumi:pulumi:Stack",
+                    "outputs": {"smokeNode": "sim-node-0", "smokeMeasuredAt": "T1"},
+                }
+            )
+            return doc
+
+    stack = Measured(tmp_path, kubeconfig("https://127.0.0.1:32766"), recorded, "sim")
+    assert repair.alive(stack, "lab") is None  # not a stop: make verify is the fix
+    err = capsys.readouterr().err
+    assert "smoke test ran on node sim-node-0 (measured T1), which is not in the cluster now" in err
+    assert "(its nodes: sim-node-1)" in err and "`GPULAB_STACK=sim make verify`" in err

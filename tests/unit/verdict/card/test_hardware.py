@@ -87,6 +87,14 @@ def test_dcgm_metrics_in_json_markdown_and_html(real: dict[str, Any]) -> None:
     assert 'id="dcgm" data-status="measured"' in html and f'<tr data-uuid="{H200}">' in html
 
 
+def test_dcgm_utilisation_under_mig_reads_not_comparable(real: dict[str, Any]) -> None:
+    real[o.DCGM_METRICS]["gpus"][H200].update(
+        utilPercent=None, migInstances=7, notComparable={"utilPercent": "not comparable under MIG"}
+    )
+    (row,) = hardware.dcgm_rows(card.build_card(LabOutputs.from_json(real), now=NOW)["dcgm"])
+    assert row["util"] == "not comparable (MIG)" and row["fb"] == "493 MiB"
+
+
 def test_dcgm_section_in_the_simulated_lab_and_with_the_exporter_off(sim: dict[str, Any]) -> None:
     c = card.build_card(LabOutputs.from_json(sim), now=NOW)
     assert c["dcgm"]["status"] == hardware.NOT_OBSERVABLE and "dcgm" not in c["measurements"]["groups"]

@@ -100,3 +100,16 @@ def test_not_evaluated_before_a_scrape(real: dict[str, Any]) -> None:
     assert "no scrape recorded" in item(real).observed
     real[o.DCGM_METRICS] = checklist.UNKNOWN  # a preview
     assert item(real).status == checklist.NOT_EVALUATED
+
+
+def test_mig_utilisation_and_a_pod_hostname_are_said_not_counted(real: dict[str, Any]) -> None:
+    mig = copy.deepcopy(real)
+    g = mig[o.DCGM_METRICS]["gpus"][H200]
+    g.update(utilPercent=None, migInstances=7, notComparable={"utilPercent": "not comparable under MIG: ..."})
+    mig[o.DCGM_METRICS]["hostnamesNotNodes"] = ["nvidia-dcgm-exporter-abcde"]
+    found = item(mig)
+    assert found.status == checklist.PASS  # the same GPUs: the readings' meaning is said, not failed
+    assert f"{H200} (493.0 MiB, 143.826 W, 39.0 C, utilPercent not comparable under MIG)" in found.observed
+    assert (
+        "hostname nvidia-dcgm-exporter-abcde: the exporter's hostname label names no node" in found.observed
+    )
