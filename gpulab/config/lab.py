@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol, TypeVar
 
 from gpulab.config import device_plugin as plugin_config
+from gpulab.config import dra as dra_config
 from gpulab.config import fleet as fleet_config
 from gpulab.config import gpus as gpu_config
 from gpulab.config import operand_images, schema
@@ -184,6 +185,8 @@ class LabConfig:
     device_plugin_chart: plugin_config.DevicePluginChart = field(
         default_factory=plugin_config.DevicePluginChart
     )
+    #: NVIDIA's DRA driver chart, installed with ``gpuStack: dra`` (gpulab.config.dra).
+    dra_chart: dra_config.DraChart = field(default_factory=dra_config.DraChart)
 
     #: ``hostProbe`` with ``auto`` resolved by the variant: ``capture`` for the sim lab,
     #: ``off`` for an existing cluster (it is not this host), ``nvidia-smi`` elsewhere.
@@ -308,6 +311,7 @@ class StackFinder(Protocol):
     def gpu_stacks(self) -> tuple[str, ...]: ...
     @property
     def gpu_stack_note(self) -> str: ...
+    def refusal(self, stack: str) -> str: ...
 
 
 class VariantRules(Protocol):
@@ -531,12 +535,13 @@ def parse_config(
     fleet = fleet_config.parse(r.get, r.problems, NAMESPACE)
     offered = chosen.capabilities.gpu_stacks if chosen is not None else fleet_config.GPU_STACKS
     if fleet.stack not in offered:
-        note = chosen.capabilities.gpu_stack_note if chosen is not None else ""
+        note = chosen.capabilities.refusal(fleet.stack) if chosen is not None else ""
         r.problems.append(
             f"{NAMESPACE}:gpuStack={fleet.stack} is not offered on cluster={cluster} (it offers "
             f"{', '.join(offered)}){': ' + note if note else ''}; unset gpuStack"
         )
     plugin_chart = plugin_config.parse(r.get, r.problems, env, NAMESPACE, installs=fleet.device_plugin)
+    dra_chart = dra_config.parse(r.get, r.problems, env, NAMESPACE, installs=fleet.dra)
     simulated = chosen.config.simulated(r.get) if chosen else False
     if r.flag("benchmarkPod") and simulated:
         r.problems.append(
@@ -577,6 +582,7 @@ def parse_config(
         gpu=gpu,
         fleet=fleet,
         device_plugin_chart=plugin_chart,
+        dra_chart=dra_chart,
         effective_host_probe=host["host_probe"]
         if host["host_probe"] != "auto"
         else chosen.config.default_host_probe(),
