@@ -175,7 +175,15 @@ def parse(
     if not re.match(r"^(https://|oci://)[A-Za-z0-9./_-]+$", repo):
         problems.append(f"{ns}:devicePluginChartRepo={repo!r} must be an https:// or oci:// URL")
     path = (
-        chart_path("devicePluginChartPath", str(get("devicePluginChartPath")), CHART_PATH_ENV, env, CHART, problems, ns)
+        chart_path(
+            "devicePluginChartPath",
+            str(get("devicePluginChartPath")),
+            CHART_PATH_ENV,
+            env,
+            CHART,
+            problems,
+            ns,
+        )
         if installs
         else None
     )

@@ -16,6 +16,9 @@ from gpulab.kube.smoke_gpus import SMOKE_SCRIPT
 
 #: The smoke Pod's one container (the chapter's ``cuda``).
 SMOKE_CONTAINER = "cuda"
+#: ``gpuStack: dra``: the smoke Pod's ``spec.resourceClaims`` entry, and the request in its
+#: ResourceClaimTemplate (:func:`claim_template`).
+CLAIM = "gpus"
 
 
 def compute_container_names(gpus: int) -> list[str]:
@@ -37,19 +40,49 @@ def _spec(containers: list[dict[str, Any]], runtime_class: str | None) -> dict[s
 
 
 def smoke(
-    image: str, gpus: int, runtime_class: str | None = None, resource: str = names.GPU_RESOURCE
+    image: str,
+    gpus: int,
+    runtime_class: str | None = None,
+    resource: str = names.GPU_RESOURCE,
+    claim_template: str | None = None,
 ) -> dict[str, Any]:
     """The smoke Pod's spec, as in the chapter (plus an explicit container name, and
     ``runtimeClassName`` when given): one container ``cuda`` running ``nvidia-smi``, then
     ``nvidia-smi -L`` (the GPUs it got: :data:`gpulab.kube.smoke_gpus.SMOKE_SCRIPT`), its
-    limit ``gpus`` of ``resource``, run once (``restartPolicy: Never``)."""
-    container = {
+    limit ``gpus`` of ``resource``, run once (``restartPolicy: Never``).
+
+    ``claim_template`` (``gpuStack: dra``): no ``resource`` limit at all; the Pod's
+    ``spec.resourceClaims`` entry :data:`CLAIM` is made from that ResourceClaimTemplate
+    (:func:`claim_template`, which asks for the ``gpus``) and the container uses it
+    (``resources.claims``), as Kubernetes v1.36.3 core/v1 PodResourceClaim and ResourceClaim
+    name the fields."""
+    container: dict[str, Any] = {
         "name": SMOKE_CONTAINER,
         "image": image,
         "command": ["sh", "-c", SMOKE_SCRIPT],
         "resources": {"limits": {resource: str(gpus)}},
     }
-    return _spec([container], runtime_class)
+    if claim_template is None:
+        return _spec([container], runtime_class)
+    container["resources"] = {"claims": [{"name": CLAIM}]}
+    spec = _spec([container], runtime_class)
+    spec["resourceClaims"] = [{"name": CLAIM, "resourceClaimTemplateName": claim_template}]
+    return spec
+
+
+def claim_template(device_class: str, gpus: int) -> dict[str, Any]:
+    """The ``spec`` of the smoke Pod's ResourceClaimTemplate (``resource.k8s.io/v1``): one
+    request :data:`CLAIM` for exactly ``gpus`` devices of ``device_class`` (``exactly``:
+    ``deviceClassName``, ``allocationMode: ExactCount``, ``count``; Kubernetes v1.36.3
+    resource/v1 DeviceRequest and ExactDeviceRequest).
+
+    Raises:
+        ValueError: ``gpus`` < 1.
+    """
+    if gpus < 1:
+        raise ValueError(f"a claim asks for at least one GPU, got gpus={gpus}")
+    exactly = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": gpus}
+    return {"spec": {"devices": {"requests": [{"name": CLAIM, "exactly": exactly}]}}}
 
 
 def compute(

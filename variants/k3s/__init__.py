@@ -166,7 +166,7 @@ class K3s(Variant):
             "k3s ships the nvidia RuntimeClass and adds the nvidia handler only where NVIDIA's runtime is "
             "on the host, which on this variant the GPU Operator's toolkit installs; with the toolkit "
             "installed on the host, use cluster=existing on k3s's kubeconfig with runtimeClass=nvidia"
-        )
+        ),
     )
     config = _Config(name, exclusive_settings=(("k3sNriPlugin", True),))
     operator = _Operator(

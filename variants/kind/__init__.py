@@ -142,7 +142,7 @@ class Kind(Variant):
             "nvidia RuntimeClass comes from the GPU Operator, which device-plugin does not install; for "
             "NVIDIA's chart alone on a kind cluster, create that RuntimeClass and use cluster=existing "
             "with runtimeClass=nvidia"
-        )
+        ),
     )
     config = _Config(name)
     operator = _Operator(

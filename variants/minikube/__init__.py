@@ -124,7 +124,7 @@ class Minikube(Variant):
             "v0.17.3 as a static DaemonSet (kubernetes/minikube v1.37.0 pkg/minikube/assets/addons.go), "
             "so there the device plugin alone is that addon: set devicePluginOwner=minikube-addon and "
             "devicePlugin=false; NVIDIA's chart beside it would register nvidia.com/gpu a second time"
-        )
+        ),
     )
     config = _Config(
         name, exclusive_settings=(("devicePluginOwner", "minikube-addon"),), bounds=settings.BOUNDS

@@ -84,3 +84,17 @@ def test_pod_spec_has_one_container_per_gpu() -> None:
 def test_no_fleet_compute_pod_without_a_compute_image() -> None:
     with pytest.raises(ValueError, match="no compute image"):
         fleet.compute_pod("gpu-a", fleet.FleetSpec(namespace="gpu-lab", smoke_image="img:1"), 1)
+
+
+def test_the_dra_smoke_pod_claims_its_gpus_through_a_template_and_asks_for_no_counted_gpu() -> None:
+    spec = pod_specs.smoke("img:1", 2, claim_template="gpu-smoke-gpus")
+    (container,) = spec["containers"]
+    assert container["resources"] == {"claims": [{"name": pod_specs.CLAIM}]}
+    assert spec["resourceClaims"] == [
+        {"name": pod_specs.CLAIM, "resourceClaimTemplateName": "gpu-smoke-gpus"}
+    ]
+    request = pod_specs.claim_template("gpu.nvidia.com", 2)["spec"]["devices"]["requests"][0]
+    assert request == {
+        "name": pod_specs.CLAIM,
+        "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 2},
+    }

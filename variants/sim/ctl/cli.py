@@ -97,7 +97,8 @@ def _parser() -> argparse.ArgumentParser:
     sp_up.add_argument(
         "--dra",
         action="store_true",
-        help="gpuStack dra: no nvidia.com/gpu; each node gets the ResourceSlice of NVIDIA's DRA kubelet plugin",
+        help="gpuStack dra: no nvidia.com/gpu; each node gets the ResourceSlice NVIDIA's DRA kubelet plugin "
+        "would publish",
     )
     sp_up.add_argument(
         "--log-namespace",

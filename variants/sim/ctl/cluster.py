@@ -129,7 +129,10 @@ class UpOptions:
         if self.fleet and self.nodes != 1:
             raise ValueError("--node-spec and --nodes exclude each other (the specs name every node)")
         if self.dra and (self.fleet or self.mig or self.replicas > 1 or self.preinstalled):
-            raise ValueError("--dra publishes whole GPUs of --gpus per node: no --node-spec, --mig, --replicas or --preinstalled")
+            raise ValueError(
+                "--dra publishes whole GPUs of --gpus per node: "
+                "no --node-spec, --mig, --replicas or --preinstalled"
+            )
         if self.capture is None:
             capture_name(self.gpus)
         self.node_gpus  # noqa: B018 (validates the GPU settings)
@@ -609,7 +612,9 @@ def _write_fleet_logs(opts: UpOptions, paths: Paths, capture: str) -> None:
             )
 
 
-def _publish_slices(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo, nodes: Sequence[str]) -> None:
+def _publish_slices(
+    opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo, nodes: Sequence[str]
+) -> None:
     """Each node's ResourceSlice (:mod:`variants.sim.ctl.dra`), listing the capture's GPUs."""
     listing = capture_listing(opts.capture or capture_name(opts.gpus))
     gpus = sim_dra.listed_gpus("\n".join(listing))[: opts.gpus]
@@ -619,7 +624,8 @@ def _publish_slices(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureIn
             "use a capture with an nvidia-smi-L.txt listing every GPU",
         )
     slices = [
-        sim_dra.resource_slice(n, gpus, info.driver_version, info.cuda_version, info.memory_mib) for n in nodes
+        sim_dra.resource_slice(n, gpus, info.driver_version, info.cuda_version, info.memory_mib)
+        for n in nodes
     ]
     _apply(tools, paths, slices, "the simulated ResourceSlices")
 

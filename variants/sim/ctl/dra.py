@@ -35,7 +35,9 @@ from gpulab.core import names
 DRIVER: Final = "gpu.nvidia.com"
 #: The ``type`` attribute of a full GPU (``GpuDeviceType``, ``cmd/gpu-kubelet-plugin/types.go``).
 GPU_TYPE: Final = "gpu"
-_LISTING: Final = re.compile(r"^GPU (?P<minor>\d+): (?P<product>.+) \(UUID: (?P<uuid>GPU-[0-9A-Fa-f-]+)\)\s*$")
+_LISTING: Final = re.compile(
+    r"^GPU (?P<minor>\d+): (?P<product>.+) \(UUID: (?P<uuid>GPU-[0-9A-Fa-f-]+)\)\s*$"
+)
 
 
 def listed_gpus(listing: str) -> list[tuple[int, str, str]]:
@@ -59,7 +61,11 @@ def semver(version: str) -> str:
 
 
 def resource_slice(
-    node: str, gpus: Sequence[tuple[int, str, str]], driver_version: str, cuda_version: str, memory_mib: int | None
+    node: str,
+    gpus: Sequence[tuple[int, str, str]],
+    driver_version: str,
+    cuda_version: str,
+    memory_mib: int | None,
 ) -> dict[str, Any]:
     """The ``resource.k8s.io/v1`` ResourceSlice of ``node``'s ``gpus`` (:func:`listed_gpus`),
     labelled and annotated simulated (module docstring).

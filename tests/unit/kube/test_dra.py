@@ -1,0 +1,94 @@
+"""gpulab.kube.dra: the slices read per node, a claim's allocation resolved to the slice's UUIDs,
+and the container's listing held against it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpulab.kube import dra
+from gpulab.kube.client import GateError
+from variants.sim.ctl.dra import resource_slice
+
+UUIDS = ["GPU-a", "GPU-b"]
+
+
+def _slices() -> list[dict[str, Any]]:
+    mine = resource_slice(
+        "node-a", [(0, "NVIDIA H200", UUIDS[0]), (1, "NVIDIA H200", UUIDS[1])], "580.1", "13.0", None
+    )
+    other = {"spec": {"driver": "example.com/other", "nodeName": "node-a", "devices": [{"name": "x"}]}}
+    return [mine, other]
+
+
+def _claim(*devices: str, driver: str = "gpu.nvidia.com") -> dict[str, Any]:
+    results = [{"request": "gpus", "driver": driver, "pool": "node-a", "device": d} for d in devices]
+    return {
+        "metadata": {"name": "gpu-smoke-gpus-x1"},
+        "status": {
+            "allocation": {"devices": {"results": results}},
+            "reservedFor": [{"name": "gpu-smoke", "uid": "u1"}],
+        },
+    }
+
+
+def test_slices_are_read_per_node_for_the_driver_only() -> None:
+    rows = dra.slice_rows(_slices(), "gpu.nvidia.com")
+    assert list(rows) == ["node-a"]
+    assert [(d["name"], d["uuid"]) for d in rows["node-a"]["devices"]] == [
+        ("gpu-0", "GPU-a"),
+        ("gpu-1", "GPU-b"),
+    ]
+    assert rows["node-a"]["simulated"] is True
+    assert dra.missing(rows, ["node-a", "node-b"]) == ["node-b: no ResourceSlice lists a GPU"]
+
+
+def test_an_allocation_resolves_to_the_slices_uuids() -> None:
+    rows = dra.slice_rows(_slices(), "gpu.nvidia.com")
+    got = dra.allocated(_claim("gpu-1"), rows, "gpu.nvidia.com")
+    assert got == [
+        {"request": "gpus", "driver": "gpu.nvidia.com", "pool": "node-a", "device": "gpu-1", "uuid": "GPU-b"}
+    ]
+    with pytest.raises(GateError, match=r"no status\.allocation"):
+        dra.allocated({"metadata": {"name": "c"}, "status": {}}, rows, "gpu.nvidia.com")
+    with pytest.raises(GateError, match="which no ResourceSlice"):
+        dra.allocated(_claim("gpu-7"), rows, "gpu.nvidia.com")
+
+
+def test_the_container_must_list_exactly_the_allocated_devices() -> None:
+    facts = {"claim": "c", "devices": [{"uuid": "GPU-b"}]}
+    assert dra.compare(["GPU-b"], facts) == "match"
+    with pytest.raises(
+        GateError, match="saw \\['GPU-a', 'GPU-b'\\] but its claim c was allocated \\['GPU-b'\\]"
+    ):
+        dra.compare(["GPU-a", "GPU-b"], facts)
+    with pytest.raises(GateError, match="listed no GPU"):
+        dra.compare(None, facts)
+
+
+def test_a_pod_without_its_claims_status_or_a_claim_not_reserved_for_it_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Custom:
+        def __init__(self, api: Any) -> None: ...
+
+        def get_namespaced_custom_object(self, *a: Any) -> dict[str, Any]:
+            return _claim("gpu-0")
+
+        def list_cluster_custom_object(self, *a: Any) -> dict[str, Any]:
+            return {"items": _slices()}
+
+    from kubernetes import client
+
+    monkeypatch.setattr(client, "CustomObjectsApi", Custom)
+    pod = {"metadata": {"name": "gpu-smoke", "uid": "u1"}, "status": {}}
+    with pytest.raises(GateError, match=r"no status\.resourceClaimStatuses entry for 'gpus'"):
+        dra.claim_facts(None, "default", pod, "gpu.nvidia.com", "gpus")
+    pod["status"] = {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "gpu-smoke-gpus-x1"}]}
+    facts = dra.claim_facts(None, "default", pod, "gpu.nvidia.com", "gpus")
+    assert facts["claim"] == "gpu-smoke-gpus-x1" and facts["reservedFor"] == ["gpu-smoke"]
+    assert [d["uuid"] for d in facts["devices"]] == ["GPU-a"]
+    pod["metadata"]["uid"] = "another"
+    with pytest.raises(GateError, match="is not reserved for Pod gpu-smoke"):
+        dra.claim_facts(None, "default", pod, "gpu.nvidia.com", "gpus")
