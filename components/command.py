@@ -181,6 +181,11 @@ def run_once_pod(
             provider=provider,
             delete_before_replace=True,
             depends_on=list(after) or None,
+            # A gated Pod (DRA's smoke Pod) is ungated by its check: a refresh must not read that
+            # as a change to undo (gpulab.kube.dra.observe_claim).
+            ignore_changes=["spec.schedulingGates"]
+            if isinstance(spec, dict) and spec.get("schedulingGates")
+            else None,
             replace_on_changes=["metadata.annotations"] if inputs else None,
         ),
     )

@@ -42,7 +42,19 @@ from gpulab.core.names import (
     WORKLOAD_NAMESPACE,
 )
 from gpulab.diagnose.live import Context
-from gpulab.kube import access, benchmark, compute, dcgm, dra, fleet, gate, identity, simulated, smoke
+from gpulab.kube import (
+    access,
+    benchmark,
+    compute,
+    dcgm,
+    dra,
+    fleet,
+    gate,
+    identity,
+    pod_specs,
+    simulated,
+    smoke,
+)
 from gpulab.kube.client import KUBECONFIG_ENV, load_clients, ping
 
 
@@ -147,10 +159,22 @@ def main(argv: list[str] | None = None) -> int:
             ctx = Context(
                 args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource
             )
+            # DRA: the claim is read while it is allocated and reserved (it is gone once the Pod is done).
+            observed = (
+                dra.observe_claim(api, args.namespace, args.pod, pod_specs.CLAIM_GATE, args.timeout)
+                if args.dra_claim
+                else None
+            )
             out = smoke.smoke(api, args.namespace, args.pod, args.timeout, ctx, args.inputs)
-            if args.dra_claim:  # the GPUs came through a ResourceClaim: which, and were they seen
+            if observed is not None:  # which devices were allocated, and did the container see them
                 out["smokeClaim"] = dra.smoke_claim(
-                    api, args.namespace, args.pod, args.dra_driver, args.dra_claim, out["smokeGpuUuids"]
+                    api,
+                    args.namespace,
+                    args.pod,
+                    observed,
+                    args.dra_driver,
+                    args.dra_claim,
+                    out["smokeGpuUuids"],
                 )
     except GpuLabError as exc:
         # Every error the checks raise on purpose (GateError, a bad argument's) names its cause.

@@ -148,16 +148,83 @@ def allocated(
     return out
 
 
-def claim_facts(api: Any, namespace: str, pod: Mapping[str, Any], driver: str, claim: str) -> dict[str, Any]:
-    """The Pod's claim ``claim`` (its ``spec.resourceClaims`` entry) as allocated and reserved.
+def _reserved_for(doc: Mapping[str, Any], uid: str) -> bool:
+    """The claim is allocated and reserved for the Pod of ``uid``."""
+    status = doc.get("status") or {}
+    return bool(status.get("allocation")) and any(
+        r.get("uid") == uid for r in status.get("reservedFor") or []
+    )
+
+
+def _owned_by(doc: Mapping[str, Any], uid: str) -> bool:
+    """The claim was made for the Pod of ``uid`` (its controller ownerReference)."""
+    return any(o.get("uid") == uid for o in (doc.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def observe_claim(api: Any, namespace: str, pod: str, gate: str, timeout: float) -> dict[str, Any]:
+    """The Pod's ResourceClaim at the moment it is allocated and reserved for the Pod.
+
+    The resourceclaim controller removes a done Pod from ``reservedFor``, deallocates the claim
+    and deletes a claim made from a template (Kubernetes v1.36.3
+    pkg/controller/resourceclaim/controller.go, ``isPodDone``), so a claim read after the Pod
+    succeeded shows nothing. The smoke Pod is therefore made with the scheduling gate ``gate``:
+    this lists the claims, removes the gate (only then can the scheduler allocate) and watches
+    from the list's resourceVersion until the Pod's own claim is allocated and reserved for it.
+
+    Raises:
+        GateError: nothing allocated and reserved within ``timeout`` seconds (with the Pod's
+            PodScheduled condition, where the scheduler says why).
+    """
+    from kubernetes import client, watch
+
+    custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
+    uid = core.read_namespaced_pod(pod, namespace).metadata.uid
+    listed = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims")
+    for doc in listed.get("items") or []:
+        if _owned_by(doc, uid) and _reserved_for(doc, uid):
+            return dict(doc)
+    gates = core.read_namespaced_pod(pod, namespace).spec.scheduling_gates or []
+    if any(g.name == gate for g in gates):
+        remaining = [{"name": g.name} for g in gates if g.name != gate]
+        core.patch_namespaced_pod(
+            pod, namespace, [{"op": "replace", "path": "/spec/schedulingGates", "value": remaining}]
+        )
+    w = watch.Watch()
+    rv = (listed.get("metadata") or {}).get("resourceVersion")
+    for event in w.stream(
+        custom.list_namespaced_custom_object,
+        GROUP,
+        VERSION,
+        namespace,
+        "resourceclaims",
+        resource_version=rv,
+        timeout_seconds=max(1, int(timeout)),
+    ):
+        doc = event.get("object") or {}
+        if _owned_by(doc, uid) and _reserved_for(doc, uid):
+            w.stop()
+            return dict(doc)
+    conditions = core.read_namespaced_pod(pod, namespace).status.conditions or []
+    why = [f"{c.type}={c.status} {c.reason or ''} {c.message or ''}".strip() for c in conditions]
+    raise GateError(
+        f"no ResourceClaim of Pod {namespace}/{pod} was allocated and reserved for it within {timeout:.0f}s "
+        f"({'; '.join(why) or 'no conditions'})\n  fix: kubectl describe pod {pod} -n {namespace} (the "
+        "scheduler names the claim it cannot allocate) and kubectl get resourceslices"
+    )
+
+
+def claim_facts(
+    api: Any, namespace: str, pod: Mapping[str, Any], observed: Mapping[str, Any], driver: str, claim: str
+) -> dict[str, Any]:
+    """The Pod's claim ``claim`` (its ``spec.resourceClaims`` entry) as :func:`observe_claim` saw it.
 
     Returns:
         ``{"claim": name, "podClaim": claim, "devices": [:func:`allocated` rows], "reservedFor":
-        [Pod names], "reservedForPod": bool}``.
+        [Pod names], "reservedForPod": True}``.
 
     Raises:
-        GateError: the Pod's ``status.resourceClaimStatuses`` names no claim for ``claim``, the
-            claim is not allocated, or not reserved for the Pod.
+        GateError: the Pod's ``status.resourceClaimStatuses`` names no claim for ``claim``, or
+            another than the one observed; the claim names a device no slice lists.
     """
     from kubernetes import client
 
@@ -165,21 +232,15 @@ def claim_facts(api: Any, namespace: str, pod: Mapping[str, Any], driver: str, c
     pod_name = (pod.get("metadata") or {}).get("name")
     statuses = (pod.get("status") or {}).get("resourceClaimStatuses") or []
     made = next((s.get("resourceClaimName") for s in statuses if s.get("name") == claim), None)
-    if not made:
+    seen = (observed.get("metadata") or {}).get("name")
+    if not made or made != seen:
         raise GateError(
-            f"Pod {namespace}/{pod_name} has no status.resourceClaimStatuses entry for {claim!r} "
-            f"({statuses}): no ResourceClaim was made from its template"
+            f"Pod {namespace}/{pod_name} status.resourceClaimStatuses {statuses} does not name the claim "
+            f"{seen} allocated for its {claim!r}"
         )
-    doc = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims", made)
     rows = slice_rows(custom.list_cluster_custom_object(GROUP, VERSION, "resourceslices")["items"], driver)
-    devices = allocated(doc, rows, driver)
-    reserved = [r.get("name") for r in (doc.get("status") or {}).get("reservedFor") or []]
-    uid = (pod.get("metadata") or {}).get("uid")
-    for_pod = any(r.get("uid") == uid for r in (doc.get("status") or {}).get("reservedFor") or [])
-    if not for_pod:
-        raise GateError(
-            f"ResourceClaim {namespace}/{made} is not reserved for Pod {pod_name} (reservedFor {reserved})"
-        )
+    devices = allocated(observed, rows, driver)
+    reserved = [r.get("name") for r in (observed.get("status") or {}).get("reservedFor") or []]
     return {
         "claim": made,
         "podClaim": claim,
@@ -209,10 +270,17 @@ def compare(seen: Sequence[str] | None, facts: Mapping[str, Any]) -> str:
 
 
 def smoke_claim(
-    api: Any, namespace: str, pod: str, driver: str, claim: str, seen: Sequence[str] | None
+    api: Any,
+    namespace: str,
+    pod: str,
+    observed: Mapping[str, Any],
+    driver: str,
+    claim: str,
+    seen: Sequence[str] | None,
 ) -> dict[str, Any]:
-    """The smoke Pod's claim (:func:`claim_facts`) with ``"uuidsMatch": "match"`` once the UUIDs it
-    listed (``seen``) are exactly the allocated ones (:func:`compare`).
+    """The smoke Pod's claim (:func:`claim_facts`, from the ``observed`` claim) with
+    ``"uuidsMatch": "match"`` once the UUIDs it listed (``seen``) are exactly the allocated ones
+    (:func:`compare`).
 
     Raises:
         GateError: as :func:`claim_facts` and :func:`compare`.
@@ -222,5 +290,5 @@ def smoke_claim(
     from gpulab.kube.client import sanitize
 
     doc = sanitize(client.CoreV1Api(api).read_namespaced_pod(pod, namespace), api)
-    facts = claim_facts(api, namespace, doc, driver, claim)
+    facts = claim_facts(api, namespace, doc, observed, driver, claim)
     return facts | {"uuidsMatch": compare(seen, facts)}

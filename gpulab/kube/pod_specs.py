@@ -19,6 +19,10 @@ SMOKE_CONTAINER = "cuda"
 #: ``gpuStack: dra``: the smoke Pod's ``spec.resourceClaims`` entry, and the request in its
 #: ResourceClaimTemplate (:func:`claim_template`).
 CLAIM = "gpus"
+#: ``gpuStack: dra``: the smoke Pod's scheduling gate. The check removes it once it watches the
+#: claims (gpulab.kube.dra.observe_claim): a claim made for a Pod is deallocated and deleted when
+#: the Pod is done, so it must be seen while the Pod holds it.
+CLAIM_GATE = "gpulab.dev/claim-observed"
 
 
 def compute_container_names(gpus: int) -> list[str]:
@@ -55,7 +59,8 @@ def smoke(
     ``spec.resourceClaims`` entry :data:`CLAIM` is made from that ResourceClaimTemplate
     (:func:`claim_template`, which asks for the ``gpus``) and the container uses it
     (``resources.claims``), as Kubernetes v1.36.3 core/v1 PodResourceClaim and ResourceClaim
-    name the fields."""
+    name the fields; it is made with the scheduling gate :data:`CLAIM_GATE`, which its check
+    removes once it watches the claim."""
     container: dict[str, Any] = {
         "name": SMOKE_CONTAINER,
         "image": image,
@@ -67,6 +72,7 @@ def smoke(
     container["resources"] = {"claims": [{"name": CLAIM}]}
     spec = _spec([container], runtime_class)
     spec["resourceClaims"] = [{"name": CLAIM, "resourceClaimTemplateName": claim_template}]
+    spec["schedulingGates"] = [{"name": CLAIM_GATE}]
     return spec
 
 

@@ -67,14 +67,16 @@ def test_the_container_must_list_exactly_the_allocated_devices() -> None:
         dra.compare(None, facts)
 
 
-def test_a_pod_without_its_claims_status_or_a_claim_not_reserved_for_it_fails(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _owned(doc: dict[str, Any], uid: str = "u1") -> dict[str, Any]:
+    doc["metadata"]["ownerReferences"] = [
+        {"kind": "Pod", "name": "gpu-smoke", "uid": uid, "controller": True}
+    ]
+    return doc
+
+
+def test_the_claim_must_be_the_one_the_pods_status_names(monkeypatch: pytest.MonkeyPatch) -> None:
     class Custom:
         def __init__(self, api: Any) -> None: ...
-
-        def get_namespaced_custom_object(self, *a: Any) -> dict[str, Any]:
-            return _claim("gpu-0")
 
         def list_cluster_custom_object(self, *a: Any) -> dict[str, Any]:
             return {"items": _slices()}
@@ -82,13 +84,19 @@ def test_a_pod_without_its_claims_status_or_a_claim_not_reserved_for_it_fails(
     from kubernetes import client
 
     monkeypatch.setattr(client, "CustomObjectsApi", Custom)
+    observed = _owned(_claim("gpu-0"))
     pod = {"metadata": {"name": "gpu-smoke", "uid": "u1"}, "status": {}}
-    with pytest.raises(GateError, match=r"no status\.resourceClaimStatuses entry for 'gpus'"):
-        dra.claim_facts(None, "default", pod, "gpu.nvidia.com", "gpus")
+    with pytest.raises(GateError, match="does not name the claim gpu-smoke-gpus-x1"):
+        dra.claim_facts(None, "default", pod, observed, "gpu.nvidia.com", "gpus")
     pod["status"] = {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "gpu-smoke-gpus-x1"}]}
-    facts = dra.claim_facts(None, "default", pod, "gpu.nvidia.com", "gpus")
+    facts = dra.claim_facts(None, "default", pod, observed, "gpu.nvidia.com", "gpus")
     assert facts["claim"] == "gpu-smoke-gpus-x1" and facts["reservedFor"] == ["gpu-smoke"]
     assert [d["uuid"] for d in facts["devices"]] == ["GPU-a"]
-    pod["metadata"]["uid"] = "another"
-    with pytest.raises(GateError, match="is not reserved for Pod gpu-smoke"):
-        dra.claim_facts(None, "default", pod, "gpu.nvidia.com", "gpus")
+
+
+def test_a_claim_counts_only_allocated_reserved_and_owned_by_the_pod() -> None:
+    doc = _owned(_claim("gpu-0"))
+    assert dra._owned_by(doc, "u1") and dra._reserved_for(doc, "u1")
+    assert not dra._owned_by(doc, "u2") and not dra._reserved_for(doc, "u2")
+    doc["status"]["allocation"] = None
+    assert not dra._reserved_for(doc, "u1")

@@ -98,3 +98,11 @@ def test_the_dra_smoke_pod_claims_its_gpus_through_a_template_and_asks_for_no_co
         "name": pod_specs.CLAIM,
         "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 2},
     }
+
+
+def test_the_dra_smoke_pod_waits_behind_its_checks_gate() -> None:
+    """Its claim is deleted once it is done, so the check must watch before it may be scheduled."""
+    assert pod_specs.smoke("img:1", 1, claim_template="t")["schedulingGates"] == [
+        {"name": pod_specs.CLAIM_GATE}
+    ]
+    assert "schedulingGates" not in pod_specs.smoke("img:1", 1)
