@@ -26,6 +26,7 @@ import pulumi_kubernetes as k8s
 from components.command import kube_command, parse_json_stdout
 from components.gpu_operator import privileged_namespace
 from gpulab.config.dra import CHART, DEVICE_CLASS, DRIVER, NAMESPACE, RELEASE, DraChart
+from gpulab.kube.dra import GROUP, VERSION
 
 
 def helm_values(chart: DraChart) -> dict[str, Any]:
@@ -33,8 +34,12 @@ def helm_values(chart: DraChart) -> dict[str, Any]:
     sigs.k8s.io/dra-driver-nvidia-gpu v0.5.0 ``deployments/helm/dra-driver-nvidia-gpu/values.yaml``
     (tests/contract/test_dra_driver.py): ``resources.gpus.enabled`` with
     ``gpuResourcesEnabledOverride`` (no device plugin in this mode: templates/validation.yaml),
-    ``resources.computeDomains.enabled: false``, ``nvidiaDriverRoot`` (``draDriverRoot``)."""
+    ``resources.computeDomains.enabled: false``, ``nvidiaDriverRoot`` (``draDriverRoot``), and
+    ``resourceApiVersion: resource.k8s.io/v1``: the API the lab's checks read (gpulab.kube.dra),
+    named rather than detected, because the chart's detection reads Helm's capabilities, which a
+    render without the cluster (a preview) does not have."""
     return {
+        "resourceApiVersion": f"{GROUP}/{VERSION}",
         "gpuResourcesEnabledOverride": True,
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         "nvidiaDriverRoot": chart.driver_root,

@@ -13,6 +13,7 @@ lab sets, each checked in the chart at v0.5.0 (tests/contract/test_dra_driver.py
   node with the device plugin), and the lab installs no device plugin in this mode;
 * ``resources.computeDomains.enabled: false``: ComputeDomains (IMEX, multi-node NVLink) are
   not what the lab proves, and their controller is not installed;
+* ``resourceApiVersion: resource.k8s.io/v1`` (components/dra.py says why);
 * ``nvidiaDriverRoot``: where the host's driver is (``/`` for a driver installed on the host,
   the chart's default; ``/run/nvidia/driver`` under NVIDIA's driver container).
 

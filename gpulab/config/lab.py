@@ -542,11 +542,10 @@ def parse_config(
         )
     plugin_chart = plugin_config.parse(r.get, r.problems, env, NAMESPACE, installs=fleet.device_plugin)
     dra_chart = dra_config.parse(r.get, r.problems, env, NAMESPACE, installs=fleet.dra)
-    if fleet.dra and (r.flag("computeCheck") or r.flag("benchmarkPod")):
+    if fleet.dra and r.flag("benchmarkPod"):
         r.problems.append(
-            f"{NAMESPACE}:gpuStack=dra proves the smoke Pod's claim; the compute check and the benchmark "
-            "still ask for the counted nvidia.com/gpu, which no device plugin advertises in DRA mode: "
-            "set computeCheck=false and benchmarkPod=false"
+            f"{NAMESPACE}:gpuStack=dra: the benchmark Pod still asks for the counted nvidia.com/gpu, which "
+            "no device plugin advertises in DRA mode; set benchmarkPod=false"
         )
     simulated = chosen.config.simulated(r.get) if chosen else False
     if r.flag("benchmarkPod") and simulated:

@@ -92,16 +92,25 @@ def claim_template(device_class: str, gpus: int) -> dict[str, Any]:
 
 
 def compute(
-    image: str, gpus: int = 1, runtime_class: str | None = None, resource: str = names.GPU_RESOURCE
+    image: str,
+    gpus: int = 1,
+    runtime_class: str | None = None,
+    resource: str = names.GPU_RESOURCE,
+    claim_template: str | None = None,
 ) -> dict[str, Any]:
     """The compute Pod's spec: ``gpus`` containers (:func:`compute_container_names`), each with
     one ``resource``, listing the GPUs it sees and then running vectorAdd
     (:data:`gpulab.kube.compute.COMPUTE_SCRIPT`), run once.
 
+    ``claim_template`` (``gpuStack: dra``): no ``resource`` limit; the Pod's claim :data:`CLAIM`
+    comes from that template (:func:`compute_claim_template`: one request of one GPU per
+    container) and container ``i`` uses request ``gpu-<i>`` of it (core/v1 ResourceClaim
+    ``request``, Kubernetes v1.36.3), so each holds its own GPU.
+
     Raises:
         ValueError: ``gpus`` < 1.
     """
-    containers = [
+    containers: list[dict[str, Any]] = [
         {
             "name": name,
             "image": image,
@@ -110,4 +119,25 @@ def compute(
         }
         for name in compute_container_names(gpus)
     ]
-    return _spec(containers, runtime_class)
+    if claim_template is None:
+        return _spec(containers, runtime_class)
+    for i, c in enumerate(containers):
+        c["resources"] = {"claims": [{"name": CLAIM, "request": f"gpu-{i}"}]}
+    spec = _spec(containers, runtime_class)
+    spec["resourceClaims"] = [{"name": CLAIM, "resourceClaimTemplateName": claim_template}]
+    return spec
+
+
+def compute_claim_template(device_class: str, gpus: int) -> dict[str, Any]:
+    """The ``spec`` of the compute Pod's ResourceClaimTemplate: ``gpus`` requests ``gpu-<i>``,
+    each for exactly one device of ``device_class`` (one per vectorAdd container: :func:`compute`).
+
+    Raises:
+        ValueError: ``gpus`` < 1.
+    """
+    if gpus < 1:
+        raise ValueError(f"a claim asks for at least one GPU, got gpus={gpus}")
+    one = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": 1}
+    return {
+        "spec": {"devices": {"requests": [{"name": f"gpu-{i}", "exactly": dict(one)} for i in range(gpus)]}}
+    }

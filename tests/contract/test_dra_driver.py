@@ -79,7 +79,10 @@ def test_every_value_the_lab_sets_is_the_charts(chart: Path) -> None:
     assert values["resources"]["gpus"]["enabled"] is True
     assert values["resources"]["computeDomains"]["enabled"] is True  # the lab turns it off
     assert values["nvidiaDriverRoot"] == "/" == DraChart().driver_root
-    assert set(lab) == {"gpuResourcesEnabledOverride", "resources", "nvidiaDriverRoot"}
+    assert set(lab) == {"resourceApiVersion", "gpuResourcesEnabledOverride", "resources", "nvidiaDriverRoot"}
+    assert values["resourceApiVersion"] == "" and lab["resourceApiVersion"] == "resource.k8s.io/v1"
+    helpers = (chart / "templates" / "_helpers.tpl").read_text()
+    assert "{{- if .Values.resourceApiVersion }}\n{{- .Values.resourceApiVersion }}" in helpers
     assert set(lab["resources"]) <= set(values["resources"])
     # Without the override the chart refuses GPUs (the device plugin may be on the node).
     validation = (chart / "templates" / "validation.yaml").read_text()

@@ -9,7 +9,8 @@ devices ``gpu-0``/``gpu-1`` with the capture's UUIDs, labelled simulated); the n
 ``nvidia.com/gpu``. The smoke Pod claims every GPU through a ResourceClaimTemplate; the real
 scheduler allocates the claim and reserves it for the Pod, the resourceclaim controller records
 it in the Pod's ``resourceClaimStatuses``, and the check compares the UUIDs the (simulated) log
-lists with the allocated devices' UUIDs from the slice. ``make destroy`` leaves nothing.
+lists with the allocated devices' UUIDs from the slice. The compute Pod claims one GPU per vectorAdd
+container the same way. ``make destroy`` leaves nothing.
 """
 
 from __future__ import annotations
@@ -66,8 +67,15 @@ def test_dra_mode_allocates_the_smoke_pods_gpus_through_a_claim_and_comes_down(p
         sharing = next(r for r in card["capabilityBoundary"] if r["capability"].startswith("GPU sharing"))
         assert sharing["status"].startswith("have, measured (dra_support"), sharing
         assert "simulated" in sharing["status"]
+        # The compute Pod: one request of one GPU per vectorAdd container, each saw its own.
+        assert o[out.COMPUTE_RESULT] == "pass" and o[out.COMPUTE_GPUS] == 2, (
+            o[out.COMPUTE_RESULT],
+            o[out.COMPUTE_GPUS],
+        )
         items = {i.id: i for i in checklist.evaluate(outputs)}
-        assert items["pods-see-every-gpu"].status == "pass", items["pods-see-every-gpu"]
+        assert items["gpu-allocated-through-dra"].status == "pass", items["gpu-allocated-through-dra"]
+        assert items["device-plugin-stable"].status == "not-tested"
+        assert checklist.exit_code(list(items.values())) == 0, [i.report() for i in items.values()]
         _the_cluster_holds_the_claim_and_no_counted_gpu(project, claim["claim"])
 
 

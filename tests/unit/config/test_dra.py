@@ -87,7 +87,8 @@ def test_dra_is_refused_with_the_variants_reason(cluster: str, reason: str) -> N
     assert f"gpuStack=dra is not offered on cluster={cluster}" in said and reason in said, said
 
 
-def test_the_compute_check_and_the_benchmark_are_refused_in_dra_mode() -> None:
+def test_the_benchmark_is_refused_in_dra_mode_and_the_compute_check_is_not() -> None:
+    assert parse_config({"cluster": "sim", "gpuStack": "dra"}, {}).compute_check
     with pytest.raises(ConfigError) as e:
-        parse_config({"cluster": "sim", "gpuStack": "dra"}, {})
-    assert "set computeCheck=false" in str(e.value)
+        parse_config({"cluster": "existing", "gpuStack": "dra", "benchmarkPod": True}, {})
+    assert "set benchmarkPod=false" in str(e.value)

@@ -106,3 +106,16 @@ def test_the_dra_smoke_pod_waits_behind_its_checks_gate() -> None:
         {"name": pod_specs.CLAIM_GATE}
     ]
     assert "schedulingGates" not in pod_specs.smoke("img:1", 1)
+
+
+def test_the_dra_compute_pod_gives_each_container_its_own_request_of_one_gpu() -> None:
+    spec = pod_specs.compute("img:1", 2, claim_template="gpu-compute-gpus")
+    assert [c["resources"] for c in spec["containers"]] == [
+        {"claims": [{"name": pod_specs.CLAIM, "request": "gpu-0"}]},
+        {"claims": [{"name": pod_specs.CLAIM, "request": "gpu-1"}]},
+    ]
+    assert spec["resourceClaims"] == [
+        {"name": pod_specs.CLAIM, "resourceClaimTemplateName": "gpu-compute-gpus"}
+    ]
+    requests = pod_specs.compute_claim_template("gpu.nvidia.com", 2)["spec"]["devices"]["requests"]
+    assert [(r["name"], r["exactly"]["count"]) for r in requests] == [("gpu-0", 1), ("gpu-1", 1)]
