@@ -71,7 +71,7 @@ class ComputeCheck(pulumi.ComponentResource):
                 api_version="resource.k8s.io/v1",
                 kind="ResourceClaimTemplate",
                 metadata={"name": CLAIM_TEMPLATE, "namespace": namespace},
-                spec=pod_specs.compute_claim_template(args.dra_class, args.gpus)["spec"],
+                spec=pod_specs.compute_claim_template(args.dra_class, args.gpus),
                 opts=pulumi.ResourceOptions(parent=self, provider=provider),
             )
         template = CLAIM_TEMPLATE if self.claim_template else None

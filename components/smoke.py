@@ -61,7 +61,7 @@ class SmokeTest(pulumi.ComponentResource):
                 api_version="resource.k8s.io/v1",
                 kind="ResourceClaimTemplate",
                 metadata={"name": CLAIM_TEMPLATE, "namespace": namespace},
-                spec=pod_specs.claim_template(args.dra_class, args.gpus)["spec"],
+                spec=pod_specs.claim_template(args.dra_class, args.gpus),
                 opts=pulumi.ResourceOptions(parent=self, provider=provider),
             )
         inputs = args.inputs("smoke", (POD_NAMESPACE, POD_NAME), extra)

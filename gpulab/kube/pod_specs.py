@@ -77,7 +77,8 @@ def smoke(
 
 
 def claim_template(device_class: str, gpus: int) -> dict[str, Any]:
-    """The ``spec`` of the smoke Pod's ResourceClaimTemplate (``resource.k8s.io/v1``): one
+    """The ``spec`` of the smoke Pod's ResourceClaimTemplate (``resource.k8s.io/v1``
+    ResourceClaimTemplateSpec: the claims' own ``spec`` under ``spec``): one
     request :data:`CLAIM` for exactly ``gpus`` devices of ``device_class`` (``exactly``:
     ``deviceClassName``, ``allocationMode: ExactCount``, ``count``; Kubernetes v1.36.3
     resource/v1 DeviceRequest and ExactDeviceRequest).
