@@ -100,3 +100,58 @@ def test_a_claim_counts_only_allocated_reserved_and_owned_by_the_pod() -> None:
     assert not dra._owned_by(doc, "u2") and not dra._reserved_for(doc, "u2")
     doc["status"]["allocation"] = None
     assert not dra._reserved_for(doc, "u1")
+
+
+def test_the_claim_is_watched_before_the_gate_is_lifted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """observe_claim lists, lifts the Pod's scheduling gate, then takes the claim from the watch
+    the moment it is allocated and reserved for the Pod (a done Pod's claim is deleted)."""
+    from types import SimpleNamespace
+
+    from kubernetes import client, watch
+
+    calls: list[str] = []
+    gate = "gpulab.dev/claim-observed"
+    pod = SimpleNamespace(
+        metadata=SimpleNamespace(uid="u1"),
+        spec=SimpleNamespace(scheduling_gates=[SimpleNamespace(name=gate)]),
+        status=SimpleNamespace(conditions=[]),
+    )
+
+    class Core:
+        def __init__(self, api: Any) -> None: ...
+
+        def read_namespaced_pod(self, *a: Any) -> Any:
+            return pod
+
+        def patch_namespaced_pod(self, name: str, ns: str, body: Any) -> None:
+            calls.append(f"patch {body}")
+
+    class Custom:
+        def __init__(self, api: Any) -> None: ...
+
+        def list_namespaced_custom_object(self, *a: Any, **kw: Any) -> dict[str, Any]:
+            calls.append("list")
+            pending = _owned(_claim("gpu-0"))
+            pending["status"] = {}
+            return {"metadata": {"resourceVersion": "7"}, "items": [pending]}
+
+    class Watch:
+        def stream(self, fn: Any, *a: Any, **kw: Any) -> Any:
+            calls.append(f"watch from {kw['resource_version']}")
+            yield {"type": "MODIFIED", "object": _owned(_claim("gpu-0"), uid="other")}
+            yield {"type": "MODIFIED", "object": _owned(_claim("gpu-1"))}
+
+        def stop(self) -> None:
+            calls.append("stop")
+
+    monkeypatch.setattr(client, "CoreV1Api", Core)
+    monkeypatch.setattr(client, "CustomObjectsApi", Custom)
+    monkeypatch.setattr(watch, "Watch", Watch)
+    got = dra.observe_claim(None, "default", "gpu-smoke", gate, 30)
+    assert got["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-1"
+    assert calls == [
+        "list",
+        "patch [{'op': 'replace', 'path': '/spec/schedulingGates', 'value': []}]",
+        "watch from 7",
+        "stop",
+    ]
