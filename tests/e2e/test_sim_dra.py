@@ -68,7 +68,7 @@ def test_dra_mode_allocates_the_smoke_pods_gpus_through_a_claim_and_comes_down(p
         assert sharing["status"].startswith("have, measured (dra_support"), sharing
         assert "simulated" in sharing["status"]
         # The compute Pod: one request of one GPU per vectorAdd container, each saw its own.
-        assert o[out.COMPUTE_RESULT] == "pass" and o[out.COMPUTE_GPUS] == 2, (
+        assert o[out.COMPUTE_RESULT] == "passed" and o[out.COMPUTE_GPUS] == 2, (
             o[out.COMPUTE_RESULT],
             o[out.COMPUTE_GPUS],
         )
