@@ -80,19 +80,26 @@ def test_dra_mode_allocates_the_smoke_pods_gpus_through_a_claim_and_comes_down(p
 
 
 def _the_cluster_holds_the_claim_and_no_counted_gpu(project: Project, claim: str) -> None:
-    """What the API server holds: the claim allocated by the scheduler from the slice's pool, the
-    Pod's claim status naming it, the Pod asking for no nvidia.com/gpu, the node advertising none."""
+    """What the API server holds after the run: the smoke Pod's claim status naming the claim the
+    check saw allocated, that claim deleted by the resourceclaim controller once the Pod was done
+    (why the check watches it: gpulab.kube.dra.observe_claim), the Pod asking for no nvidia.com/gpu
+    and no scheduling gate left, the node advertising none, the chart's DeviceClass."""
     from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
 
     api = project.kube_api(STACK)
     custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
     pod = core.read_namespaced_pod("gpu-smoke", "default")
     assert [(s.name, s.resource_claim_name) for s in pod.status.resource_claim_statuses] == [("gpus", claim)]
+    assert (
+        not pod.spec.scheduling_gates
+        and pod.spec.resource_claims[0].resource_claim_template_name == "gpu-smoke-gpus"
+    )
     limits = pod.spec.containers[0].resources.limits or {}
     assert "nvidia.com/gpu" not in limits, limits
-    rc = custom.get_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", claim)
-    results = rc["status"]["allocation"]["devices"]["results"]
-    assert sorted(r["device"] for r in results) == ["gpu-0", "gpu-1"], results
+    with pytest.raises(ApiException) as gone:
+        custom.get_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", claim)
+    assert gone.value.status == 404
     (node,) = core.list_node().items
     assert "nvidia.com/gpu" not in (node.status.allocatable or {}), node.status.allocatable
     classes = custom.list_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses")["items"]
