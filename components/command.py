@@ -138,6 +138,7 @@ def run_once_pod(
     where: tuple[str, str],
     spec: pulumi.Input[dict[str, Any]],
     *,
+    after: Sequence[pulumi.Resource] = (),
     simulated: bool,
     provider: k8s.Provider,
     parent: pulumi.Resource,
@@ -156,7 +157,9 @@ def run_once_pod(
     something else runs a new Pod, never re-reads the old one.
 
     Args:
-        name: the resource name (``"smoke-pod"``); where: ``(namespace, pod name)``.
+        name: the resource name (``"smoke-pod"``); where: ``(namespace, pod name)``; after:
+            what the Pod names but cannot reference as data (the smoke Pod's ResourceClaimTemplate,
+            whose constant name keeps the spec known at preview).
     """
     namespace, pod_name = where
     annotations = {"pulumi.com/waitFor": f"jsonpath={{.metadata.namespace}}={namespace}"}
@@ -177,6 +180,12 @@ def run_once_pod(
             parent=parent,
             provider=provider,
             delete_before_replace=True,
+            depends_on=list(after) or None,
+            # A gated Pod (DRA's smoke Pod) is ungated by its check: a refresh must not read that
+            # as a change to undo (gpulab.kube.dra.observe_claim).
+            ignore_changes=["spec.schedulingGates"]
+            if isinstance(spec, dict) and spec.get("schedulingGates")
+            else None,
             replace_on_changes=["metadata.annotations"] if inputs else None,
         ),
     )
@@ -272,6 +281,11 @@ class GpuPodArgs:
     #: The host's driver version (host probe): part of the check's inputs, so a driver change
     #: re-runs the Pod (:meth:`inputs`).
     host_driver: str | None = None
+    #: ``gpuStack: dra``: the DeviceClass the smoke Pod claims its ``gpus`` from through a
+    #: ResourceClaimTemplate (gpulab.kube.pod_specs.claim_template), and the DRA driver whose
+    #: ResourceSlices name the allocated devices' UUIDs; None: the counted ``resource``.
+    dra_class: str | None = None
+    dra_driver: str | None = None
 
     def inputs(self, check: str, where: tuple[str, str], extra: Sequence[str]) -> str:
         """:func:`check_inputs` of this Pod's check: its arguments, the image and the host's

@@ -37,6 +37,8 @@ from gpulab.kube import pod_specs
 
 POD_NAME = names.COMPUTE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
+#: ``gpuStack: dra``: the compute Pod's ResourceClaimTemplate, in the Pod's namespace.
+CLAIM_TEMPLATE = f"{names.COMPUTE_POD}-gpus"
 
 
 class ComputeCheck(pulumi.ComponentResource):
@@ -60,14 +62,28 @@ class ComputeCheck(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpulab:compute:ComputeCheck", name, None, opts)
-        spec = pod_specs.compute(args.image, args.gpus, args.runtime_class, args.resource)
+        namespace = args.namespace or POD_NAMESPACE
+        self.claim_template: k8s.apiextensions.CustomResource | None = None
+        if args.dra_class:
+            # DRA: one request of one GPU per vectorAdd container, from this template.
+            self.claim_template = k8s.apiextensions.CustomResource(
+                f"{name}-claim-template",
+                api_version="resource.k8s.io/v1",
+                kind="ResourceClaimTemplate",
+                metadata={"name": CLAIM_TEMPLATE, "namespace": namespace},
+                spec=pod_specs.compute_claim_template(args.dra_class, args.gpus),
+                opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            )
+        template = CLAIM_TEMPLATE if self.claim_template else None
+        spec = pod_specs.compute(args.image, args.gpus, args.runtime_class, args.resource, template)
         extra = [*args.diagnosis_args(), *args.isolation_args()]
         # Replaced when the check's inputs change (a new Pod, never the old one re-read).
         inputs = args.inputs("compute", (POD_NAMESPACE, POD_NAME), extra)
         self.pod = run_once_pod(
             f"{name}-pod",
-            (args.namespace or POD_NAMESPACE, POD_NAME),
+            (namespace, POD_NAME),
             spec,
+            after=[self.claim_template] if self.claim_template else [],
             simulated=args.simulated,
             provider=provider,
             parent=self,

@@ -21,6 +21,8 @@ from gpulab.kube import pod_specs
 
 POD_NAME = names.SMOKE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
+#: ``gpuStack: dra``: the smoke Pod's ResourceClaimTemplate, in the Pod's namespace.
+CLAIM_TEMPLATE = f"{names.SMOKE_POD}-gpus"
 
 
 class SmokeTest(pulumi.ComponentResource):
@@ -43,13 +45,37 @@ class SmokeTest(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpulab:smoke:SmokeTest", name, None, opts)
         extra = args.diagnosis_args()
+        namespace = args.namespace or POD_NAMESPACE
+        self.claim_template: k8s.apiextensions.CustomResource | None = None
+        if args.dra_class:
+            # DRA: the GPUs come from a claim the control plane makes from this template.
+            extra = [
+                *extra,
+                "--dra-claim",
+                pod_specs.CLAIM,
+                "--dra-driver",
+                args.dra_driver or args.dra_class,
+            ]
+            self.claim_template = k8s.apiextensions.CustomResource(
+                f"{name}-claim-template",
+                api_version="resource.k8s.io/v1",
+                kind="ResourceClaimTemplate",
+                metadata={"name": CLAIM_TEMPLATE, "namespace": namespace},
+                spec=pod_specs.claim_template(args.dra_class, args.gpus),
+                opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            )
         inputs = args.inputs("smoke", (POD_NAMESPACE, POD_NAME), extra)
+        # The template's name is a constant, so the Pod's spec is known at preview (the policy
+        # pack reads it); the Pod is made after the template (after=), which it names.
+        template = CLAIM_TEMPLATE if self.claim_template else None
+        spec = pod_specs.smoke(args.image, args.gpus, args.runtime_class, args.resource, template)
         # Created = accepted by the API server; the check waits for Succeeded. Replaced when
         # the check's inputs change (a new Pod, never the old one re-read).
         self.pod = run_once_pod(
             f"{name}-pod",
-            (args.namespace or POD_NAMESPACE, POD_NAME),
-            pod_specs.smoke(args.image, args.gpus, args.runtime_class, args.resource),
+            (namespace, POD_NAME),
+            spec,
+            after=[self.claim_template] if self.claim_template else [],
             simulated=args.simulated,
             provider=provider,
             parent=self,
@@ -76,6 +102,9 @@ class SmokeTest(pulumi.ComponentResource):
         self.gpu_uuids = facts.apply(lambda f: f.get("smokeGpuUuids"))
         self.image = pulumi.Output.from_input(args.image)
         self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
+        #: DRA: the claim as allocated and reserved, and whether the Pod saw exactly it (None
+        #: for the counted resource).
+        self.claim = facts.apply(lambda f: f.get("smokeClaim"))
         self.register_outputs(
             {
                 "phase": self.phase,

@@ -19,6 +19,7 @@ from pulumi.runtime.config import CONFIG
 
 from components import benchmark
 from gpulab.config import device_plugin as plugin_config
+from gpulab.config import dra as dra_config
 from gpulab.config import mig
 from gpulab.config.lab import ConfigError, LabConfig
 from gpulab.core import names
@@ -163,6 +164,15 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None, variant: Variant
             path_env=plugin_config.CHART_PATH_ENV,
             path_key="devicePluginChartPath",
         )
+    elif cfg.fleet.dra:  # NVIDIA's DRA driver chart
+        if cfg.dra_chart.path is None:
+            failed += chart_findings(
+                cfg.dra_chart.repo,
+                cfg.dra_chart.version,
+                chart=dra_config.CHART,
+                path_env=dra_config.CHART_PATH_ENV,
+                path_key="draChartPath",
+            )
     elif cfg.operator.chart_path is None and not cfg.fleet.per_node:  # found: no chart at all
         failed += chart_findings(cfg.operator.chart_repo, cfg.operator.chart_version)
     failed += [f for f in variant.host.host_findings(cfg) if not f.ok]

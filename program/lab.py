@@ -29,11 +29,13 @@ from components.command import GpuPodArgs, parse_json_stdout
 from components.compute import ComputeCheck
 from components.dcgm import DcgmArgs, DcgmMetrics
 from components.device_plugin import DevicePluginArgs, DevicePluginChartRelease
+from components.dra import DraArgs, DraDriver
 from components.fleet import FoundGpuStack, FoundStackArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
 from components.smoke import SmokeTest
 from gpulab.config import adopt, mig, operand_images
+from gpulab.config import dra as dra_config
 from gpulab.config import gpus as gpu_config
 from gpulab.config.lab import LabConfig
 from gpulab.core import outputs as out
@@ -102,7 +104,7 @@ class Lab(pulumi.ComponentResource):
         if facts is not None:  # preflight's MIG line per GPU (the failures stopped it already)
             for line in mig.mig_findings(facts.gpus, cfg.gpu.mig_strategy, facts.mig_devices):
                 pulumi.log.info(f"preflight [{line.id}] {line.observed}", resource=self.probe)
-        self.operator: GpuOperator | FoundGpuStack
+        self.operator: GpuOperator | FoundGpuStack | DraDriver
         self.device_plugin: DevicePluginChartRelease | None = None
         if cfg.fleet.device_plugin:
             # NVIDIA's device plugin chart alone, with GFD; then gated and checked per node.
@@ -119,7 +121,20 @@ class Lab(pulumi.ComponentResource):
                 provider=self.provider,
                 opts=child,
             )
-        if cfg.fleet.per_node:
+        if cfg.fleet.dra:
+            # NVIDIA's DRA driver: GPUs through ResourceClaims; gated on a slice per GPU node.
+            self.operator = DraDriver(
+                "dra",
+                DraArgs(
+                    chart=cfg.dra_chart,
+                    kubeconfig=self.check_kubeconfig,
+                    timeout_seconds=cfg.operator.timeout_seconds,
+                    release_after=tuple(self.cluster.release_after),
+                ),
+                provider=self.provider,
+                opts=child,
+            )
+        elif cfg.fleet.per_node:
             # A GPU stack somebody else installed (read, never installed), or the device plugin
             # chart just installed: every GPU node gated and checked.
             self.operator = FoundGpuStack(
@@ -186,6 +201,8 @@ class Lab(pulumi.ComponentResource):
             host_driver=facts.driver_version if facts else None,
             # A found GPU stack's lab (and the device plugin chart's) writes its Pods in its own namespace.
             namespace=cfg.fleet.namespace if cfg.fleet.per_node else None,
+            dra_class=dra_config.DEVICE_CLASS if cfg.fleet.dra else None,
+            dra_driver=dra_config.DRIVER if cfg.fleet.dra else None,
         )
         self.smoke = SmokeTest(
             "smoke",
@@ -308,6 +325,7 @@ class Lab(pulumi.ComponentResource):
             "smoke_measured_at": smoke.measured_at,
             **self._compute_outputs(),
             **self._fleet_outputs(),
+            **self._allocation_outputs(),
             "dcgm_metrics": self.dcgm.metrics if self.dcgm else None,
             "dcgm_measured_at": self.dcgm.measured_at if self.dcgm else None,
         }
@@ -329,7 +347,25 @@ class Lab(pulumi.ComponentResource):
         op = self.operator
         if isinstance(op, FoundGpuStack):
             return {"gpu_stack": op.gpu_stack, "nodes": op.nodes, "nodes_summary": op.nodes_summary}
+        if isinstance(op, DraDriver):
+            return {"gpu_stack": op.gpu_stack, "nodes": None, "nodes_summary": None}
         return {"gpu_stack": {"mode": "install"}, "nodes": None, "nodes_summary": None}
+
+    def _allocation_outputs(self) -> dict[str, Any]:
+        """Which allocation path the smoke Pod proved, and with DRA its evidence: the slices the
+        gate read and the smoke Pod's claim as allocated, reserved and seen."""
+        op = self.operator
+        if not isinstance(op, DraDriver):
+            return {"allocation_path": "device-plugin", "dra": None}
+        evidence = pulumi.Output.all(op.slices, self.smoke.claim).apply(
+            lambda a: {
+                "deviceClass": dra_config.DEVICE_CLASS,
+                "driver": dra_config.DRIVER,
+                "slices": a[0],
+                "claim": a[1],
+            }
+        )
+        return {"allocation_path": "dra", "dra": evidence}
 
     def _compute_outputs(self) -> dict[str, Any]:
         """The compute fields; with ``computeCheck`` off: result ``not-tested``, the others None."""
@@ -347,7 +383,7 @@ class Lab(pulumi.ComponentResource):
 
 
 #: ``devicePluginOwner`` by ``gpuStack`` where the config's devicePluginOwner does not apply.
-_DEVICE_PLUGIN_OWNER = {"found": "found", "device-plugin": "device-plugin-chart"}
+_DEVICE_PLUGIN_OWNER = {"found": "found", "device-plugin": "device-plugin-chart", "dra": "none (dra)"}
 
 #: The outputs of the compute check (computeResult first).
 _COMPUTE_KEYS = (

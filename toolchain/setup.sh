@@ -36,5 +36,7 @@ done
 if [[ $purpose == tests ]]; then
   "$here/device-plugin-chart.sh" >/dev/null ||
     echo "gpu-lab: toolchain: no offline nvidia-device-plugin chart (toolchain/device-plugin-chart.sh needs Go): the device-plugin end-to-end test will skip" >&2
+  "$here/dra-chart.sh" >/dev/null ||
+    echo "gpu-lab: toolchain: no offline dra-driver-nvidia-gpu chart (toolchain/dra-chart.sh needs Go): the DRA end-to-end test will skip" >&2
 fi
 [[ -n "$GPULAB_TOOLCHAIN_BUILD" ]] || echo "gpu-lab: toolchain: nothing to build for the $stack stack" >&2

@@ -202,11 +202,19 @@ class Capabilities:
             alone) and ``found`` (a GPU stack somebody else installed) where the variant can
             verify them.
         gpu_stack_note: why a ``gpuStack`` value is not offered, named in config's refusal.
+        dra_note: why ``gpuStack: dra`` (NVIDIA's DRA driver: GPUs through ResourceClaims, which
+            the kubelet hands the runtime as CDI devices) is not offered, where the variant has
+            a reason of its own; else ``gpu_stack_note``.
     """
 
     owns_cluster: bool = True
     gpu_stacks: tuple[str, ...] = ("install",)
     gpu_stack_note: str = ""
+    dra_note: str = ""
+
+    def refusal(self, stack: str) -> str:
+        """Why ``gpuStack: <stack>`` is refused on this variant ("" : no reason recorded)."""
+        return self.dra_note if stack == "dra" and self.dra_note else self.gpu_stack_note
 
 
 @dataclass(frozen=True)

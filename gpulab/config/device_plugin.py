@@ -91,17 +91,38 @@ class DevicePluginChart:
 
     def local_version(self) -> str | None:
         """The local chart's Chart.yaml ``version`` (None: no local chart, or none found)."""
-        if not self.path:
-            return None
-        try:
-            with open(os.path.join(self.path, "Chart.yaml"), encoding="utf-8") as f:
-                for line in f:
-                    m = re.match(r"^version:\s*[\"']?([^\"'\s]+)", line)
-                    if m:
-                        return m.group(1)
-        except OSError:
-            return None
+        return chart_file_version(self.path)
+
+
+def chart_file_version(path: str | None) -> str | None:
+    """The ``version`` of the unpacked chart at ``path`` (its Chart.yaml; None: no path, no
+    file, or no version line). Shared by every chart the lab installs from a local directory."""
+    if not path:
         return None
+    try:
+        with open(os.path.join(path, "Chart.yaml"), encoding="utf-8") as f:
+            for line in f:
+                m = re.match(r"^version:\s*[\"']?([^\"'\s]+)", line)
+                if m:
+                    return m.group(1)
+    except OSError:
+        return None
+    return None
+
+
+def chart_path(
+    key: str, value: str, env_name: str, env: Mapping[str, str], chart: str, problems: list[str], ns: str
+) -> str | None:
+    """The absolute local chart directory from config ``key`` (``value``) or ``$env_name``;
+    None: neither is set (the repository is used). A directory without a Chart.yaml is a
+    problem appended, naming the key, the variable and the fix."""
+    path = value or env.get(env_name, "") or None
+    if path is not None and not os.path.isfile(os.path.join(path, "Chart.yaml")):
+        problems.append(
+            f"{chart} chart path {path!r} (from {ns}:{key} or ${env_name}) has no Chart.yaml; point it "
+            f"at an unpacked {chart} chart or unset it to use the repository"
+        )
+    return os.path.abspath(path) if path else None
 
 
 def _image(key: str, ref: str, problems: list[str], ns: str) -> ImageRef | None:
@@ -153,22 +174,28 @@ def parse(
     repo = str(get("devicePluginChartRepo"))
     if not re.match(r"^(https://|oci://)[A-Za-z0-9./_-]+$", repo):
         problems.append(f"{ns}:devicePluginChartRepo={repo!r} must be an https:// or oci:// URL")
-    path = (str(get("devicePluginChartPath")) or env.get(CHART_PATH_ENV, "") or None) if installs else None
+    path = (
+        chart_path(
+            "devicePluginChartPath",
+            str(get("devicePluginChartPath")),
+            CHART_PATH_ENV,
+            env,
+            CHART,
+            problems,
+            ns,
+        )
+        if installs
+        else None
+    )
     if not installs and get("nfdImage"):
         problems.append(f"{ns}:nfdImage applies to gpuStack=device-plugin only (the NFD of its chart)")
-    if path is not None and not os.path.isfile(os.path.join(path, "Chart.yaml")):
-        problems.append(
-            f"device plugin chart path {path!r} (from {ns}:devicePluginChartPath or ${CHART_PATH_ENV}) has "
-            "no Chart.yaml; point it at an unpacked nvidia-device-plugin chart or unset it to use the "
-            "repository"
-        )
     runtime_class = str(get("runtimeClass"))
     if runtime_class and (len(runtime_class) > 253 or not _DNS_SUBDOMAIN.match(runtime_class)):
         problems.append(f"{ns}:runtimeClass={runtime_class!r} is not a RuntimeClass name (a DNS subdomain)")
     return DevicePluginChart(
         version=version,
         repo=repo,
-        path=os.path.abspath(path) if path else None,
+        path=path,
         image=_image("devicePluginImage", str(get("devicePluginImage") or ""), problems, ns)
         if installs
         else None,

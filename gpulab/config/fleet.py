@@ -26,8 +26,9 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = schema.section(
     "gpuStack", "labNamespace", "fleetParallelism", "nodePoolLabel", "nodePoolGpus", "simNodes"
 )
 #: ``gpuStack`` values: the lab installs the GPU Operator, installs NVIDIA's device plugin chart
-#: alone (gpulab.config.device_plugin), or finds the GPU stack installed.
-GPU_STACKS: Final = ("install", "device-plugin", "found")
+#: alone (gpulab.config.device_plugin), installs NVIDIA's DRA driver (gpulab.config.dra: GPUs
+#: through ResourceClaims), or finds the GPU stack installed.
+GPU_STACKS: Final = ("install", "device-plugin", "dra", "found")
 #: Bounds, (lowest, highest) inclusive (gpulab.config.lab.BOUNDS takes them in).
 BOUNDS: Final[dict[str, tuple[int, int]]] = {
     "fleetParallelism": (1, 64),  # nodes checked at once: each holds a few API watches
@@ -65,6 +66,8 @@ class FleetSettings:
     pool_label: str = ""
     pool_gpus: tuple[tuple[str, int], ...] = ()
     sim_nodes: tuple[str, ...] = ()
+    #: ``gpuStack: dra``: NVIDIA's DRA driver (gpulab.config.dra); GPUs through ResourceClaims.
+    dra: bool = False
 
     @property
     def per_node(self) -> bool:
@@ -74,6 +77,8 @@ class FleetSettings:
     @property
     def stack(self) -> str:
         """The ``gpuStack`` value these settings came from."""
+        if self.dra:
+            return "dra"
         return "found" if self.found else "device-plugin" if self.device_plugin else "install"
 
     def pool_args(self) -> list[str]:
@@ -141,4 +146,5 @@ def parse(get: Callable[[str], object], problems: list[str], ns: str = "gpu-lab"
         label,
         tuple(pools),
         sim_nodes,
+        dra=stack == "dra",
     )

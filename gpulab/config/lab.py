@@ -24,6 +24,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from gpulab.config import adopt, operand_images, schema
 from gpulab.config import device_plugin as plugin_config
+from gpulab.config import dra as dra_config
 from gpulab.config import fleet as fleet_config
 from gpulab.config import gpus as gpu_config
 from gpulab.config import time_slicing as slicing
@@ -187,6 +188,8 @@ class LabConfig:
     device_plugin_chart: plugin_config.DevicePluginChart = field(
         default_factory=plugin_config.DevicePluginChart
     )
+    #: NVIDIA's DRA driver chart, installed with ``gpuStack: dra`` (gpulab.config.dra).
+    dra_chart: dra_config.DraChart = field(default_factory=dra_config.DraChart)
 
     #: ``hostProbe`` with ``auto`` resolved by the variant: ``capture`` for the sim lab,
     #: ``off`` for an existing cluster (it is not this host), ``nvidia-smi`` elsewhere.
@@ -311,6 +314,7 @@ class StackFinder(Protocol):
     def gpu_stacks(self) -> tuple[str, ...]: ...
     @property
     def gpu_stack_note(self) -> str: ...
+    def refusal(self, stack: str) -> str: ...
 
 
 class VariantRules(Protocol):
@@ -535,12 +539,18 @@ def parse_config(
     adopted = adopt.parse(r.get, r.problems, NAMESPACE)
     offered = chosen.capabilities.gpu_stacks if chosen is not None else fleet_config.GPU_STACKS
     if fleet.stack not in offered:
-        note = chosen.capabilities.gpu_stack_note if chosen is not None else ""
+        note = chosen.capabilities.refusal(fleet.stack) if chosen is not None else ""
         r.problems.append(
             f"{NAMESPACE}:gpuStack={fleet.stack} is not offered on cluster={cluster} (it offers "
             f"{', '.join(offered)}){': ' + note if note else ''}; unset gpuStack"
         )
     plugin_chart = plugin_config.parse(r.get, r.problems, env, NAMESPACE, installs=fleet.device_plugin)
+    dra_chart = dra_config.parse(r.get, r.problems, env, NAMESPACE, installs=fleet.dra)
+    if fleet.dra and r.flag("benchmarkPod"):
+        r.problems.append(
+            f"{NAMESPACE}:gpuStack=dra: the benchmark Pod still asks for the counted nvidia.com/gpu, which "
+            "no device plugin advertises in DRA mode; set benchmarkPod=false"
+        )
     simulated = chosen.config.simulated(r.get) if chosen else False
     if r.flag("benchmarkPod") and simulated:
         r.problems.append(
@@ -582,6 +592,7 @@ def parse_config(
         fleet=fleet,
         adopt_existing=adopted,
         device_plugin_chart=plugin_chart,
+        dra_chart=dra_chart,
         effective_host_probe=host["host_probe"]
         if host["host_probe"] != "auto"
         else chosen.config.default_host_probe(),

@@ -223,6 +223,16 @@ NODES: Final = "nodes"
 #: The one-line summary: ``"3 nodes, 20 GPUs: 19 allocatable; node gpu-b has 7 of 8"``.
 NODES_SUMMARY: Final = "nodesSummary"
 
+# --- how Pods get GPUs (gpuStack dra: gpulab.kube.dra) ------------------------------------
+#: Which allocation path the smoke Pod proved: ``"dra"`` (a ResourceClaim of NVIDIA's DRA
+#: driver's DeviceClass) or ``"device-plugin"`` (the counted extended resource).
+ALLOCATION_PATH: Final = "allocationPath"
+#: DRA's evidence, None on the device-plugin path: ``{"deviceClass", "driver", "slices": [{"node",
+#: "pool", "devices": [{"name", "uuid", "productName"}], "simulated"}], "claim": {"claim",
+#: "podClaim", "devices": [{"request", "driver", "pool", "device", "uuid"}], "reservedFor",
+#: "reservedForPod", "uuidsMatch"}}``.
+DRA: Final = "dra"
+
 
 ALL_KEYS: Final = (
     CLUSTER_KIND,
@@ -283,6 +293,8 @@ ALL_KEYS: Final = (
     GPU_STACK,
     NODES,
     NODES_SUMMARY,
+    ALLOCATION_PATH,
+    DRA,
 )
 
 
@@ -544,6 +556,8 @@ class LabOutputs:
     gpu_stack: dict[str, Any] | None = _field(GPU_STACK, _object)
     nodes: list[NodeRow] | None = _field(NODES, _OBJECTS)
     nodes_summary: str | None = _field(NODES_SUMMARY, _str)
+    allocation_path: str | None = _field(ALLOCATION_PATH, _str)
+    dra: dict[str, Any] | None = _field(DRA, _object)
 
     # --- the reading context (not exported) ---
     absent: frozenset[str] = frozenset()

@@ -19,6 +19,8 @@ Talks to the API server through the official ``kubernetes`` Python client.
   header, the GPU UUIDs from its ``nvidia-smi -L`` lines: :mod:`gpulab.kube.smoke_gpus`) and its events.
 * ``compute``: each vectorAdd container of the compute Pod (one GPU each) logs ``Test PASSED``
   (:mod:`gpulab.kube.compute`).
+* ``dra-gate`` and ``smoke --dra-claim`` (``gpuStack: dra``): ResourceSlices per GPU node, and the
+  smoke Pod's claim allocated, reserved and seen (:mod:`gpulab.kube.dra`).
 * ``dcgm``: what the DCGM exporter reports per GPU, sampled a few seconds (:mod:`gpulab.kube.dcgm`).
 """
 
@@ -40,7 +42,19 @@ from gpulab.core.names import (
     WORKLOAD_NAMESPACE,
 )
 from gpulab.diagnose.live import Context
-from gpulab.kube import access, benchmark, compute, dcgm, fleet, gate, identity, simulated, smoke
+from gpulab.kube import (
+    access,
+    benchmark,
+    compute,
+    dcgm,
+    dra,
+    fleet,
+    gate,
+    identity,
+    pod_specs,
+    simulated,
+    smoke,
+)
 from gpulab.kube.client import KUBECONFIG_ENV, load_clients, ping
 
 
@@ -61,6 +75,16 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--namespace", default=WORKLOAD_NAMESPACE)
     s.add_argument("--pod", default=SMOKE_POD)
     s.add_argument("--timeout", type=float, default=300)
+    s.add_argument(
+        "--dra-claim", help="gpuStack dra: the Pod's resourceClaims entry whose allocation is checked"
+    )
+    s.add_argument(
+        "--dra-driver", default="gpu.nvidia.com", help="the DRA driver whose slices name the UUIDs"
+    )
+    dg = sub.add_parser("dra-gate", help="gpuStack dra: the DeviceClass and a ResourceSlice per GPU node")
+    dg.add_argument("--driver", default="gpu.nvidia.com")
+    dg.add_argument("--device-class", default="gpu.nvidia.com")
+    dg.add_argument("--timeout", type=float, default=600)
     for sp in (g, s):
         sp.add_argument("--expected-gpus", type=int, help="host GPUs x time-slicing replicas")
         sp.add_argument("--host-max-cuda", help="newest CUDA the host driver supports")
@@ -126,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                 compute.isolation_from_args(args),
                 args.inputs,
             )
+        elif args.cmd == "dra-gate":
+            out = dra.gate(api, args.driver, args.device_class, args.timeout)
         elif args.cmd == "gate":
             spec = gate.spec_from_args(args)
             out = gate.gate(api, spec, gate.context(spec, args.host_max_cuda))
@@ -133,7 +159,23 @@ def main(argv: list[str] | None = None) -> int:
             ctx = Context(
                 args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource
             )
+            # DRA: the claim is read while it is allocated and reserved (it is gone once the Pod is done).
+            observed = (
+                dra.observe_claim(api, args.namespace, args.pod, pod_specs.CLAIM_GATE, args.timeout)
+                if args.dra_claim
+                else None
+            )
             out = smoke.smoke(api, args.namespace, args.pod, args.timeout, ctx, args.inputs)
+            if observed is not None:  # which devices were allocated, and did the container see them
+                out["smokeClaim"] = dra.smoke_claim(
+                    api,
+                    args.namespace,
+                    args.pod,
+                    observed,
+                    args.dra_driver,
+                    args.dra_claim,
+                    out["smokeGpuUuids"],
+                )
     except GpuLabError as exc:
         # Every error the checks raise on purpose (GateError, a bad argument's) names its cause.
         print(str(exc), file=sys.stderr)

@@ -56,6 +56,7 @@ from gpulab.core.names import GPU_RESOURCE
 from gpulab.core.outputs import LabOutputs
 from gpulab.verdict.items import compute as checklist_compute
 from gpulab.verdict.items import dcgm as checklist_dcgm
+from gpulab.verdict.items import dra as checklist_dra
 from gpulab.verdict.items import gpus as checklist_gpus
 from gpulab.verdict.items import leftovers as checklist_leftovers
 from gpulab.verdict.items import mig as checklist_mig
@@ -131,6 +132,11 @@ def _device_plugin_stable(view: LabOutputs, profile: str) -> Item:
     expected = "every device-plugin pod Running and Ready with 0 restarts"
     fix = _allocatable_fix(view, profile)
     pods = view.device_plugin_pods
+    if view.allocation_path == "dra":  # no device plugin runs: the GPUs are DRA's
+        observed = (
+            "gpuStack dra: no device plugin runs; the GPUs come through DRA (gpu-allocated-through-dra)"
+        )
+        return _item("device-plugin-stable", title, Status.NOT_TESTED, observed, expected, fix, False)
     if view.unknown(o.DEVICE_PLUGIN_PODS) or pods is None:
         sim = view.simulated(keys)
         return _item("device-plugin-stable", title, NOT_EVALUATED, _not_evaluated(keys), expected, fix, sim)
@@ -172,6 +178,8 @@ def _allocatable_matches(view: LabOutputs, replicas: int, profile: str) -> Item:
     # Time-slicing's rename: the GPUs are nvidia.com/gpu.shared (gpulab.config.time_slicing).
     name = str(view.gpu_resource or GPU_RESOURCE)
     shown = "" if name == GPU_RESOURCE else f" {name}"
+    if view.allocation_path == "dra":  # DRA's allocatable: the devices the ResourceSlices publish
+        name, shown = "ResourceSlice GPU devices", " (ResourceSlice GPU devices)"
     expected = (
         f"allocatable{shown} == {count} GPU(s) x {replicas} replica(s) = {expected_n}"
         if expected_n is not None
@@ -373,6 +381,8 @@ def evaluate(outputs: LabOutputs) -> list[Item]:
         *checklist_leftovers.items(outputs, outputs.leftover_census),
         # A found GPU stack's per-node checks (gpulab.verdict.items.nodes): every node, each named.
         *checklist_nodes.items(view),
+        # DRA mode: the smoke Pod's claim (gpulab.verdict.items.dra).
+        *checklist_dra.items(view),
     ]
 
 

@@ -14,7 +14,7 @@ from typing import Final
 from gpulab.core import fixes
 from gpulab.core.outputs import LabOutputs, OutputsError
 from gpulab.verdict import checklist
-from gpulab.verdict.items import nodes
+from gpulab.verdict.items import dra, nodes
 from policy.stack_context import StackContext
 from policy.validators.findings import FAIL, NOT_EVALUATED, PASS, Finding
 from policy.validators.spec import _STR, MANDATORY, Settings, Spec, _int
@@ -55,7 +55,7 @@ def checklist_outputs(
 def checklist_check(item_id: str) -> StackCheck:
     """The stack check for one :mod:`gpulab.verdict.checklist` item: its finding on the stack's
     URN; ``not-evaluated`` with no outputs yet or in a preview; ``fail`` naming every bad key
-    when the outputs do not have the lab's shape."""
+    when the outputs do not have the lab's shape; nothing when the item is not this lab's mode's."""
 
     def check(resources: list[Res], cfg: Settings, ctx: StackContext) -> list[Finding]:
         try:
@@ -63,7 +63,9 @@ def checklist_check(item_id: str) -> StackCheck:
         except OutputsError as exc:
             return [Finding(item_id, FAIL, str(exc), "the stack outputs have the lab's shape", fixes.card())]
         items = {i.id: i for i in checklist.evaluate(outputs)}
-        it = items[item_id]
+        it = items.get(item_id)
+        if it is None:  # an item of another mode (gpu-allocated-through-dra: DRA only)
+            return []
         found = replace(it, subject=urn)
         if not any_output:
             found = replace(found, status=NOT_EVALUATED, observed="the stack has no outputs yet")
@@ -181,6 +183,13 @@ SPECS: Final[tuple[Spec, ...]] = (
         MANDATORY,
         "stack",
         checklist_check("pods-see-every-gpu"),
+    ),
+    Spec(
+        dra.ITEM_ID,
+        "In DRA mode, give the smoke Pod its GPUs through a ResourceClaim it is seen to hold.",
+        MANDATORY,
+        "stack",
+        checklist_check(dra.ITEM_ID),
     ),
     Spec(
         nodes.ITEM_ID,

@@ -32,7 +32,7 @@ from policy.validators.release import (
     toolkit_redundant,
 )
 from policy.validators.secrets import no_plaintext_secrets
-from policy.validators.smoke import cuda_fits_host, gpu_limit, image_pinned, restart_never
+from policy.validators.smoke import cuda_fits_host, dra_claim, gpu_limit, image_pinned, restart_never
 from policy.validators.spec import Spec
 
 PACK_NAME: Final = "gpu-lab-checklist"
@@ -48,6 +48,7 @@ SPECS: Final[tuple[Spec, ...]] = (
     operand_images_pinned.SPEC,
     device_plugin_chart.SPEC,
     gpu_limit.SPEC,
+    dra_claim.SPEC,
     restart_never.SPEC,
     image_pinned.SPEC,
     start_gpu.SPEC,

@@ -114,7 +114,7 @@ class Existing(Variant):
     """A cluster somebody else runs: operator, smoke test and checks only (see module docstring)."""
 
     name = "existing"
-    capabilities = Capabilities(owns_cluster=False, gpu_stacks=("install", "device-plugin", "found"))
+    capabilities = Capabilities(owns_cluster=False, gpu_stacks=("install", "device-plugin", "dra", "found"))
     config = _Config(
         name,
         exclusive_settings=(("simulatedOperands", True), ("removeCrds", True)),

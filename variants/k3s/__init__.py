@@ -165,11 +165,16 @@ class K3s(Variant):
 
     name = "k3s"
     capabilities = Capabilities(
+        dra_note=(
+            "on this variant NVIDIA's runtime and toolkit come from the GPU Operator, which gpuStack dra "
+            "does not install, and NVIDIA's DRA driver needs the driver and CDI on the node before it "
+            "starts; with the toolkit on the host, use cluster=existing on k3s's kubeconfig"
+        ),
         gpu_stack_note=(
             "k3s ships the nvidia RuntimeClass and adds the nvidia handler only where NVIDIA's runtime is "
             "on the host, which on this variant the GPU Operator's toolkit installs; with the toolkit "
             "installed on the host, use cluster=existing on k3s's kubeconfig with runtimeClass=nvidia"
-        )
+        ),
     )
     config = _Config(name, exclusive_settings=(("k3sNriPlugin", True),))
     operator = _Operator(

@@ -140,12 +140,19 @@ class Kind(Variant):
 
     name = "kind"
     capabilities = Capabilities(
+        dra_note=(
+            "NVIDIA's DRA driver on kind needs a node made for it: containerd's enable_cdi, the host's "
+            "nvidia-ctk and the GPUs mounted into the node through NVIDIA's runtime with "
+            "accept-nvidia-visible-devices-as-volume-mounts (sigs.k8s.io/dra-driver-nvidia-gpu v0.5.0 "
+            "demo/clusters/kind/scripts/kind-cluster-config.yaml), which this variant's node is not; "
+            "make such a cluster with upstream's demo and use cluster=existing"
+        ),
         gpu_stack_note=(
             "the kind node gets NVIDIA's toolkit and an nvidia containerd handler from the lab, but the "
             "nvidia RuntimeClass comes from the GPU Operator, which device-plugin does not install; for "
             "NVIDIA's chart alone on a kind cluster, create that RuntimeClass and use cluster=existing "
             "with runtimeClass=nvidia"
-        )
+        ),
     )
     config = _Config(name)
     operator = _Operator(

@@ -120,12 +120,21 @@ class Minikube(Variant):
 
     name = "minikube"
     capabilities = Capabilities(
+        # NVIDIA's DRA driver hands the kubelet CDI devices (cmd/gpu-kubelet-plugin/cdi.go at
+        # sigs.k8s.io/dra-driver-nvidia-gpu v0.5.0), which the kubelet passes in the CRI's
+        # ContainerConfig.CDIDevices; cri-dockerd drops them (_NO_CDI).
+        dra_note=(
+            "NVIDIA's DRA driver gives a Pod its GPU as a CDI device that the kubelet passes to the "
+            "runtime (sigs.k8s.io/dra-driver-nvidia-gpu v0.5.0 cmd/gpu-kubelet-plugin/cdi.go), and "
+            + _NO_CDI
+            + "; use cluster=existing on a containerd or CRI-O node with CDI enabled"
+        ),
         gpu_stack_note=(
             "minikube's --gpus=all turns on its own nvidia-device-plugin addon, NVIDIA's device plugin "
             "v0.17.3 as a static DaemonSet (kubernetes/minikube v1.37.0 pkg/minikube/assets/addons.go), "
             "so there the device plugin alone is that addon: set devicePluginOwner=minikube-addon and "
             "devicePlugin=false; NVIDIA's chart beside it would register nvidia.com/gpu a second time"
-        )
+        ),
     )
     config = _Config(
         name, exclusive_settings=(("devicePluginOwner", "minikube-addon"),), bounds=settings.BOUNDS

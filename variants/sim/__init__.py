@@ -147,7 +147,7 @@ class Sim(Variant):
     """The simulated lab (see module docstring)."""
 
     name = "sim"
-    capabilities = Capabilities(gpu_stacks=("install", "device-plugin", "found"))
+    capabilities = Capabilities(gpu_stacks=("install", "device-plugin", "dra", "found"))
     config = _Config(name, exclusive_keys=("simMigDevices", "simNodes"), bounds=settings.BOUNDS)
     operator = OperatorNeeds(node_runtime="none")  # kwok nodes run no containers
     host = HostNeeds(
@@ -197,6 +197,7 @@ class Sim(Variant):
                 smoke_gpus=_smoke_listing(cfg),
                 fleet=cfg.fleet.sim_nodes,
                 preinstalled=cfg.fleet.found,
+                dra=cfg.fleet.dra,
                 # A found stack: the lab's Pods live in its own namespace.
                 log_namespace=cfg.fleet.namespace if cfg.fleet.per_node else names.WORKLOAD_NAMESPACE,
                 **self.local.named_cluster(cfg),

@@ -29,7 +29,8 @@ class SimArgs:
     ``rename`` (time-slicing's rename: the node advertises ``nvidia.com/gpu.shared``),
     ``smoke_gpus`` (GPUs the smoke Pod is given, listed in its simulated log; None: all),
     ``fleet`` (``simNodes``: ``NAME=GPUS[/ADVERTISED]`` per node, variants.sim.ctl.fleet;
-    empty: one node of ``gpus``), ``preinstalled`` (the GPU stack found installed)."""
+    empty: one node of ``gpus``), ``preinstalled`` (the GPU stack found installed), ``dra``
+    (``gpuStack: dra``: no GPU resource; each node's ResourceSlice, variants.sim.ctl.dra)."""
 
     name: str
     gpus: int
@@ -45,6 +46,7 @@ class SimArgs:
     smoke_gpus: int | None = None
     fleet: tuple[str, ...] = ()
     preinstalled: bool = False
+    dra: bool = False
 
 
 class SimCluster(CommandCluster):
@@ -77,6 +79,7 @@ class SimCluster(CommandCluster):
                 *(["--smoke-gpus", str(args.smoke_gpus)] if args.smoke_gpus is not None else []),
                 *(a for spec in args.fleet for a in ("--node-spec", spec)),
                 *(["--preinstalled"] if args.preinstalled else []),
+                *(["--dra"] if args.dra else []),
             ],
             # Another name, directory or node (GPUs, MIG) is another cluster (same name: delete first).
             triggers=[
@@ -93,6 +96,7 @@ class SimCluster(CommandCluster):
                 # the triggers of a lab without them stay as they were).
                 *([",".join(args.fleet)] if args.fleet else []),
                 *(["preinstalled"] if args.preinstalled else []),
+                *(["dra"] if args.dra else []),
             ],
             timeout=args.timeout_seconds,
             opts=opts,

@@ -62,6 +62,11 @@ SECTIONS: Final[tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]] = (
             ("events", "Events"),
             ("image", "Image"),
             ("resource", "Resource requested"),
+            (
+                "allocationPath",
+                "Allocation path proven (dra: a ResourceClaim; device-plugin: the counted resource)",
+            ),
+            ("dra", "DRA: the nodes' ResourceSlices and the Pod's claim"),
             ("node", "Node"),
         ),
     ),

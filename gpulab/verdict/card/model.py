@@ -128,7 +128,10 @@ def _boundary(outputs: LabOutputs) -> list[dict[str, str]]:
     replicas, strategy = outputs.time_slicing_replicas, outputs.mig_strategy
     rows = []
     for capability, status, where in CAPABILITY_BOUNDARY:
-        if capability.startswith("GPU sharing"):
+        evidence = dra_evidence(outputs) if capability.startswith("GPU sharing") else None
+        if evidence:
+            status = evidence
+        elif capability.startswith("GPU sharing"):
             renamed = outputs.gpu_resource == SHARED_GPU_RESOURCE
             here = f"here: {replicas} replica(s) per GPU" + (f" as {SHARED_GPU_RESOURCE}" if renamed else "")
             here += f", migStrategy {strategy or 'none'}"
@@ -140,6 +143,38 @@ def _boundary(outputs: LabOutputs) -> list[dict[str, str]]:
                 status = f"{status}; not observable in simulation (no exporter runs in the simulated lab)"
         rows.append({"capability": capability, "status": status, "where": where})
     return rows
+
+
+#: The CNCF Kubernetes AI Conformance requirement a DRA allocation shows (its checklist's id).
+DRA_REQUIREMENT: Final = "dra_support"
+
+
+def dra_evidence(outputs: LabOutputs) -> str | None:
+    """The sharing row's status when the smoke Pod got its GPUs through DRA and saw exactly the
+    allocated devices (output ``dra``'s claim, ``uuidsMatch``): measured evidence of the CNCF
+    Kubernetes AI Conformance requirement :data:`DRA_REQUIREMENT`, the devices named; None
+    otherwise (the configured time-slicing and MIG row stays)."""
+    dra = outputs.dra if outputs.allocation_path == "dra" else None
+    claim = (dra or {}).get("claim") or {}
+    if claim.get("uuidsMatch") != "match":
+        return None
+    devices = ", ".join(
+        f"{d.get('pool')}/{d.get('device')} ({d.get('uuid')})" for d in claim.get("devices") or []
+    )
+    simulated = any(s.get("simulated") for s in dra.get("slices") or []) if dra else False
+    return (
+        f"have, measured ({DRA_REQUIREMENT}, CNCF Kubernetes AI Conformance): the smoke Pod's GPUs came "
+        f"through Dynamic Resource Allocation, ResourceClaim {claim.get('claim')} of DeviceClass "
+        f"{dra.get('deviceClass') if dra else ''} allocated {devices} by the scheduler and reserved for "
+        "the Pod, and its container listed exactly those UUIDs"
+        + (
+            "; the ResourceSlices and the container's listing are simulated, the allocation is the real "
+            "scheduler's"
+            if simulated
+            else ""
+        )
+        + "; no memory-level quota or fair sharing of one card yet"
+    )
 
 
 def _dcgm_section(facts: _Facts, group: str | None) -> dict[str, Any]:
@@ -284,6 +319,9 @@ def build_card(
             "events": f(o.SMOKE_EVENTS, group="smoke"),
             "image": f(o.SMOKE_IMAGE),
             "resource": f(o.SMOKE_RESOURCE),
+            # dra (a ResourceClaim of NVIDIA's DeviceClass) or device-plugin (the counted resource).
+            "allocationPath": f(o.ALLOCATION_PATH),
+            "dra": f(o.DRA, group="smoke"),
             "node": f(o.SMOKE_NODE, group="smoke"),
         },
         "compute": {

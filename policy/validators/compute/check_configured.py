@@ -6,7 +6,8 @@ A stack policy: the Pod's spec and the host facts come from different resources 
 preview too). One finding per rule:
 
 * every container requests a GPU: ``resources.limits`` ``nvidia.com/gpu`` (or the MIG
-  resource the smoke Pod asks for, ``nvidia.com/mig-...``) >= 1, or that container runs
+  resource the smoke Pod asks for, ``nvidia.com/mig-...``) >= 1, or with ``gpuStack: dra`` a
+  request of the Pod's ResourceClaim (``resources.claims``), or that container runs
   vectorAdd with no GPU (the Pod has one vectorAdd container per GPU, ``vectoradd-0`` ...,
   one GPU each: any number of containers passes);
 * ``restartPolicy: Never``: vectorAdd runs once and the Pod must end ``Succeeded``;
@@ -84,10 +85,13 @@ def check_compute_configured(resources: list[Res], cfg: Settings, ctx: StackCont
         ]
     containers = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
     limits = {str(c.get("name")): dig(c, "resources", "limits") for c in containers}
+    # gpuStack dra: a container's GPU is a request of the Pod's claim (resources.claims[].request).
+    claimed = {str(c.get("name")): dig(c, "resources", "claims") for c in containers}
+    has_gpu = {n: _gpus(limits[n]) >= 1 or bool(claimed[n]) for n in limits}
     findings = [
         Finding(
             ITEM,
-            PASS if limits and all(_gpus(v) >= 1 for v in limits.values()) else FAIL,
+            PASS if has_gpu and all(has_gpu.values()) else FAIL,
             "limits: " + (", ".join(f"{n}: {show(v)}" for n, v in limits.items()) or "no containers"),
             "every container with resources.limits nvidia.com/gpu >= 1 (the resource the smoke Pod asks "
             "for; one per vectorAdd container)",

@@ -1,6 +1,7 @@
 """``smoke-pod-gpu-limit``: the smoke Pod requests a GPU in its limits: ``nvidia.com/gpu``,
 ``nvidia.com/gpu.shared`` under time-slicing's rename (gpulab.config.time_slicing), or under MIG
-``mixed`` a ``nvidia.com/mig-<profile>`` (gpulab.config.mig)."""
+``mixed`` a ``nvidia.com/mig-<profile>`` (gpulab.config.mig). A Pod with ``spec.resourceClaims``
+(``gpuStack: dra``) is ``smoke-pod-dra-claim``'s."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ def check_smoke_gpu_limit(
     rtype: str, props: dict[str, Any], cfg: Settings, ctx: StackContext
 ) -> list[Finding]:
     containers = _smoke_containers(rtype, props, cfg)
-    if containers is None:
-        return []
+    if containers is None or dig(props, "spec", "resourceClaims"):
+        return []  # no Pod of ours, or DRA's: its GPUs come through a claim (smoke-pod-dra-claim)
     names = [_gpu_key(c) for c in containers]
     limits = [dig(c, "resources", "limits", n) for c, n in zip(containers, names, strict=True)]
     observed = ", ".join(

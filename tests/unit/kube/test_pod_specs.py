@@ -84,3 +84,38 @@ def test_pod_spec_has_one_container_per_gpu() -> None:
 def test_no_fleet_compute_pod_without_a_compute_image() -> None:
     with pytest.raises(ValueError, match="no compute image"):
         fleet.compute_pod("gpu-a", fleet.FleetSpec(namespace="gpu-lab", smoke_image="img:1"), 1)
+
+
+def test_the_dra_smoke_pod_claims_its_gpus_through_a_template_and_asks_for_no_counted_gpu() -> None:
+    spec = pod_specs.smoke("img:1", 2, claim_template="gpu-smoke-gpus")
+    (container,) = spec["containers"]
+    assert container["resources"] == {"claims": [{"name": pod_specs.CLAIM}]}
+    assert spec["resourceClaims"] == [
+        {"name": pod_specs.CLAIM, "resourceClaimTemplateName": "gpu-smoke-gpus"}
+    ]
+    request = pod_specs.claim_template("gpu.nvidia.com", 2)["spec"]["devices"]["requests"][0]
+    assert request == {
+        "name": pod_specs.CLAIM,
+        "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 2},
+    }
+
+
+def test_the_dra_smoke_pod_waits_behind_its_checks_gate() -> None:
+    """Its claim is deleted once it is done, so the check must watch before it may be scheduled."""
+    assert pod_specs.smoke("img:1", 1, claim_template="t")["schedulingGates"] == [
+        {"name": pod_specs.CLAIM_GATE}
+    ]
+    assert "schedulingGates" not in pod_specs.smoke("img:1", 1)
+
+
+def test_the_dra_compute_pod_gives_each_container_its_own_request_of_one_gpu() -> None:
+    spec = pod_specs.compute("img:1", 2, claim_template="gpu-compute-gpus")
+    assert [c["resources"] for c in spec["containers"]] == [
+        {"claims": [{"name": pod_specs.CLAIM, "request": "gpu-0"}]},
+        {"claims": [{"name": pod_specs.CLAIM, "request": "gpu-1"}]},
+    ]
+    assert spec["resourceClaims"] == [
+        {"name": pod_specs.CLAIM, "resourceClaimTemplateName": "gpu-compute-gpus"}
+    ]
+    requests = pod_specs.compute_claim_template("gpu.nvidia.com", 2)["spec"]["devices"]["requests"]
+    assert [(r["name"], r["exactly"]["count"]) for r in requests] == [("gpu-0", 1), ("gpu-1", 1)]

@@ -141,3 +141,27 @@ def test_checklist_after_a_mocked_up_of_the_sim_lab(chart: str) -> None:
     # The harness's fake smoke events include Pulled, but the sim lab cannot pull: not observable.
     assert outcomes["events-scheduled-and-pulled"].not_applicable is not None
     assert "not observable in the simulated lab" in outcomes["events-scheduled-and-pulled"].not_applicable
+
+
+def test_the_dra_lab_passes_every_policy_at_preview(
+    chart: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """gpuStack dra: the smoke and compute Pods claim their GPUs (no nvidia.com/gpu), and the
+    resource and stack policies that run at preview accept them."""
+    (tmp_path / "Chart.yaml").write_text('apiVersion: v2\nname: dra-driver-nvidia-gpu\nversion: "0.5.0"\n')
+    monkeypatch.setenv("GPULAB_DRA_CHART_PATH", str(tmp_path))
+    config = {"cluster": "sim", "chartPath": chart, "gpuStack": "dra", "simGpus": 2}
+    run = run_program(config, preview=True)
+    ctx = StackContext(dry_run=True, config={"gpu-lab:cluster": "sim", "gpu-lab:gpuStack": "dra"})
+    results = resource_outcomes(run, ctx)
+    assert {k: o.text for k, o in results.items() if o.violations} == {}
+    assert results[("smoke-pod-dra-claim", "smoke-pod")].passed
+    assert results[("smoke-pod-dra-claim", "smoke-claim-template")].passed
+    resources = stack_resources(run)
+    with stack_context.overridden(ctx):
+        failed = {
+            s.name: check_stack(s.name, resources).text
+            for s in validators.SPECS
+            if s.kind == "stack" and check_stack(s.name, resources).violations
+        }
+    assert failed == {}

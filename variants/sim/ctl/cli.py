@@ -95,6 +95,12 @@ def _parser() -> argparse.ArgumentParser:
         help="the GPU stack found installed: a simulated device-plugin DaemonSet of somebody else's install",
     )
     sp_up.add_argument(
+        "--dra",
+        action="store_true",
+        help="gpuStack dra: no nvidia.com/gpu; each node gets the ResourceSlice NVIDIA's DRA kubelet plugin "
+        "would publish",
+    )
+    sp_up.add_argument(
         "--log-namespace",
         action="append",
         default=None,
@@ -150,6 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     smoke_gpus=args.smoke_gpus,
                     fleet=parse_node_specs(args.node_spec or []),
                     preinstalled=args.preinstalled,
+                    dra=args.dra,
                 )
             except ValueError as e:
                 print(f"simcluster: {e}", file=sys.stderr)

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from gpulab.core import yamlio
 from gpulab.kube import identity
+from variants.sim.ctl import dra as sim_dra
 from variants.sim.ctl import fleet as sim_fleet
 from variants.sim.ctl import ports as lab_ports
 from variants.sim.ctl import supervise
@@ -53,6 +54,7 @@ from variants.sim.ctl.render import (
     DEFAULT_LOG_PODS,
     DEFAULT_NODE_NAME,
     CaptureInfo,
+    capture_listing,
     capture_name,
     compute_container_log_file,
     compute_logs,
@@ -99,6 +101,9 @@ class UpOptions:
     #: The GPU stack found installed (``--preinstalled``): the device-plugin DaemonSet of
     #: somebody else's install, simulated.
     preinstalled: bool = False
+    #: ``gpuStack: dra`` (``--dra``): the nodes advertise no GPU resource, and each gets the
+    #: ResourceSlice NVIDIA's DRA kubelet plugin would publish (:mod:`variants.sim.ctl.dra`).
+    dra: bool = False
 
     def node_list(self) -> list[str]:
         """The nodes' names: the fleet's, else ``node_name``, ``node_name-2``, ..."""
@@ -114,8 +119,8 @@ class UpOptions:
 
     @property
     def node_gpus(self) -> NodeGpus:
-        """What each node advertises."""
-        return NodeGpus(self.gpus, self.replicas, self.mig, self.mig_strategy, self.rename)
+        """What each node advertises (no GPU resource under DRA: no device plugin runs)."""
+        return NodeGpus(0 if self.dra else self.gpus, self.replicas, self.mig, self.mig_strategy, self.rename)
 
     def __post_init__(self) -> None:
         validate_name("cluster name", self.name)
@@ -123,6 +128,11 @@ class UpOptions:
         node_names(self.node_name, self.nodes)
         if self.fleet and self.nodes != 1:
             raise ValueError("--node-spec and --nodes exclude each other (the specs name every node)")
+        if self.dra and (self.fleet or self.mig or self.replicas > 1 or self.preinstalled):
+            raise ValueError(
+                "--dra publishes whole GPUs of --gpus per node: "
+                "no --node-spec, --mig, --replicas or --preinstalled"
+            )
         if self.capture is None:
             capture_name(self.gpus)
         self.node_gpus  # noqa: B018 (validates the GPU settings)
@@ -395,6 +405,8 @@ def _ensure_node(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo,
             # The kubelet counts unhealthy devices in capacity, healthy ones in allocatable
             # (kubernetes pkg/kubelet/cm/devicemanager/manager.go GetCapacity).
             manifest["status"]["capacity"][gpus.gpu_key] = str(n.gpus * gpus.replicas)
+    if opts.dra:  # the GPUs are the ResourceSlice's; GFD's count still says how many
+        manifest["metadata"]["labels"]["nvidia.com/gpu.count"] = str(opts.gpus)
     stale = gpus.stale()  # merge-patch nulls: a key an earlier up set and this one has not
     status = {"status": {k: {**manifest["status"][k], **stale} for k in ("capacity", "allocatable")}}
     proc = _kubectl(
@@ -663,6 +675,24 @@ def _write_fleet_logs(opts: UpOptions, paths: Paths, capture: str) -> None:
             )
 
 
+def _publish_slices(
+    opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo, nodes: Sequence[str]
+) -> None:
+    """Each node's ResourceSlice (:mod:`variants.sim.ctl.dra`), listing the capture's GPUs."""
+    listing = capture_listing(opts.capture or capture_name(opts.gpus))
+    gpus = sim_dra.listed_gpus("\n".join(listing))[: opts.gpus]
+    if len(gpus) < opts.gpus:
+        raise SimClusterError(
+            f"the capture lists {len(gpus)} GPUs with UUIDs, --gpus asks for {opts.gpus}",
+            "use a capture with an nvidia-smi-L.txt listing every GPU",
+        )
+    slices = [
+        sim_dra.resource_slice(n, gpus, info.driver_version, info.cuda_version, info.memory_mib)
+        for n in nodes
+    ]
+    _apply(tools, paths, slices, "the simulated ResourceSlices")
+
+
 def _reusable(opts: UpOptions, tools: Tools, paths: Paths, kube_version: str) -> bool:
     """True when the work dir's cluster runs, is its own and is configured as asked; otherwise
     what there is of it is stopped (the directory stays) and False is returned."""
@@ -701,6 +731,8 @@ def _finish(opts: UpOptions, tools: Tools, paths: Paths, info: CaptureInfo) -> d
     _wait_usable(opts, tools, paths, names)
     if opts.preinstalled:
         _apply(tools, paths, sim_fleet.preinstalled_manifests(), "the found GPU stack")
+    if opts.dra:
+        _publish_slices(opts, tools, paths, info, names)
     # A component that lost a port race can exit after the API server answered; then a
     # stranger (e.g. another cluster's kwok) may be serving this node's kubelet endpoint.
     dead = _dead_components(paths)

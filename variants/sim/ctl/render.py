@@ -163,6 +163,15 @@ def _listing(name: str) -> list[str] | None:
     return ref.read_text(encoding="utf-8").splitlines() if ref.is_file() else None
 
 
+def capture_listing(name: str) -> list[str]:
+    """The lines of capture ``name``'s ``nvidia-smi -L`` listing (``[]`` when it has none).
+
+    Raises:
+        ValueError: ``name`` is not a capture's directory name.
+    """
+    return _listing(name) or []
+
+
 def smoke_log(capture: str, name: str, gpus: int | None = None) -> str:
     """The smoke Pod's simulated log: ``capture`` (the plain ``nvidia-smi`` table), then the
     physical GPU lines of the capture's ``nvidia-smi-L.txt`` where it has one, as the Pod's

@@ -105,3 +105,12 @@ def test_an_image_too_new_for_the_host_violates_once_not_per_gpu() -> None:
     latest = check_stack(ITEM, [host_probe(), pod(per_gpu_pod(2, "nvcr.io/nvidia/k8s/cuda-sample:latest"))])
     assert len(latest.violations) == 1, latest.text
     assert "containers vectoradd-0, vectoradd-1: image 'nvcr.io/nvidia/k8s/cuda-sample:latest'" in latest.text
+
+
+def test_a_request_of_the_pods_claim_counts_as_a_gpu() -> None:
+    """gpuStack dra: container i uses request gpu-<i> of the Pod's ResourceClaim, no counted limit."""
+    spec = compute_pod()
+    spec["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus", "request": "gpu-0"}]}
+    assert check_stack(ITEM, [host_probe(), pod(spec)]).passed
+    spec["spec"]["containers"][0]["resources"] = {"claims": []}
+    assert not check_stack(ITEM, [host_probe(), pod(spec)]).passed

@@ -254,3 +254,43 @@ def test_unknown_values_are_not_evaluated(real: dict[str, Any]) -> None:
 def test_build_card_rejects_naive_time(real: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="timezone"):
         card.build_card(LabOutputs.from_json(real), now=datetime(2026, 11, 30))  # naive on purpose
+
+
+def _dra(match: str | None) -> dict[str, Any]:
+    claim = {
+        "claim": "gpu-smoke-gpus-x1",
+        "podClaim": "gpus",
+        "devices": [
+            {"request": "gpus", "driver": "gpu.nvidia.com", "pool": "n", "device": "gpu-0", "uuid": "GPU-a"}
+        ],
+        "reservedFor": ["gpu-smoke"],
+        "reservedForPod": True,
+        "uuidsMatch": match,
+    }
+    slices = [{"node": "n", "pool": "n", "devices": [{"name": "gpu-0", "uuid": "GPU-a"}], "simulated": True}]
+    return {"deviceClass": "gpu.nvidia.com", "driver": "gpu.nvidia.com", "slices": slices, "claim": claim}
+
+
+def test_the_card_names_the_allocation_path_and_dra_makes_the_sharing_row_measured(
+    sim: dict[str, Any],
+) -> None:
+    plain = card.build_card(
+        LabOutputs.from_json({**sim, o.ALLOCATION_PATH: "device-plugin", o.DRA: None}), now=NOW
+    )
+    assert plain["smoke"]["allocationPath"]["value"] == "device-plugin"
+    row = next(r for r in plain["capabilityBoundary"] if r["capability"].startswith("GPU sharing"))
+    assert row["status"].startswith("partial")
+    dra = card.build_card(
+        LabOutputs.from_json({**sim, o.ALLOCATION_PATH: "dra", o.DRA: _dra("match")}), now=NOW
+    )
+    assert dra["smoke"]["allocationPath"]["value"] == "dra"
+    row = next(r for r in dra["capabilityBoundary"] if r["capability"].startswith("GPU sharing"))
+    assert row["status"].startswith("have, measured (dra_support, CNCF Kubernetes AI Conformance)"), row
+    assert "n/gpu-0 (GPU-a)" in row["status"] and "simulated" in row["status"]
+    # A claim whose devices the container did not see is no evidence.
+    unseen = card.build_card(
+        LabOutputs.from_json({**sim, o.ALLOCATION_PATH: "dra", o.DRA: _dra(None)}), now=NOW
+    )
+    row = next(r for r in unseen["capabilityBoundary"] if r["capability"].startswith("GPU sharing"))
+    assert row["status"].startswith("partial")
+    assert "Allocation path proven" in card.render_markdown(dra)
