@@ -273,12 +273,27 @@ def takeover_failures(cfg: LabConfig, variant: Variant, read: Any = None) -> lis
         api = load_clients(kubeconfig)
         planned = planned_objects(cfg)
         reader = read or takeover.read
-        found = {p.ref: reader(api, p) for p in planned}
+        found = {p.ref: _readable(reader, api, p) for p in planned}
     # The kubeconfig's GpuLabError, the client's ApiException, urllib3's connection errors: no
     # common base worth importing, and each is reported, never passed over.
     except Exception as exc:
         return [_unread(f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}")]
     return takeover.conflicts(planned, lambda p: found[p.ref], cfg.adopt_existing, _stack())
+
+
+def _readable(reader: Any, api: Any, p: Planned) -> Any:
+    """``reader(api, p)``, or None when this identity may not read ``p`` (HTTP 403): a guest's
+    lab (``gpuStack: found``) is then told by its access check which permission it lacks
+    (components/fleet.py, ``python -m gpulab.kube access``, SelfSubjectAccessReview), before
+    anything is created, rather than here as an unreadable cluster. Any other failure raises."""
+    from kubernetes.client.rest import ApiException
+
+    try:
+        return reader(api, p)
+    except ApiException as exc:
+        if exc.status == 403:
+            return None
+        raise
 
 
 def _unread(cause: str) -> Finding:

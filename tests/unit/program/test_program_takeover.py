@@ -189,3 +189,28 @@ def test_a_cluster_the_lab_owns_is_not_read(chart: str) -> None:
         raise AssertionError("read")
 
     assert edge.takeover_failures(cfg, registry.get("sim"), read=never) == []
+
+
+def test_an_object_this_identity_may_not_read_is_left_to_the_access_check(
+    kubeconfig: Path, chart: str
+) -> None:
+    """A guest (``gpuStack: found``) that may not read a planned object gets HTTP 403: that is
+    not an unreadable cluster; the access check names the permission (tests/e2e/test_sim_fleet.py
+    ``test_a_guest_missing_a_permission_is_told_which_before_anything_is_created``)."""
+    from kubernetes.client.rest import ApiException
+
+    cfg = parse_config({k: str(v) for k, v in existing(kubeconfig, chart).items()}, {})
+    seen: list[str] = []
+
+    def forbidden(api: Any, p: takeover.Planned) -> None:
+        seen.append(p.ref)
+        raise ApiException(status=403, reason="Forbidden")
+
+    assert edge.takeover_failures(cfg, registry.get("existing"), read=forbidden) == []
+    assert seen == [p.ref for p in edge.planned_objects(cfg)]
+
+    def broken(api: Any, p: takeover.Planned) -> None:
+        raise ApiException(status=500, reason="Internal Server Error")
+
+    (f,) = edge.takeover_failures(cfg, registry.get("existing"), read=broken)
+    assert not f.ok and "500" in f.observed
