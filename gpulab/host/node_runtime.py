@@ -274,17 +274,24 @@ def read_pci(root: Path) -> tuple[list[tuple[str, str]], int, str | None]:
     return gpus, switches, None
 
 
-def _kernel_lines(root: Path, address: str) -> tuple[str, ...]:
-    short = address.split(":", 1)[1]  # the kernel writes 0000:1b:00.0 or 1b:00.0
+def _nvrm_lines(root: Path) -> list[str]:
+    """The driver's ``NVRM`` lines of the kernel logs under ``root``, oldest first (each log read
+    once, line by line: a long-lived host's kern.log can be large)."""
     lines: list[str] = []
     for rel in KERNEL_LOGS:
-        p = root / rel
         try:
-            text = p.read_text(errors="replace")
+            with (root / rel).open(errors="replace") as f:
+                lines += [ln.strip() for ln in f if "NVRM" in ln]
         except OSError:
             continue
-        lines += [ln.strip() for ln in text.splitlines() if "NVRM" in ln and short in ln.lower()]
-    return tuple(lines[-5:])
+    return lines
+
+
+def _kernel_lines(nvrm: list[str], address: str) -> tuple[str, ...]:
+    """The last five of ``nvrm`` about PCI ``address`` (the kernel writes ``0000:1b:00.0`` or
+    ``1b:00.0``)."""
+    short = address.split(":", 1)[1]
+    return tuple([ln for ln in nvrm if short in ln.lower()][-5:])
 
 
 def _read_files(root: Path) -> tuple[list[RuntimeConfig], list[CdiSpec], list[str]]:
@@ -345,7 +352,8 @@ def read_node_runtime(
     if pci_why:
         unread.append(pci_why)
     nvml = {_bus_key(b) for b in nvml_bus_ids if b}
-    pci = tuple(PciGpu(a, dev, _bus_key(a) in nvml, _kernel_lines(root, a)) for a, dev in found)
+    nvrm = _nvrm_lines(root) if found else []
+    pci = tuple(PciGpu(a, dev, _bus_key(a) in nvml, _kernel_lines(nvrm, a)) for a, dev in found)
     fabric: tuple[str, ...] = ()
     if switches:
         rc, out, _ = run(["nvidia-smi", "-q"])
