@@ -12,6 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gpulab.core.outputs import LabOutputs
 from gpulab.kube import fleet
 from gpulab.verdict import checklist
@@ -20,16 +22,21 @@ from gpulab.verdict.card import build_card
 RUN = Path(__file__).resolve().parents[2] / "tests" / "data" / "device-h200-node" / "lab-device-plugin"
 
 
-def doc(name: str) -> Any:
-    return json.loads((RUN / name).read_text(encoding="utf-8"))
+#: 19:44 UTC: the whole sequence in one run, the negative failing within its bound.
+WHOLE = RUN.parent / "lab-device-plugin-whole"
 
 
-def outputs() -> LabOutputs:
-    return LabOutputs.from_json(doc("lab-existing-outputs-existing.json"))
+def doc(name: str, run: Path = RUN) -> Any:
+    return json.loads((run / name).read_text(encoding="utf-8"))
 
 
-def test_the_outputs_say_nvidias_chart_served_four_shared_gpus() -> None:
-    raw = doc("lab-existing-outputs-existing.json")
+def outputs(run: Path = RUN) -> LabOutputs:
+    return LabOutputs.from_json(doc("lab-existing-outputs-existing.json", run))
+
+
+@pytest.mark.parametrize("run", [RUN, WHOLE], ids=["15:05", "19:44"])
+def test_the_outputs_say_nvidias_chart_served_four_shared_gpus(run: Path) -> None:
+    raw = doc("lab-existing-outputs-existing.json", run)
     assert raw["gpuStack"]["mode"] == "device-plugin"
     assert raw["gpuStack"]["devicePlugin"] == ["nvidia-device-plugin/nvidia-device-plugin"]
     assert (raw["chartVersion"], raw["devicePluginOwner"]) == ("0.19.0", "device-plugin-chart")
@@ -41,15 +48,16 @@ def test_the_outputs_say_nvidias_chart_served_four_shared_gpus() -> None:
     assert raw["simulated"] is False and raw["simulatedFields"] == []
 
 
-def test_the_checklist_and_card_replay_as_the_run_wrote_them() -> None:
-    items = {i.id: i.status.value for i in checklist.evaluate(outputs())}
-    recorded = doc("lab-existing-baseline-card.json")
+@pytest.mark.parametrize("run", [RUN, WHOLE], ids=["15:05", "19:44"])
+def test_the_checklist_and_card_replay_as_the_run_wrote_them(run: Path) -> None:
+    items = {i.id: i.status.value for i in checklist.evaluate(outputs(run))}
+    recorded = doc("lab-existing-baseline-card.json", run)
     assert items == {i["id"]: i["status"] for i in recorded["checklist"]["items"]}
-    assert checklist.overall(checklist.evaluate(outputs())) == recorded["checklist"]["result"] == "pass"
+    assert checklist.overall(checklist.evaluate(outputs(run))) == recorded["checklist"]["result"] == "pass"
     assert items["pods-see-every-gpu"] == "not-tested"  # time-slicing: replicas are not GPUs
     card = build_card(
-        outputs(),
-        tflops=doc("lab-existing-tflops.json"),
+        outputs(run),
+        tflops=doc("lab-existing-tflops.json", run),
         tool_versions=recorded["toolVersions"],
         now=datetime.fromisoformat(recorded["generatedAt"]),
     )
@@ -57,9 +65,10 @@ def test_the_checklist_and_card_replay_as_the_run_wrote_them() -> None:
     assert card["cluster"]["allocatableGpus"]["value"] == 4 and card["checklist"]["result"] == "pass"
 
 
-def test_the_real_node_passes_the_gate_rules_on_nvidias_labels() -> None:
+@pytest.mark.parametrize("run", [RUN, WHOLE], ids=["15:05", "19:44"])
+def test_the_real_node_passes_the_gate_rules_on_nvidias_labels(run: Path) -> None:
     """The node as NVIDIA's plugin (allocatable) and GFD through NFD's master (labels) left it."""
-    node = doc("node-after-up.json")
+    node = doc("node-after-up.json", run)
     labels = node["metadata"]["labels"]
     assert labels["nvidia.com/gpu.product"] == "NVIDIA-H200-SHARED"
     assert labels["feature.node.kubernetes.io/pci-10de.present"] == "true"
@@ -109,3 +118,28 @@ def test_the_next_run_found_the_chart_and_the_taint_takes_the_plugin_away() -> N
         not gate.ok and gate.cause == "no Pod of the device plugin chart's DaemonSet runs on node gpulab-h200"
     )
     assert "taint" in gate.fix
+
+
+def test_the_whole_run_failed_its_negative_within_the_bound_and_destroyed() -> None:
+    """19:44 UTC, one run: up, the found stack, verify, the taint negative, destroy. The lab's
+    verify failed by itself (exit 1, not the harness's 124) within the gate's grace plus the
+    Pulumi run around it, with the same cause the fleet rules give on the node as it was; the
+    release left nothing of its own behind."""
+    lab = doc("summary.json", WHOLE)["lab"]
+    assert [lab[k]["rc"] for k in ("up", "found-up", "found-destroy", "verify", "destroy")] == [0] * 5
+    neg = lab["negative"]
+    assert neg["verifyRc"] == 1 and neg["verifySeconds"] < 60  # gpuGraceSeconds 20, one Pulumi run
+    node = doc("node-tainted.json", WHOLE)
+    assert node["status"]["allocatable"].get("nvidia.com/gpu", "0") == "0"
+    exp = fleet.expectation(node, fleet.FleetSpec(namespace="gpu-lab", smoke_image="i:1"))
+    gate = fleet.gate_node(node, exp, "nvidia.com/gpu", None, True, "nvidia-device-plugin")
+    said = (WHOLE / "lab-verify-tainted.out").read_text(encoding="utf-8")
+    assert not gate.ok and f"first failure: gate: {gate.cause}" in said
+    left = doc("leftovers-cluster.json", WHOLE)
+    owned = ("namespace", "daemonSets", "deployments", "configMaps", "serviceAccounts", "clusterRoles")
+    assert all(left[k] == [] for k in (*owned, "clusterRoleBindings", "nodeFeatures", "nodeLabels"))
+    assert left["crds"] == [  # Helm leaves a chart's crds/ (helm.sh docs: "CRDs are never deleted")
+        "nodefeaturegroups.nfd.k8s-sigs.io",
+        "nodefeaturerules.nfd.k8s-sigs.io",
+        "nodefeatures.nfd.k8s-sigs.io",
+    ]

@@ -20,7 +20,8 @@ tar -C "$opt/site" -xJf "$here/site.tar.xz"
 [[ ! -f $here/chart.tar.xz ]] || tar -C "$opt" -xJf "$here/chart.tar.xz"
 "$opt/cache/bin/pulumi" version
 # Every module the program needs comes from the carried site, none from the machine's own.
-python3 - <<'PY'
+# -S: no site-packages and no .pth files of the machine (its image imports certifi at start-up).
+python3 -S - <<'PY'
 import importlib, sys
 sys.path.insert(0, "/opt/gpulab-pulumi/site")
 for mod in ("pulumi", "pulumi_kubernetes", "pulumi_command", "pulumi_policy", "kubernetes", "yaml",
