@@ -367,3 +367,120 @@ def test_the_lab_nvidia_stacks_config_keys_are_the_programs(
     assert cfg["gpu-lab:gpuGraceSeconds"] == "30" and cfg["gpu-lab:dcgmExporter"] == "false"
     # The second stack's namespace is its own (the first stack's is labNamespace's default).
     assert found["gpu-lab:labNamespace"] != schema["labNamespace"]["default"]
+
+
+def _dra_module() -> Path:
+    return _module_dir(f"sigs.k8s.io/dra-driver-nvidia-gpu@v{_versions()['DRA_DRIVER_VERSION']}")
+
+
+def _dra_opt(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """An unpacked DRA stack as dra-unpack.sh lays it out, from the module (the chart, image/)."""
+    mod = _dra_module()
+    monkeypatch.setattr(node, "DRA_OPT", tmp_path)
+    (tmp_path / "VERSIONS").write_text(f"DRA_DRIVER_VERSION={_versions()['DRA_DRIVER_VERSION']}\n")
+    shutil.copytree(mod / "deployments" / "helm" / node.DRA_RELEASE, tmp_path / node.DRA_RELEASE)
+    shutil.copytree(mod / "templates", tmp_path / "image" / "templates")
+    return mod
+
+
+def test_the_dra_image_is_laid_out_as_upstreams(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The DRA driver's image: what its Dockerfile copies for the GPU kubelet plugin (the plugin,
+    nvidia-cdi-hook, the prestart script, bash, /templates) where it copies them, its ENV, and the
+    tools the prestart script runs; named by the version, tagged as the chart's default image."""
+    mod = _dra_opt(monkeypatch, tmp_path)
+    specs = node.dra_image_specs()["dra"]
+    added = {specs[i + 1].split("=", 1)[0] for i, a in enumerate(specs) if a == "--add"}
+    docker = (mod / "deployments" / "container" / "Dockerfile").read_text()
+    copied = set(re.findall(r"^COPY .*\s(/\S+)$", docker, re.M))
+    wanted = {p for p in copied if not p.startswith(("/usr/bin/compute-domain", "/usr/bin/webhook", "/etc/"))}
+    assert wanted == {"/bin/bash", "/usr/bin/nvidia-cdi-hook", "/usr/bin/gpu-kubelet-plugin",
+                      "/usr/bin/kubelet-plugin-prestart.sh", "/templates"}  # fmt: skip
+    assert wanted - {"/templates"} <= added and "/LICENSE" in added  # COPY LICENSE /
+    assert any(a.startswith("/templates/") for a in added)
+    envs = {specs[i + 1] for i, a in enumerate(specs) if a == "--env"}
+    for env in re.findall(r'^ENV (NVIDIA_\w+)="?([^"\n]+)"?$', docker, re.M):
+        assert "=".join(env) in envs
+    script = (mod / "hack" / "kubelet-plugin-prestart.sh").read_text()
+    for tool in ("ln", "find", "head", "basename", "ls", "date", "env", "sleep"):
+        assert re.search(rf"\b{tool}\b", script) and tool in node.DRA_IMAGE_TOOLS
+    assert node.dra_images() == {
+        "dra": f"gpulab.local/dra-driver-nvidia-gpu:v{_versions()['DRA_DRIVER_VERSION']}"
+    }
+    assert node.dra_chart_image() == (
+        f"registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v{_versions()['DRA_DRIVER_VERSION']}"
+    )
+
+
+def test_the_lab_dra_stacks_config_keys_are_the_programs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """lab-dra's stack config: keys of the program's schema, gpuStack dra with the unpacked
+    chart and this machine's driver root, no benchmark Pod; lab-config.json's keys win."""
+    import json
+
+    import yaml
+
+    schema = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
+    monkeypatch.setattr(node, "DRA_OPT", tmp_path)
+    monkeypatch.setitem(node.DRA, "driverRoot", "/usr/local/nvidia")
+    extra = tmp_path / "lab-config.json"
+    extra.write_text(json.dumps({"gpu-lab:operatorTimeoutSeconds": 150}))
+    monkeypatch.setenv("GPULAB_NODE_LAB_CONFIG", str(extra))
+    cfg = node.dra_lab_config(rehearsal=False)
+    for key in cfg:
+        assert key.removeprefix("gpu-lab:") in schema, key
+    assert cfg["gpu-lab:gpuStack"] == "dra" and cfg["gpu-lab:benchmarkPod"] == "false"
+    assert cfg["gpu-lab:draChartPath"] == str(tmp_path / "dra-driver-nvidia-gpu")
+    assert cfg["gpu-lab:draDriverRoot"] == "/usr/local/nvidia"
+    assert cfg["gpu-lab:operatorTimeoutSeconds"] == "150" and "gpu-lab:runtimeClass" not in cfg
+    assert node.dra_lab_config(rehearsal=True)["gpu-lab:hostProbe"] == "off"
+
+
+def test_the_dra_driver_root_is_where_the_driver_looks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The driver root the lab gets: the H200's layout (/usr/local/nvidia/{bin,lib64}) is found
+    as the plugin's root.go looks (its search directories are the harness's)."""
+    root = tmp_path / "usr" / "local" / "nvidia"
+    (root / "bin").mkdir(parents=True)
+    (root / "lib64").mkdir()
+    (root / "bin" / "nvidia-smi").write_text("")
+    (root / "lib64" / "libnvidia-ml.so.1").write_text("")
+    monkeypatch.setattr(node.shutil, "which", lambda name: str(root / "bin" / name))
+    assert node.dra_driver_root(gpu_host=True) == str(root)
+    go = (_dra_module() / "cmd" / "gpu-kubelet-plugin" / "root.go").read_text()
+    libs = re.search(r"librarySearchPaths = \[\]string\{(.*?)\}", go, re.S)
+    bins = re.search(r"binarySearchPaths := \[\]string\{(.*?)\}", go, re.S)
+    assert libs and bins
+    assert {p.lstrip("/") for p in re.findall(r'"([^"]+)"', libs.group(1)) if "aarch64" not in p} == set(
+        node.DRA_NVML_DIRS
+    ) - {""}
+    assert {p.lstrip("/") for p in re.findall(r'"([^"]+)"', bins.group(1))} == set(node.DRA_SMI_DIRS) - {""}
+
+
+def test_the_dra_negative_taint_is_one_the_kubelet_plugin_does_not_tolerate() -> None:
+    import yaml
+
+    chart = _dra_module() / "deployments" / "helm" / "dra-driver-nvidia-gpu"
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    for t in values["kubeletPlugin"]["tolerations"]:
+        assert t["key"] != node.EVICT_TAINT["key"] and t.get("effect") in (None, "NoSchedule")
+    # The node label the harness's kubelet sets is one the plugin's DaemonSet schedules by.
+    terms = values["kubeletPlugin"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    accepted = {
+        (e["key"], v) for t in terms["nodeSelectorTerms"] for e in t["matchExpressions"] for v in e["values"]
+    }
+    assert set(node.DRA_NODE_LABELS.items()) <= accepted
+    assert values["kubeletPlugin"]["kubeletRegistrarDirectoryPath"] == str(node.KUBELET_PLUGIN_DIRS[0])
+    assert values["kubeletPlugin"]["kubeletPluginsDirectoryPath"] == str(node.KUBELET_PLUGIN_DIRS[1])
+
+
+def test_the_dra_wrapper_pins_the_versions_file() -> None:
+    v = _versions()
+    mod = (NODE / "go" / "dra" / "go.mod").read_text()
+    assert f"sigs.k8s.io/dra-driver-nvidia-gpu v{v['DRA_DRIVER_VERSION']}" in mod
+    assert "sigs.k8s.io/dra-driver-nvidia-gpu/cmd/gpu-kubelet-plugin" in mod and "cmd/nvidia-cdi-hook" in mod
+    assert f"github.com/NVIDIA/go-nvfm => github.com/NVIDIA/go-nvfm {v['DRA_GO_NVFM_VERSION']}" in mod
+    assert f"k8s.io/kubernetes => k8s.io/kubernetes {v['DRA_KUBERNETES_VERSION']}" in mod

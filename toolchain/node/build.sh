@@ -12,6 +12,9 @@
 #   nvidia-dp     NVIDIA's k8s-device-plugin v$NVIDIA_DEVICE_PLUGIN_VERSION: nvidia-device-plugin,
 #                 gpu-feature-discovery, config-manager, mps-control-daemon (cgo: NVML by dlopen)
 #   nfd           node-feature-discovery v$NFD_VERSION: nfd-master, nfd-worker, nfd-gc (static)
+#   dra           NVIDIA's DRA driver v$DRA_DRIVER_VERSION (sigs.k8s.io/dra-driver-nvidia-gpu):
+#                 gpu-kubelet-plugin (cgo: NVML by dlopen, its Makefile's flags), and
+#                 nvidia-cdi-hook of the container toolkit its go.mod requires (its image's)
 #   cni           the CNI plugins bridge, host-local, loopback v$CNI_PLUGINS_VERSION
 #   deviceplugin  toolchain/node/deviceplugin (the project's own, cgo: NVML)
 #   native        gpulab-vectoradd and gpulab-pause (C, this checkout)
@@ -25,6 +28,8 @@
 #              cached by content) and DIR/MANIFEST: what travels to the GPU machine
 #   --stage-nvidia DIR   write DIR/bin/nvidia.tar.xz (nvidia-dp and nfd) and DIR/MANIFEST
 #              (toolchain/node/stage-nvidia.sh: the call before `run.sh lab-nvidia`)
+#   --stage-dra DIR      write DIR/bin/dra.tar.xz (dra) and DIR/MANIFEST
+#              (toolchain/node/stage-dra.sh: the call before `run.sh lab-dra`)
 # Output: ${GPULAB_CACHE:-~/.cache/gpu-lab}/node/<component>-<version>/bin, with a
 # .complete marker holding the fingerprint of the sources and flags it was built from.
 set -euo pipefail
@@ -37,6 +42,9 @@ source "$root/toolchain/versions.env"
 source "$here/versions.env"
 : "${KUBERNETES_VERSION:?}" "${ETCD_VERSION:?}" "${CONTAINERD_VERSION:?}" "${RUNC_VERSION:?}"
 : "${NVIDIA_CONTAINER_TOOLKIT_VERSION:?}" "${CNI_PLUGINS_VERSION:?}" "${NVIDIA_DEVICE_PLUGIN_VERSION:?}" "${NFD_VERSION:?}"
+: "${DRA_DRIVER_VERSION:?}" "${DRA_CHART_OFFLINE_VERSION:?}" "${DRA_GO_NVFM_VERSION:?}" "${DRA_KUBERNETES_VERSION:?}"
+[[ $DRA_DRIVER_VERSION == "$DRA_CHART_OFFLINE_VERSION" ]] ||
+  { echo "node/build.sh: DRA_DRIVER_VERSION $DRA_DRIVER_VERSION is not the chart's DRA_CHART_OFFLINE_VERSION $DRA_CHART_OFFLINE_VERSION" >&2; exit 1; }
 
 cache_root=${GPULAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-lab}
 cache=$cache_root/node
@@ -46,20 +54,21 @@ log() { echo "[node-build] $*" >&2; }
 die() { echo "node/build.sh: $*" >&2; exit 1; }
 command -v go >/dev/null || die "'go' not found on PATH; install Go >= 1.26"
 
-update=0 mod_only=0 stage= stage_nvidia= comps=()
+update=0 mod_only=0 stage= stage_nvidia= stage_dra= comps=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --update) update=1 ;;
     --mod-only) mod_only=1 ;;
     --stage) stage=${2:?--stage needs a directory}; shift ;;
     --stage-nvidia) stage_nvidia=${2:?--stage-nvidia needs a directory}; shift; comps+=(nvidia-dp nfd) ;;
-    kube|containerd|shim|runc|toolkit|cni|deviceplugin|native|nvidia-dp|nfd) comps+=("$1") ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
-    *) die "unknown argument '$1' (components: kube containerd shim runc toolkit cni deviceplugin native nvidia-dp nfd)" ;;
+    --stage-dra) stage_dra=${2:?--stage-dra needs a directory}; shift; comps+=(dra) ;;
+    kube|containerd|shim|runc|toolkit|cni|deviceplugin|native|nvidia-dp|nfd|dra) comps+=("$1") ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (components: kube containerd shim runc toolkit cni deviceplugin native nvidia-dp nfd dra)" ;;
   esac
   shift
 done
-[[ ${#comps[@]} -gt 0 ]] || comps=(native deviceplugin cni runc toolkit shim containerd nvidia-dp nfd kube)
+[[ ${#comps[@]} -gt 0 ]] || comps=(native deviceplugin cni runc toolkit shim containerd nvidia-dp nfd dra kube)
 
 # pinned <dir> <module>: the version the committed go.mod requires.
 pinned() { [[ -f $1/go.mod ]] && sed -n "s|^[[:space:]]*\(require \)\{0,1\}$2 \(v[^ ]*\).*|\2|p" "$1/go.mod" | head -1 || true; }
@@ -130,6 +139,23 @@ generate() {
       [[ ${#args[@]} -gt 0 ]] || die "no replaces in $nmod"
       for cmd in $NFD_CMDS; do tools+=("sigs.k8s.io/node-feature-discovery/cmd/$cmd@$v"); done
       (cd "$d" && go mod edit "${args[@]}" && go get -tool "${tools[@]}")
+      ;;
+    dra)
+      # The gpu-kubelet-plugin, and nvidia-cdi-hook at the container toolkit's version that the
+      # driver's go.mod requires: upstream's image copies the hook from that toolkit's image
+      # (deployments/container/Dockerfile, hack/toolkit-container-image.sh).
+      local v=v$DRA_DRIVER_VERSION dmod tk
+      mkdir -p "$d"
+      dmod=$(cd "$d" && go mod download -json "sigs.k8s.io/dra-driver-nvidia-gpu@$v" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+      [[ -f $dmod ]] || die "no go.mod for sigs.k8s.io/dra-driver-nvidia-gpu@$v: is the Go module proxy reachable?"
+      tk=$(awk '$1 == "github.com/NVIDIA/nvidia-container-toolkit" {print $2; exit}' "$dmod")
+      [[ -n $tk ]] || die "$dmod requires no github.com/NVIDIA/nvidia-container-toolkit"
+      new_mod "$d" gpulab.local/toolchain/node/dra
+      # What the proxy does not serve of the driver's requirements, replaced (versions.env).
+      (cd "$d" && go mod edit "-replace=github.com/NVIDIA/go-nvfm=github.com/NVIDIA/go-nvfm@$DRA_GO_NVFM_VERSION" \
+        "-replace=k8s.io/kubernetes=k8s.io/kubernetes@$DRA_KUBERNETES_VERSION")
+      (cd "$d" && go get -tool "sigs.k8s.io/dra-driver-nvidia-gpu/cmd/gpu-kubelet-plugin@$v" \
+        "github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-cdi-hook@$tk")
       ;;
     cni)
       new_mod "$d" gpulab.local/toolchain/node/cni
@@ -242,6 +268,20 @@ nfd_build() {
       -o "$1/$cmd" "sigs.k8s.io/node-feature-discovery/cmd/$cmd")
   done
 }
+# NVIDIA's DRA driver: its Makefile's cmd-% (cgo; CGO_LDFLAGS_ALLOW lets go-nvml's own
+# `-Wl,--unresolved-symbols=ignore-in-object-files` through: NVML's symbols resolve when it is
+# dlopen'ed; -X internal/info.version), and the toolkit's Makefile's for nvidia-cdi-hook.
+DRA_BINARIES="gpu-kubelet-plugin nvidia-cdi-hook"
+dra_build() {
+  local tk
+  tk=$(pinned "$wrappers/dra" github.com/NVIDIA/nvidia-container-toolkit)
+  (cd "$wrappers/dra" && CGO_LDFLAGS_ALLOW='-Wl,--unresolved-symbols=ignore-in-object-files' CGO_ENABLED=1 \
+    go build -trimpath -ldflags "-s -w -X sigs.k8s.io/dra-driver-nvidia-gpu/internal/info.version=v$DRA_DRIVER_VERSION" \
+    -o "$1/gpu-kubelet-plugin" sigs.k8s.io/dra-driver-nvidia-gpu/cmd/gpu-kubelet-plugin)
+  (cd "$wrappers/dra" && CGO_ENABLED=1 go build -trimpath \
+    -ldflags "-s -w '-extldflags=-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files -Wl,-z,lazy' -X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=${tk#v}" \
+    -o "$1/nvidia-cdi-hook" github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-cdi-hook)
+}
 cni_build() {
   local p ld="-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=v$CNI_PLUGINS_VERSION"
   for p in main/bridge ipam/host-local main/loopback; do
@@ -275,13 +315,15 @@ for c in "${comps[@]}"; do
       build nvidia-dp "$NVIDIA_DEVICE_PLUGIN_VERSION" "cgo-dlopen $NVIDIA_DP_CMDS" $(wrapper_srcs nvidia-dp) -- nvidia_dp_build ;;
     nfd) ensure_wrapper nfd sigs.k8s.io/node-feature-discovery "v$NFD_VERSION"
       build nfd "$NFD_VERSION" "static hostmount=/host- $NFD_CMDS" $(wrapper_srcs nfd) -- nfd_build ;;
+    dra) ensure_wrapper dra sigs.k8s.io/dra-driver-nvidia-gpu "v$DRA_DRIVER_VERSION"
+      build dra "$DRA_DRIVER_VERSION" "cgo-dlopen $DRA_BINARIES" $(wrapper_srcs dra) -- dra_build ;;
     deviceplugin)
       build deviceplugin dev cgo-lazy "$here"/deviceplugin/go.mod "$here"/deviceplugin/go.sum "$here"/deviceplugin/*.go -- deviceplugin_build ;;
     native) build native dev "$(cc --version | head -1)" "$here"/cuda/vectoradd.c "$here"/pause/pause.c -- native_build ;;
   esac
 done
 
-[[ (-n $stage || -n $stage_nvidia) && $mod_only == 0 ]] || exit 0
+[[ (-n $stage || -n $stage_nvidia || -n $stage_dra) && $mod_only == 0 ]] || exit 0
 
 # What travels: two solid xz archives (binaries that share code compress together: 27 MB
 # compressed one by one, 17 MB in one archive with a dictionary that spans them), cached by
@@ -308,19 +350,29 @@ archive() { # archive <name> <dict> <binary:version>...
   rm -rf "$tmp"
   cp "$cache/xz/$name-$key.tar.xz" "$stage/bin/$name.tar.xz"
 }
-if [[ -n $stage_nvidia ]]; then
-  mkdir -p "$stage_nvidia/bin" "$cache/xz"
-  rm -f "$stage_nvidia"/bin/*.xz
-  manifest=$stage_nvidia/MANIFEST
+# stage_stack <dir> <archive> <binary:version>...: one stack's archive and MANIFEST for a call
+# of its own (stage-nvidia.sh, stage-dra.sh), then exit.
+stage_stack() {
+  stage=$1 manifest=$1/MANIFEST
+  local name=$2; shift 2
+  mkdir -p "$stage/bin" "$cache/xz"
+  rm -f "$stage"/bin/*.xz
   printf 'archive\tbinary\tversion\tbytes\tsha256\n' >"$manifest"
-  stage=$stage_nvidia
-  specs=()
-  for c in $NVIDIA_DP_CMDS; do specs+=("$cache/nvidia-dp-$NVIDIA_DEVICE_PLUGIN_VERSION/bin/$c:v$NVIDIA_DEVICE_PLUGIN_VERSION"); done
-  for c in $NFD_CMDS; do specs+=("$cache/nfd-$NFD_VERSION/bin/$c:v$NFD_VERSION"); done
-  archive nvidia 192MiB "${specs[@]}"
+  archive "$name" 192MiB "$@"
   log "staged in $stage/bin: $(du -b "$stage"/bin/*.tar.xz | awk '{s+=$1} END {print s}') bytes"
   column -t "$manifest" >&2
   exit 0
+}
+if [[ -n $stage_nvidia ]]; then
+  specs=()
+  for c in $NVIDIA_DP_CMDS; do specs+=("$cache/nvidia-dp-$NVIDIA_DEVICE_PLUGIN_VERSION/bin/$c:v$NVIDIA_DEVICE_PLUGIN_VERSION"); done
+  for c in $NFD_CMDS; do specs+=("$cache/nfd-$NFD_VERSION/bin/$c:v$NFD_VERSION"); done
+  stage_stack "$stage_nvidia" nvidia "${specs[@]}"
+fi
+if [[ -n $stage_dra ]]; then
+  tk=$(pinned "$wrappers/dra" github.com/NVIDIA/nvidia-container-toolkit)
+  stage_stack "$stage_dra" dra "$cache/dra-$DRA_DRIVER_VERSION/bin/gpu-kubelet-plugin:v$DRA_DRIVER_VERSION" \
+    "$cache/dra-$DRA_DRIVER_VERSION/bin/nvidia-cdi-hook:$tk"
 fi
 etcd=$cache_root/sim/etcd-$ETCD_VERSION/bin/etcd
 [[ -x $etcd ]] || die "no $etcd: build the simulated lab's toolchain first (make toolchain-tests)"

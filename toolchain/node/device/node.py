@@ -34,6 +34,7 @@ import time
 import traceback
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -117,10 +118,41 @@ FEATURES_D = Path("/etc/kubernetes/node-feature-discovery/features.d")
 EVICT_TAINT = {"key": "gpulab.dev/negative", "value": "evict-device-plugin", "effect": "NoExecute"}
 
 
+#: NVIDIA's DRA driver (``run.sh lab-dra``): its binaries, chart and image files, unpacked by the
+#: call before (``bash .devwork/dra/unpack.sh``; toolchain/node/stage-dra.sh), with VERSIONS.
+DRA_OPT = Path("/opt/gpulab-dra")
+DRA_BINARIES = ("gpu-kubelet-plugin", "nvidia-cdi-hook")
+#: The lab's release of NVIDIA's DRA driver chart and its namespace (gpulab/config/dra.py), the
+#: driver (cmd/gpu-kubelet-plugin/main.go DriverName) and its CDI vendor (cdi.go cdiVendor).
+DRA_RELEASE = DRA_NAMESPACE = "dra-driver-nvidia-gpu"
+DRA_DRIVER = "gpu.nvidia.com"
+DRA_CDI_VENDOR = "k8s.gpu.nvidia.com"
+#: Where the kubelet serves plugins (its root dir's plugins_registry and plugins: the chart's
+#: kubeletRegistrarDirectoryPath and kubeletPluginsDirectoryPath defaults).
+KUBELET_DIR = Path("/var/lib/kubelet")
+KUBELET_PLUGIN_DIRS = (KUBELET_DIR / "plugins_registry", KUBELET_DIR / "plugins")
+#: The label of a GPU node, set by the kubelet in the DRA modes (--node-labels): what NVIDIA's GPU
+#: Operator puts on one and NFD/GFD do not here (neither runs in this mode); the chart's
+#: kubelet-plugin DaemonSet schedules by it (values.yaml kubeletPlugin.affinity) and the lab's
+#: dra-gate finds GPU nodes by it (gpulab.kube.dra GPU_NODE_LABEL).
+DRA_NODE_LABELS = {"nvidia.com/gpu.present": "true"}
+#: Mount points the harness bound onto themselves as shared mounts (:func:`shared_mount`), one a
+#: line: unmounted by teardown and by the next run's clean start.
+SHARED_BINDS = Path("/run/gpulab-node.binds")
+#: What the DRA driver's kubelet plugin was given (its driver root) and what the run found.
+DRA: dict[str, Any] = {}
+
+
+def stack_versions(opt: Path = NVIDIA_OPT) -> dict[str, str]:
+    """The VERSIONS of an unpacked stack (NVIDIA's device plugin stack: NVIDIA_DEVICE_PLUGIN_VERSION
+    and NFD_VERSION; the DRA driver's: DRA_DRIVER_VERSION and NVIDIA_CDI_HOOK_VERSION)."""
+    text = _read(str(opt / "VERSIONS"))
+    return dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln)
+
+
 def nvidia_versions() -> dict[str, str]:
     """NVIDIA_DEVICE_PLUGIN_VERSION and NFD_VERSION of the unpacked stack (its VERSIONS)."""
-    text = _read(str(NVIDIA_OPT / "VERSIONS"))
-    return dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln)
+    return stack_versions(NVIDIA_OPT)
 
 
 def nvidia_images() -> dict[str, str]:
@@ -315,8 +347,9 @@ def clean_start() -> None:
             say(f"   killed {exe} ({pid}) left by an earlier run")
     for m in sorted(our_mounts(), key=len, reverse=True):
         sh(["umount", "-l", m], check=False)
-    for d in (STATE, RUN, Path("/var/lib/kubelet"), Path("/var/lib/cni/networks/gpulab"), CDI_SPEC,
-              NVIDIA_RUNTIME_CONFIG, FEATURES_D / "gfd"):  # fmt: skip
+    unbind_shared()
+    for d in (STATE, RUN, KUBELET_DIR, Path("/var/lib/cni/networks/gpulab"), CDI_SPEC,
+              NVIDIA_RUNTIME_CONFIG, FEATURES_D / "gfd", *map(Path, driver_cdi_specs())):  # fmt: skip
         if d.is_dir():
             shutil.rmtree(d, ignore_errors=True)
         elif d.exists():
@@ -450,28 +483,48 @@ def unpack() -> None:
     REC.facts["versions"] = versions
 
 
-def unpack_nvidia() -> None:
-    """NVIDIA's stack as the call before unpacked it (/opt/gpulab-nvidia: bin/, the chart,
-    VERSIONS); the binaries' own versions."""
-    nbin = NVIDIA_OPT / "bin"
-    missing = [n for n in (*NVIDIA_DP_BINARIES, *NFD_BINARIES) if not (nbin / n).is_file()]
-    if missing or not (NVIDIA_OPT / DP_RELEASE / "Chart.yaml").is_file():
+def unpack_stack(
+    opt: Path, binaries: Sequence[str], chart: str, stage: str, argvs: Sequence[Sequence[Any]]
+) -> dict[str, Any]:
+    """A stack as the call before unpacked it (``opt``: bin/, the chart, VERSIONS), or
+    RuntimeError naming the call to make (``stage``: .devwork/<stage>); its VERSIONS and what
+    each of ``argvs`` (a binary's version) printed."""
+    missing = [n for n in binaries if not (opt / "bin" / n).is_file()]
+    if missing or not (opt / chart / "Chart.yaml").is_file():
         raise RuntimeError(
-            f"NVIDIA's stack is not unpacked in {NVIDIA_OPT} (missing {missing or 'the chart'}): "
-            "run `bash .devwork/nvidia/unpack.sh` first (toolchain/node/stage-nvidia.sh)"
+            f"the stack is not unpacked in {opt} (missing {missing or 'the chart'}): run "
+            f"`bash .devwork/{stage}/unpack.sh` first (toolchain/node/stage-{stage}.sh)"
         )
-    versions: dict[str, Any] = {"VERSIONS": nvidia_versions()}
-    for argv in (
-        [BIN / "nvidia-container-runtime", "--version"],
-        [nbin / "nvidia-device-plugin", "--version"],
-        [nbin / "gpu-feature-discovery", "--version"],
-        [nbin / "config-manager", "--version"],
-        [nbin / "nfd-worker", "-version"],
-        [nbin / "nfd-master", "-version"],
-    ):
+    versions: dict[str, Any] = {"VERSIONS": stack_versions(opt)}
+    for argv in argvs:
         p = sh([str(a) for a in argv], check=False, timeout=20)
         versions[Path(str(argv[0])).name] = (p.stdout + p.stderr).strip()[-400:]
-    REC.facts["nvidiaVersions"] = versions
+    return versions
+
+
+def unpack_nvidia() -> None:
+    """NVIDIA's device plugin stack (/opt/gpulab-nvidia); the binaries' own versions."""
+    nbin = NVIDIA_OPT / "bin"
+    REC.facts["nvidiaVersions"] = unpack_stack(
+        NVIDIA_OPT, (*NVIDIA_DP_BINARIES, *NFD_BINARIES), DP_RELEASE, "nvidia",
+        [
+            [BIN / "nvidia-container-runtime", "--version"],
+            [nbin / "nvidia-device-plugin", "--version"],
+            [nbin / "gpu-feature-discovery", "--version"],
+            [nbin / "config-manager", "--version"],
+            [nbin / "nfd-worker", "-version"],
+            [nbin / "nfd-master", "-version"],
+        ],
+    )  # fmt: skip
+
+
+def unpack_dra() -> None:
+    """NVIDIA's DRA driver (/opt/gpulab-dra); the binaries' own versions."""
+    dbin = DRA_OPT / "bin"
+    REC.facts["draVersions"] = unpack_stack(
+        DRA_OPT, DRA_BINARIES, DRA_RELEASE, "dra",
+        [[dbin / "gpu-kubelet-plugin", "--version"], [dbin / "nvidia-cdi-hook", "--version"]],
+    )  # fmt: skip
 
 
 def _link(target: Path, link: Path) -> None:
@@ -541,6 +594,92 @@ def cdi_device_names() -> list[str]:
     """The fully qualified device names of the harness's CDI spec."""
     spec = json.loads(CDI_SPEC.read_text())
     return [f"{spec['kind']}={d['name']}" for d in spec.get("devices", [])]
+
+
+#: Where NVIDIA's DRA driver looks for nvidia-smi and libnvidia-ml.so.1 under its driver root
+#: (cmd/gpu-kubelet-plugin/root.go; its init container's hack/kubelet-plugin-prestart.sh the same),
+#: x86-64's: the root itself first.
+DRA_SMI_DIRS = ("", "opt/bin", "usr/bin", "usr/sbin", "bin", "sbin")
+DRA_NVML_DIRS = ("", "usr/lib64", "usr/lib/x86_64-linux-gnu", "lib64", "lib/x86_64-linux-gnu")
+
+
+def dra_driver_root(gpu_host: bool) -> str:
+    """The chart's ``nvidiaDriverRoot`` (the lab's ``draDriverRoot``) for this machine: the first
+    of ``/`` and the directories above nvidia-smi under which the driver looks as it does
+    (:data:`DRA_SMI_DIRS`, :data:`DRA_NVML_DIRS`) finds both. On the lent H200 the driver is
+    under /usr/local/nvidia (bin/nvidia-smi, lib64/libnvidia-ml.so.1): ``/`` would not do. Without
+    a GPU, :func:`fake_driver_root`."""
+    if not gpu_host:
+        return fake_driver_root()
+    smi = Path(shutil.which("nvidia-smi") or "/usr/bin/nvidia-smi")
+    for root in (Path("/"), smi.parent.parent, smi.parent.parent.parent):
+        if any((root / d / "nvidia-smi").is_file() for d in DRA_SMI_DIRS) and any(
+            (root / d / "libnvidia-ml.so.1").is_file() for d in DRA_NVML_DIRS
+        ):
+            return str(root)
+    raise RuntimeError(
+        f"no driver root holds both nvidia-smi ({smi}) and libnvidia-ml.so.1 as the DRA driver looks"
+    )
+
+
+def fake_driver_root() -> str:
+    """The rehearsal's stand-in driver root: an nvidia-smi that answers ``--version`` (the chart's
+    init container runs it and waits until it exits 0) and a libnvidia-ml.so.1 that is not NVML,
+    so that the kubelet plugin itself starts and fails on NVML as it would without a GPU."""
+    root = RUN / "fake-driver" / "nvidia"
+    (root / "bin").mkdir(parents=True, exist_ok=True)
+    (root / "lib64").mkdir(parents=True, exist_ok=True)
+    smi = root / "bin" / "nvidia-smi"
+    smi.write_text("#!/bin/bash\necho 'NVIDIA-SMI version : gpu-lab rehearsal stand-in (no GPU)'\n")
+    smi.chmod(0o755)
+    (root / "lib64" / "libnvidia-ml.so.1").write_text("gpu-lab rehearsal stand-in: not NVML\n")
+    return str(root)
+
+
+def mount_of(path: Path) -> dict[str, str]:
+    """The mount ``path`` is on (/proc/self/mountinfo: the longest mount point above it, the
+    last listed of equals): its mount point and optional fields (``shared:N``, ``master:N``)."""
+    best = {"mountPoint": "", "optional": ""}
+    for ln in _read("/proc/self/mountinfo").splitlines():
+        f = ln.split()
+        mp, opt = f[4], " ".join(f[6 : f.index("-")])
+        if (str(path) == mp or str(path).startswith(mp.rstrip("/") + "/")) and len(mp) >= len(
+            best["mountPoint"]
+        ):
+            best = {"mountPoint": mp, "optional": opt}
+    return best
+
+
+def shared_mount(path: Path) -> dict[str, Any]:
+    """``path`` on a shared mount: containerd refuses a Bidirectional volume whose source is not
+    on one and a HostToContainer volume not on a shared or slave one (internal/cri/opts/
+    spec_linux_opts.go ensureShared, ensureSharedOrSlave); the DRA chart's kubelet plugin mounts
+    the kubelet's plugins directory Bidirectional and the driver root HostToContainer. Unless it
+    is already, ``path`` is bound onto itself (recursively: a driver mounted below stays) and made
+    rshared, as kind's node image makes /; recorded in :data:`SHARED_BINDS`. Returns the mount
+    before and after."""
+    path.mkdir(parents=True, exist_ok=True)
+    before = mount_of(path)
+    if "shared:" not in before["optional"]:
+        sh(["mount", "--rbind", str(path), str(path)], name=f"bind-{path.name}")
+        with SHARED_BINDS.open("a") as f:
+            f.write(f"{path}\n")
+        sh(["mount", "--make-rshared", str(path)], name=f"rshared-{path.name}")
+    return {"path": str(path), "before": before, "after": mount_of(path)}
+
+
+def unbind_shared() -> list[str]:
+    """Undo :func:`shared_mount` (each bind once, the last first; only while it is a mount point:
+    the kubelet directory's is unmounted with the node's own); returns what was unmounted."""
+    if not SHARED_BINDS.exists():
+        return []
+    done = []
+    for p in reversed(SHARED_BINDS.read_text().split()):
+        if os.path.ismount(p):
+            sh(["umount", "-l", p], check=False)
+            done.append(p)
+    SHARED_BINDS.unlink()
+    return done
 
 
 def node_ip() -> str:
@@ -941,13 +1080,14 @@ def ctr(
     )
 
 
-def images(gpu_host: bool = True, nvidia: bool = False) -> None:
+def images(gpu_host: bool = True, nvidia: bool = False, dra: bool = False) -> None:
     """The four images, made from this machine's files (image.py) and imported: the sandbox
     (gpulab-pause), the device plugin (its binary and the libraries it and libnvidia-ml need),
     the smoke image (a shell, bash for the API probe, and the C library; nvidia-smi comes from
     the CDI spec), the compute image (gpulab-vectoradd, also at :data:`VECTORADD_PATH`, a shell,
     and what libcuda needs; libcuda and nvidia-smi come from the CDI spec); with ``nvidia``,
-    NVIDIA's two (:func:`nvidia_image_specs`)."""
+    NVIDIA's two (:func:`nvidia_image_specs`); with ``dra``, the DRA driver's
+    (:func:`dra_image_specs`), also tagged as the chart's own image reference."""
     d = RUN / "images"
     d.mkdir(parents=True, exist_ok=True)
     if gpu_host:
@@ -985,6 +1125,9 @@ def images(gpu_host: bool = True, nvidia: bool = False) -> None:
     if nvidia:
         IMAGES.update(nvidia_images())
         specs.update(nvidia_image_specs(nvml_lib))
+    if dra:
+        IMAGES.update(dra_images())
+        specs.update(dra_image_specs(nvml_lib, smi))
     for key, args in specs.items():
         tar = d / f"{key}.tar"
         sh(
@@ -992,6 +1135,12 @@ def images(gpu_host: bool = True, nvidia: bool = False) -> None:
             name=f"image-{key}",
         )
         ctr("images", "import", "--platform", "linux/amd64", str(tar), name=f"import-{key}")
+    if dra:
+        # The lab sets no image of the DRA driver's chart (components/dra.py helm_values: values
+        # only, no image key), so the chart's own reference (values.yaml image.repository, tag
+        # v<appVersion>: _helpers.tpl fullimage; pullPolicy IfNotPresent) names the harness's.
+        DRA["chartImage"] = dra_chart_image()
+        ctr("images", "tag", "--force", IMAGES["dra"], DRA["chartImage"], name="tag-dra")
     ctr("images", "ls", name="images-ls")
 
 
@@ -1030,6 +1179,78 @@ def nvidia_image_specs(nvml_lib: str = "/bin/sh") -> dict[str, list[str]]:
             *nfd, "--env", path, "--env", "GRPC_GO_LOG_SEVERITY_LEVEL=INFO", "--user", "65534:65534",
             "--label", f"version=v{v.get('NFD_VERSION', '')}",
         ],
+    }  # fmt: skip
+
+
+def dra_images() -> dict[str, str]:
+    """The DRA driver's image, named by the unpacked driver's version."""
+    version = stack_versions(DRA_OPT).get("DRA_DRIVER_VERSION", "0.5.0")
+    return {"dra": f"gpulab.local/dra-driver-nvidia-gpu:v{version}"}
+
+
+def dra_chart_image() -> str:
+    """The image reference the unpacked chart renders by default: values.yaml ``image.repository``
+    and ``image.tag``, else ``v`` + Chart.yaml ``appVersion`` (_helpers.tpl ``fullimage``)."""
+    chart = DRA_OPT / DRA_RELEASE
+    block = re.search(r"^image:\n((?:[ #].*\n|\n)*)", _read(str(chart / "values.yaml")), re.M)
+    fields = dict(
+        re.findall(r"^  (repository|tag): *\"?([^\"\s]*)\"?", block.group(1) if block else "", re.M)
+    )
+    app = re.search(r"^appVersion: *\"?([^\"\s]+)", _read(str(chart / "Chart.yaml")), re.M)
+    if not fields.get("repository") or not (fields.get("tag") or app):
+        raise RuntimeError(f"no default image in {chart}'s values.yaml and Chart.yaml")
+    return f"{fields['repository']}:{fields.get('tag') or 'v' + app.group(1)}"  # type: ignore[union-attr]
+
+
+#: What the DRA driver's image holds of busybox in upstream's (gcr.io/distroless/cc:debug): the
+#: tools its scripts run (deployments/container/Dockerfile: kubelet-plugin-prestart.sh needs ln,
+#: find, date, sleep, head, env, readlink, basename; the chart's container command cp, sed and
+#: mount when it masks the driver's params; the plugin chroot), from this machine.
+DRA_IMAGE_TOOLS: tuple[str, ...] = (
+    "ln",
+    "find",
+    "head",
+    "basename",
+    "ls",
+    "date",
+    "env",
+    "sleep",
+    "readlink",
+)
+DRA_IMAGE_TOOLS += ("cp", "sed", "mount", "chroot")
+
+
+def dra_image_specs(nvml_lib: str = "/bin/sh", smi: str = "/bin/sh") -> dict[str, list[str]]:
+    """image.py's arguments for the DRA driver's image as upstream's Dockerfile lays it out
+    (deployments/container/Dockerfile at the tag): gpu-kubelet-plugin and nvidia-cdi-hook in
+    /usr/bin (the plugin copies the hook into the kubelet's plugin directory for the CDI specs it
+    writes), /usr/bin/kubelet-plugin-prestart.sh, /templates, /LICENSE, bash at /bin/bash, ENV
+    NVIDIA_DISABLE_REQUIRE=true, NVIDIA_VISIBLE_DEVICES=all, NVIDIA_DRIVER_CAPABILITIES=utility,
+    user root, no entrypoint (the chart gives each container its command); for distroless/cc's
+    glibc and busybox, this machine's C library whole (``--libs-of`` NVML and nvidia-smi: the
+    plugin dlopens NVML from the driver root, the init container runs nvidia-smi from there) and
+    :data:`DRA_IMAGE_TOOLS`."""
+    dbin, files = DRA_OPT / "bin", DRA_OPT / "image"
+    v = stack_versions(DRA_OPT)
+    args = [a for b in DRA_BINARIES for a in ("--add", f"/usr/bin/{b}={dbin / b}")]
+    args += ["--add", f"/usr/bin/kubelet-plugin-prestart.sh={files / 'kubelet-plugin-prestart.sh'}"]
+    args += ["--add", f"/LICENSE={files / 'LICENSE'}", "--add", "/bin/bash=/bin/bash"]
+    for tmpl in sorted((files / "templates").glob("*")):
+        args += ["--add", f"/templates/{tmpl.name}={tmpl}"]
+    tools = {t: shutil.which(t) for t in DRA_IMAGE_TOOLS}
+    DRA["imageTools"] = tools
+    for t, path in tools.items():
+        if path:
+            args += ["--add", f"/usr/bin/{t}={path}"]
+    return {
+        "dra": [
+            *args, "--libs-of", nvml_lib, "--libs-of", smi,
+            "--env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "--env", "NVIDIA_DISABLE_REQUIRE=true", "--env", "NVIDIA_VISIBLE_DEVICES=all",
+            "--env", "NVIDIA_DRIVER_CAPABILITIES=utility",
+            "--label", "name=DRA Driver for NVIDIA GPUs", "--label", "vendor=NVIDIA",
+            "--label", f"version=v{v.get('DRA_DRIVER_VERSION', '')}",
+        ]
     }  # fmt: skip
 
 
@@ -1593,6 +1814,12 @@ def teardown(summary: dict[str, Any]) -> None:
     time.sleep(0.5)
     for m in sorted(our_mounts(), key=len, reverse=True):
         sh(["umount", "-l", m], check=False)
+    left = summary.setdefault("leftovers", {})
+    left["sharedBindsUnmounted"] = unbind_shared()
+    if driver_cdi_specs():  # the DRA driver's (listed by the census first)
+        left["driverCdiSpecsRemoved"] = driver_cdi_specs()
+        for spec in driver_cdi_specs():
+            Path(spec).unlink()
     # A cgroup can be removed once its last process has gone: a few tries, every hierarchy
     # (cgroup v2's one, or v1's per controller).
     for _ in range(6):
@@ -1609,7 +1836,6 @@ def teardown(summary: dict[str, Any]) -> None:
     REC.facts["sysctlsAfter"] = {k: _read(f"/proc/sys/{k}").strip() for k in SYSCTLS}
     if str(summary.get("mode")).startswith("rehearse"):
         restore_sysctls()
-    left = summary.setdefault("leftovers", {})
     if NVIDIA_RUNTIME_CONFIG.exists():  # the harness's own node setup (NVIDIA's runtime)
         left["nvidiaRuntimeConfigRemoved"] = str(NVIDIA_RUNTIME_CONFIG)
         NVIDIA_RUNTIME_CONFIG.unlink()
@@ -1993,20 +2219,37 @@ def nvidia_lab_config(rehearsal: bool) -> dict[str, str]:
     installs it (``gpuStack: device-plugin``, the chart unpacked from the module, the images made
     here, RuntimeClass nvidia, time-slicing in 4), then lab-config.json's keys."""
     images = nvidia_images()
-    cfg = lab_config_base(rehearsal)
-    cfg.update(
-        {
-            "gpu-lab:gpuStack": "device-plugin",
-            "gpu-lab:devicePluginChartPath": str(NVIDIA_OPT / DP_RELEASE),
-            "gpu-lab:devicePluginImage": images["nvidia-dp"],
-            "gpu-lab:nfdImage": images["nfd"],
-            "gpu-lab:runtimeClass": RUNTIME_CLASS,
-            "gpu-lab:timeSlicingReplicas": "4",
-            "gpu-lab:expectedGpus": "1",
-        }
-    )
-    cfg.update(lab_config_extra())  # lab-config.json's keys win
-    return cfg
+    return {
+        **lab_config_base(rehearsal),
+        "gpu-lab:gpuStack": "device-plugin",
+        "gpu-lab:devicePluginChartPath": str(NVIDIA_OPT / DP_RELEASE),
+        "gpu-lab:devicePluginImage": images["nvidia-dp"],
+        "gpu-lab:nfdImage": images["nfd"],
+        "gpu-lab:runtimeClass": RUNTIME_CLASS,
+        "gpu-lab:timeSlicingReplicas": "4",
+        "gpu-lab:expectedGpus": "1",
+        **lab_config_extra(),  # lab-config.json's keys win
+    }
+
+
+def dra_lab_config(rehearsal: bool) -> dict[str, str]:
+    """The stack config of ``lab-dra``: :func:`lab_config`'s, then NVIDIA's DRA driver as the
+    lab installs it (``gpuStack: dra``, the chart unpacked from the module, ``draDriverRoot`` where
+    this machine's driver is), no benchmark Pod, the gate's timeout (``operatorTimeoutSeconds``,
+    also the negative's bound: 120 s, 60 s in a rehearsal, where it must fail), then
+    lab-config.json's keys. No image key: the chart's own reference names the harness's image
+    (:func:`images`). No runtime class: the claims' devices reach the containers through the CDI
+    specs the driver writes, which containerd applies itself."""
+    return {
+        **lab_config_base(rehearsal),
+        "gpu-lab:gpuStack": "dra",
+        "gpu-lab:draChartPath": str(DRA_OPT / DRA_RELEASE),
+        "gpu-lab:draDriverRoot": DRA["driverRoot"],
+        "gpu-lab:benchmarkPod": "false",
+        "gpu-lab:operatorTimeoutSeconds": "60" if rehearsal else "120",
+        "gpu-lab:expectedGpus": "1",
+        **lab_config_extra(),
+    }
 
 
 def found_lab_config(rehearsal: bool) -> dict[str, str]:
@@ -2028,11 +2271,11 @@ def node_labels() -> dict[str, str]:
     return dict(((node_doc() or {}).get("metadata") or {}).get("labels") or {})
 
 
-def chart_pods() -> list[dict[str, Any]]:
+def chart_pods(namespace: str = DP_NAMESPACE) -> list[dict[str, Any]]:
     """The release namespace's Pods: name, phase, node, containers' ready/restarts/state."""
     api, core, _ = clients()
     out = []
-    for p in core.list_namespaced_pod(DP_NAMESPACE).items:
+    for p in core.list_namespaced_pod(namespace).items:
         doc = api.sanitize_for_serialization(p)
         st = doc.get("status") or {}
         out.append(
@@ -2054,20 +2297,20 @@ def chart_pods() -> list[dict[str, Any]]:
     return out
 
 
-def chart_logs(tag: str) -> None:
+def chart_logs(tag: str, namespace: str = DP_NAMESPACE) -> None:
     """Every container log of the release's Pods (and the previous one's, after a restart)."""
     with contextlib.suppress(Exception):
         _, core, _ = clients()
-        for p in core.list_namespaced_pod(DP_NAMESPACE).items:
+        for p in core.list_namespaced_pod(namespace).items:
             names = [c.name for c in (p.spec.init_containers or []) + p.spec.containers]
             for c in names:
                 for previous in (False, True):
                     with contextlib.suppress(Exception):
-                        text = read_log(core, p.metadata.name, DP_NAMESPACE, container=c, previous=previous)
+                        text = read_log(core, p.metadata.name, namespace, container=c, previous=previous)
                         suffix = "-previous" if previous else ""
                         (WORK / f"chart-{tag}-{p.metadata.name}-{c}{suffix}.log").write_text(text)
-    save_json(f"chart-pods-{tag}.json", _safe(chart_pods))
-    save_json(f"events-{DP_NAMESPACE}-{tag}.json", _safe(lambda: events(DP_NAMESPACE)))
+    save_json(f"chart-pods-{tag}.json", _safe(lambda: chart_pods(namespace)))
+    save_json(f"events-{namespace}-{tag}.json", _safe(lambda: events(namespace)))
 
 
 def _safe(fn: Callable[[], Any]) -> Any:
@@ -2104,7 +2347,7 @@ def set_taint(on: bool) -> None:
     core.patch_node(NODE, {"spec": {"taints": taints}})
 
 
-def found_stack(lr: "LabRun", lab: dict[str, Any], rehearsal: bool) -> None:
+def found_stack(lr: LabRun, lab: dict[str, Any], rehearsal: bool) -> None:
     """Step (b) of ``lab-nvidia``: a second stack (``gpuStack: found``) up and destroyed on the
     same cluster while the release stays. Raises RuntimeError when either exits non-zero (on the
     GPU machine; the rehearsal records the exit codes: its check fails there too)."""
@@ -2136,32 +2379,20 @@ def lab_up_nvidia(summary: dict[str, Any], rehearsal: bool = False) -> None:
     destroy`` and a census of what is left (``leftovers``). Without a GPU (the rehearsal) the
     plugin and GFD cannot start (NVML): (a) must fail at the gate, (b) runs for its mechanics
     (two stacks on one cluster, its check failing too), then destroy and the census."""
-    lr = LabRun(summary, rehearsal)
+    lr = lab_begin(summary, rehearsal, nvidia_lab_config)
     lab = lr.lab
-    with REC.step("lab-toolchain"):
-        lr.toolchain()
-        cfg = nvidia_lab_config(rehearsal)
-        lab["config"] = cfg
-        lr.stack("existing", cfg)
+    cfg = lab["config"]
     expected = str(int(cfg.get("gpu-lab:timeSlicingReplicas", "1")) * int(cfg["gpu-lab:expectedGpus"]))
     lab["expectedAllocatable"] = expected
     try:
         with REC.step("lab-up"):
             t = now()
-            up = lr.lab_cmd("up", "existing", "up", 420)
-            lr.keep("existing")
-            chart_logs("after-up")
+            up = lab_up_once(lr, DP_NAMESPACE)
             lab["afterUp"] = node_state("after-up")
             lab["afterUp"]["pods"] = _safe(chart_pods)
-            if rehearsal:
-                # No GPU: the plugin and GFD exit on NVML, so nothing advertises nvidia.com/gpu
-                # and the lab's gate must fail there (what it said is in lab-up.out).
-                lab["rehearsalUpRc"] = up["rc"]
-                if up["rc"] == 0:
-                    raise RuntimeError("scripts/lab up passed on a node without a GPU")
-            elif up["rc"] != 0:
-                raise RuntimeError(f"scripts/lab up exited {up['rc']}: {up['tail'][-800:]}")
-            elif lab["afterUp"]["allocatable"] != expected:
+            # No GPU: the plugin and GFD exit on NVML, so nothing advertises nvidia.com/gpu.
+            up_verdict(lab, up, rehearsal)
+            if not rehearsal and lab["afterUp"]["allocatable"] != expected:
                 wait_for(f"allocatable nvidia.com/gpu {expected}", lambda: gpu(node_doc()) == expected, 60)
             lab["secondsUpToAllocatable"] = round(now() - t, 3)
         if os.environ.get("GPULAB_NODE_FOUND_STACK") == "skip":
@@ -2172,26 +2403,16 @@ def lab_up_nvidia(summary: dict[str, Any], rehearsal: bool = False) -> None:
             found_stack(lr, lab, rehearsal)
         if rehearsal:
             return
-        with REC.step("lab-verify"):
-            verify = lr.lab_cmd("verify", "existing", "verify", 240)
-            if verify["rc"] != 0:
-                raise RuntimeError(f"scripts/lab verify exited {verify['rc']}: {verify['tail'][-800:]}")
+        lab_verify(lr)
         with REC.step("lab-negative"):
-            neg: dict[str, Any] = {"taint": EVICT_TAINT}
-            lab["negative"] = neg
-            t = now()
-            set_taint(True)
+            neg, t = taint_node(lab)
             wait_for(
                 "allocatable nvidia.com/gpu gone", lambda: gpu(node_doc()) in (None, "0"), 120, interval=0.5
             )
             neg["secondsToAllocatableDrop"] = round(now() - t, 3)
             neg["whileTainted"] = node_state("tainted")
             neg["podsWhileTainted"] = _safe(chart_pods)
-            # What is left for destroy is kept back: a verify that does not fail within its own
-            # bound is cut here, and destroy still runs (the 15:23 run lost destroy that way).
-            left = BUDGET - RESERVE - DESTROY_RESERVE - (time.monotonic() - T0)
-            verify = lr.lab_cmd("verify-tainted", "existing", "verify", max(5.0, min(240.0, left)))
-            neg["verifyRc"], neg["verifySeconds"] = verify["rc"], verify["seconds"]
+            verify = verify_tainted(lr, neg)
             t = now()
             set_taint(False)
             wait_for(
@@ -2201,13 +2422,255 @@ def lab_up_nvidia(summary: dict[str, Any], rehearsal: bool = False) -> None:
             if verify["rc"] == 0:
                 raise RuntimeError("scripts/lab verify passed with the device plugin's Pods evicted")
     finally:
-        chart_logs("end")
-        with REC.step("lab-destroy"):
-            with contextlib.suppress(Exception):
-                set_taint(False)
-            lr.lab_cmd("destroy", "existing", "destroy", 240)
-            (lr.repo / "stacks" / "Pulumi.existing.yaml").unlink(missing_ok=True)
-            summary.setdefault("leftovers", {})["cluster"] = census_leftovers()
+        lab_end(lr, summary, DP_NAMESPACE, census_leftovers)
+
+
+def lab_begin(summary: dict[str, Any], rehearsal: bool, config: Callable[[bool], dict[str, str]]) -> LabRun:
+    """The lab's toolchain on the node and stack ``existing`` with ``config(rehearsal)``."""
+    lr = LabRun(summary, rehearsal)
+    with REC.step("lab-toolchain"):
+        lr.toolchain()
+        cfg = config(rehearsal)
+        lr.lab["config"] = cfg
+        lr.stack("existing", cfg)
+    return lr
+
+
+def lab_up_once(lr: LabRun, namespace: str) -> dict[str, Any]:
+    """``scripts/lab up``, its outputs and card kept, the release's logs."""
+    up = lr.lab_cmd("up", "existing", "up", 420)
+    lr.keep("existing")
+    chart_logs("after-up", namespace)
+    return up
+
+
+def up_verdict(lab: dict[str, Any], up: dict[str, Any], rehearsal: bool) -> None:
+    """``scripts/lab up`` must pass on the GPU machine and fail in a rehearsal: without a GPU
+    nothing of NVIDIA's stack can read NVML, so the lab's gate must fail there (what it said is
+    in lab-up.out)."""
+    if rehearsal:
+        lab["rehearsalUpRc"] = up["rc"]
+        if up["rc"] == 0:
+            raise RuntimeError("scripts/lab up passed on a node without a GPU")
+    elif up["rc"] != 0:
+        raise RuntimeError(f"scripts/lab up exited {up['rc']}: {up['tail'][-800:]}")
+
+
+def lab_verify(lr: LabRun) -> None:
+    """``scripts/lab verify`` on the stack ``up`` made: it must pass."""
+    with REC.step("lab-verify"):
+        verify = lr.lab_cmd("verify", "existing", "verify", 240)
+        if verify["rc"] != 0:
+            raise RuntimeError(f"scripts/lab verify exited {verify['rc']}: {verify['tail'][-800:]}")
+
+
+def taint_node(lab: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """The negative begins: :data:`EVICT_TAINT` on the node; its record (``lab["negative"]``) and
+    when it was set."""
+    neg: dict[str, Any] = {"taint": EVICT_TAINT}
+    lab["negative"] = neg
+    t = now()
+    set_taint(True)
+    return neg, t
+
+
+def verify_tainted(lr: LabRun, neg: dict[str, Any]) -> dict[str, Any]:
+    """``scripts/lab verify`` during the negative, bounded so that destroy keeps its reserve: a
+    verify that does not fail within its own bound is cut here, and destroy still runs (the
+    15:23 run of lab-nvidia lost destroy that way)."""
+    left = BUDGET - RESERVE - DESTROY_RESERVE - (time.monotonic() - T0)
+    verify = lr.lab_cmd("verify-tainted", "existing", "verify", max(5.0, min(240.0, left)))
+    neg["verifyRc"], neg["verifySeconds"] = verify["rc"], verify["seconds"]
+    return verify
+
+
+def lab_end(
+    lr: LabRun, summary: dict[str, Any], namespace: str, census: Callable[[], dict[str, Any]]
+) -> None:
+    """The release's last logs, the taint gone, ``scripts/lab destroy`` and ``census()``."""
+    chart_logs("end", namespace)
+    with REC.step("lab-destroy"):
+        with contextlib.suppress(Exception):
+            set_taint(False)
+        lr.lab_cmd("destroy", "existing", "destroy", 240)
+        (lr.repo / "stacks" / "Pulumi.existing.yaml").unlink(missing_ok=True)
+        summary.setdefault("leftovers", {})["cluster"] = census()
+
+
+# ---------------------------------------------------------------- NVIDIA's DRA driver
+
+
+def dra_slices() -> list[dict[str, Any]]:
+    """The DRA driver's ResourceSlices (``spec.driver`` gpu.nvidia.com), as the API serves them."""
+    from kubernetes import client
+
+    api, _, _ = clients()
+    items = client.CustomObjectsApi(api).list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")
+    return [i for i in items["items"] if (i.get("spec") or {}).get("driver") == DRA_DRIVER]
+
+
+def plugin_files() -> list[str]:
+    """What is in the kubelet's plugin registration and plugin directories (sockets, the
+    driver's checkpoint, the nvidia-cdi-hook it copied there)."""
+    return sorted(str(p) for d in KUBELET_PLUGIN_DIRS if d.is_dir() for p in d.rglob("*"))
+
+
+def driver_cdi_specs() -> list[str]:
+    """The CDI specs the DRA driver wrote (its vendor k8s.gpu.nvidia.com) in /var/run/cdi."""
+    return sorted(str(p) for p in CDI_DIR.glob(f"{DRA_CDI_VENDOR}*")) if CDI_DIR.is_dir() else []
+
+
+def dra_state(tag: str) -> dict[str, Any]:
+    """The driver's slices (saved whole; per node its GPUs with their UUIDs), the kubelet's
+    plugin files and the driver's CDI specs."""
+    from gpulab.kube.dra import slice_rows
+
+    slices = _safe(dra_slices)
+    save_json(f"resourceslices-{tag}.json", slices)
+    return {
+        "slices": list(slice_rows(slices, DRA_DRIVER).values()) if isinstance(slices, list) else slices,
+        "pluginFiles": _safe(plugin_files),
+        "driverCdiSpecs": _safe(driver_cdi_specs),
+    }
+
+
+UUID_RE = re.compile(r"\bGPU-[0-9a-fA-F-]{36}\b")
+
+
+def dra_claims(lr: LabRun) -> dict[str, Any]:
+    """The claims the lab's Pods ran through: each Pod with ``spec.resourceClaims`` (its
+    ``status.resourceClaimStatuses``, phase and the UUIDs its log lists), the ResourceClaims
+    still there (``status.allocation``; a claim made from a template is deleted once its Pod is
+    done), the smoke check's own record of its claim as allocated and reserved (the stack's
+    ``dra`` output), and the UUIDs compared: the Pods' against the host's ``nvidia-smi`` and the
+    slices'."""
+    from kubernetes import client
+
+    api, core, _ = clients()
+    pods = []
+    for p in core.list_pod_for_all_namespaces().items:
+        if not p.spec.resource_claims:
+            continue
+        doc = api.sanitize_for_serialization(p)
+        log: Any = _safe(partial(read_log, core, p.metadata.name, p.metadata.namespace))
+        pods.append(
+            {
+                "namespace": p.metadata.namespace,
+                "name": p.metadata.name,
+                "phase": p.status.phase,
+                "resourceClaims": doc["spec"].get("resourceClaims"),
+                "resourceClaimStatuses": (doc.get("status") or {}).get("resourceClaimStatuses"),
+                "uuids": sorted(set(UUID_RE.findall(log))) if isinstance(log, str) else log,
+            }
+        )
+        (WORK / f"pod-{p.metadata.namespace}-{p.metadata.name}.log").write_text(str(log))
+    claims = _safe(
+        lambda: client.CustomObjectsApi(api).list_cluster_custom_object(
+            "resource.k8s.io", "v1", "resourceclaims"
+        )
+    )
+    save_json("resourceclaims-after-up.json", claims)
+    outputs = _safe(lambda: json.loads((lr.repo / ".state" / "outputs-existing.json").read_text()))
+    host = sorted(g["uuid"] for g in host_gpus())
+    published = sorted(d["uuid"] for r in dra_state("claims")["slices"] for d in r["devices"])
+    seen = sorted({u for p in pods if isinstance(p["uuids"], list) for u in p["uuids"]})
+    return {
+        "pods": pods,
+        "claimsLeft": [
+            {"name": c["metadata"]["name"], "allocation": (c.get("status") or {}).get("allocation")}
+            for c in (claims.get("items") or [])
+        ] if isinstance(claims, dict) else claims,
+        "labDraOutput": outputs.get("dra") if isinstance(outputs, dict) else outputs,
+        "allocationPath": outputs.get("allocationPath") if isinstance(outputs, dict) else None,
+        "hostUuids": host,
+        "sliceUuids": published,
+        "podUuids": seen,
+        "uuidsMatch": bool(seen) and set(seen) <= set(host) and set(seen) <= set(published),
+    }  # fmt: skip
+
+
+def census_dra() -> dict[str, Any]:
+    """What the lab's destroy left of NVIDIA's DRA driver: :func:`census_objects` for the release
+    (its namespace, DaemonSet, ServiceAccounts, ClusterRoles and bindings; the chart's
+    ComputeDomain CRDs, which Helm leaves), and the DRA objects: DeviceClasses, the driver's
+    ResourceSlices, ResourceClaims and templates anywhere, the chart's ValidatingAdmissionPolicy
+    and binding; on the node, the CDI specs the driver wrote and the kubelet's plugin files."""
+    from kubernetes import client
+
+    api, _, _ = clients()
+    custom, adm = client.CustomObjectsApi(api), client.AdmissionregistrationV1Api(api)
+    out = census_objects(DRA_NAMESPACE, ("dra-driver-nvidia-gpu", "nvidia"), "nvidia.com")
+
+    def names(plural: str) -> list[str]:
+        items = custom.list_cluster_custom_object("resource.k8s.io", "v1", plural)["items"]
+        return sorted(
+            "/".join(filter(None, (i["metadata"].get("namespace"), i["metadata"]["name"]))) for i in items
+        )
+
+    checks: dict[str, Callable[[], Any]] = {
+        "deviceClasses": lambda: names("deviceclasses"),
+        "resourceSlices": lambda: [s["metadata"]["name"] for s in dra_slices()],
+        "resourceClaims": lambda: names("resourceclaims"),
+        "resourceClaimTemplates": lambda: names("resourceclaimtemplates"),
+        "validatingAdmissionPolicies": lambda: sorted(
+            p.metadata.name
+            for p in adm.list_validating_admission_policy().items
+            if "dra-driver" in p.metadata.name
+        ),
+        "validatingAdmissionPolicyBindings": lambda: sorted(
+            p.metadata.name
+            for p in adm.list_validating_admission_policy_binding().items
+            if "dra-driver" in p.metadata.name
+        ),
+        "driverCdiSpecs": driver_cdi_specs,
+        "pluginFiles": plugin_files,
+    }
+    out |= {key: _safe(fn) for key, fn in checks.items()}
+    save_json("leftovers-cluster.json", out)
+    return out
+
+
+def lab_up_dra(summary: dict[str, Any], rehearsal: bool = False) -> None:
+    """``run.sh lab-dra``: the lab installs NVIDIA's DRA driver chart on the node (no device
+    plugin at all): (a) ``scripts/lab up`` with ``gpuStack: dra``, then the driver's ResourceSlices
+    (the GPU with its UUID), the claims the smoke and compute Pods ran through and their UUIDs
+    against the host's (``claims``); (b) ``scripts/lab verify``; (c) the negative: a NoExecute
+    taint evicts the kubelet plugin's Pods, the kubelet wipes the driver's slices (30 s after the
+    plugin unregistered: pkg/kubelet/cm/dra defaultWipingDelay), ``verify`` must fail (the
+    dra-gate: no slice); the taint removed, the slice comes back; (d) ``scripts/lab destroy`` and
+    a census of what is left. Without a GPU (the rehearsal) the kubelet plugin fails on NVML: (a)
+    must fail at the dra-gate, then destroy and the census."""
+    lr = lab_begin(summary, rehearsal, dra_lab_config)
+    lab = lr.lab
+    lab["dra"] = DRA
+    try:
+        with REC.step("lab-up"):
+            up = lab_up_once(lr, DRA_NAMESPACE)
+            lab["afterUp"] = dra_state("after-up")
+            lab["afterUp"]["pods"] = _safe(lambda: chart_pods(DRA_NAMESPACE))
+            up_verdict(lab, up, rehearsal)
+        if rehearsal:
+            return
+        with REC.step("lab-claims"):
+            lab["claims"] = claims = dra_claims(lr)
+            if not claims["uuidsMatch"]:
+                raise RuntimeError(f"the Pods' GPUs are not the host's and the slice's: {claims['podUuids']}")
+        lab_verify(lr)
+        with REC.step("lab-negative"):
+            neg, t = taint_node(lab)
+            wait_for("the driver's ResourceSlices gone", lambda: not dra_slices(), 120, interval=1)
+            neg["secondsToSlicesGone"] = round(now() - t, 3)
+            neg["whileTainted"] = dra_state("tainted")
+            neg["podsWhileTainted"] = _safe(lambda: chart_pods(DRA_NAMESPACE))
+            verify = verify_tainted(lr, neg)
+            t = now()
+            set_taint(False)
+            wait_for("the driver's ResourceSlice back", dra_slices, 180, interval=1)
+            neg["secondsToRecover"] = round(now() - t, 3)
+            if verify["rc"] == 0:
+                raise RuntimeError("scripts/lab verify passed with the DRA driver's kubelet plugin evicted")
+    finally:
+        lab_end(lr, summary, DRA_NAMESPACE, census_dra)
 
 
 def census_leftovers() -> dict[str, Any]:
@@ -2218,32 +2681,10 @@ def census_leftovers() -> dict[str, Any]:
     containerd config's nvidia runtime, the CDI specs (the last three the harness's own)."""
     from kubernetes import client
 
-    api, core, apps = clients()
-    words = ("nvidia", "nfd", "node-feature-discovery", "gpu-feature-discovery")
-
-    def named(items: Any) -> list[str]:
-        return sorted(i.metadata.name for i in items if any(w in i.metadata.name for w in words))
-
-    out: dict[str, Any] = {}
-    rbac = client.RbacAuthorizationV1Api(api)
-    ext = client.ApiextensionsV1Api(api)
-    checks: dict[str, Callable[[], Any]] = {
-        "namespace": lambda: [
-            n.metadata.name for n in core.list_namespace().items if n.metadata.name == DP_NAMESPACE
-        ],
-        "daemonSets": lambda: named(apps.list_daemon_set_for_all_namespaces().items),
-        "deployments": lambda: named(apps.list_deployment_for_all_namespaces().items),
-        "configMaps": lambda: named(core.list_config_map_for_all_namespaces().items),
-        "serviceAccounts": lambda: named(core.list_service_account_for_all_namespaces().items),
-        "clusterRoles": lambda: named(rbac.list_cluster_role().items),
-        "clusterRoleBindings": lambda: named(rbac.list_cluster_role_binding().items),
-        "crds": lambda: sorted(
-            c.metadata.name for c in ext.list_custom_resource_definition().items if "nfd" in c.metadata.name
-        ),
-        "runtimeClasses": lambda: [r.metadata.name for r in client.NodeV1Api(api).list_runtime_class().items],
-    }
-    for key, fn in checks.items():
-        out[key] = _safe(fn)
+    api, _, _ = clients()
+    out = census_objects(
+        DP_NAMESPACE, ("nvidia", "nfd", "node-feature-discovery", "gpu-feature-discovery"), "nfd"
+    )
     out["nodeFeatures"] = _safe(
         lambda: [
             f"{i['metadata']['namespace']}/{i['metadata']['name']}"
@@ -2252,21 +2693,57 @@ def census_leftovers() -> dict[str, Any]:
             )["items"]
         ]
     )
-    labels = _safe(node_labels)
-    if isinstance(labels, dict):
-        out["nodeLabels"] = sorted(
-            f"{k}={v}"
-            for k, v in labels.items()
-            if k.startswith(("nvidia.com/", "feature.node.kubernetes.io/"))
-        )
+    labels = out["nodeLabels"]
+    if isinstance(labels, list):
         annotations = ((node_doc() or {}).get("metadata") or {}).get("annotations") or {}
         out["nodeAnnotations"] = sorted(k for k in annotations if "nfd" in k)
     out["featuresD"] = sorted(str(p) for p in FEATURES_D.glob("*")) if FEATURES_D.is_dir() else []
+    save_json("leftovers-cluster.json", out)
+    return out
+
+
+def census_objects(namespace: str, words: Sequence[str], crd_word: str) -> dict[str, Any]:
+    """What is left in the cluster and on the node of a chart's release: its ``namespace``; the
+    DaemonSets, Deployments, ConfigMaps, ServiceAccounts, ClusterRoles and bindings named with
+    one of ``words``; CRDs named with ``crd_word``; the RuntimeClasses; the node's nvidia.com/ and
+    feature.node.kubernetes.io/ labels; containerd's nvidia runtime and the CDI specs (the last
+    three the harness's own node setup, listed for completeness)."""
+    from kubernetes import client
+
+    api, core, apps = clients()
+
+    def named(items: Any) -> list[str]:
+        return sorted(i.metadata.name for i in items if any(w in i.metadata.name for w in words))
+
+    rbac = client.RbacAuthorizationV1Api(api)
+    ext = client.ApiextensionsV1Api(api)
+    checks: dict[str, Callable[[], Any]] = {
+        "namespace": lambda: [
+            n.metadata.name for n in core.list_namespace().items if n.metadata.name == namespace
+        ],
+        "daemonSets": lambda: named(apps.list_daemon_set_for_all_namespaces().items),
+        "deployments": lambda: named(apps.list_deployment_for_all_namespaces().items),
+        "configMaps": lambda: named(core.list_config_map_for_all_namespaces().items),
+        "serviceAccounts": lambda: named(core.list_service_account_for_all_namespaces().items),
+        "clusterRoles": lambda: named(rbac.list_cluster_role().items),
+        "clusterRoleBindings": lambda: named(rbac.list_cluster_role_binding().items),
+        "crds": lambda: sorted(
+            c.metadata.name
+            for c in ext.list_custom_resource_definition().items
+            if crd_word in c.metadata.name
+        ),
+        "runtimeClasses": lambda: [r.metadata.name for r in client.NodeV1Api(api).list_runtime_class().items],
+        "nodeLabels": lambda: sorted(
+            f"{k}={v}"
+            for k, v in node_labels().items()
+            if k.startswith(("nvidia.com/", "feature.node.kubernetes.io/"))
+        ),
+    }
+    out = {key: _safe(fn) for key, fn in checks.items()}
     out["containerdNvidiaRuntime"] = (
         "runtimes.nvidia" in CONTAINERD_DROP_IN.read_text() if CONTAINERD_DROP_IN.exists() else False
     )
     out["cdiSpecs"] = sorted(str(p) for p in CDI_DIR.glob("*")) if CDI_DIR.is_dir() else []
-    save_json("leftovers-cluster.json", out)
     return out
 
 
@@ -2417,7 +2894,9 @@ def _node_features() -> Any:
 
 #: The modes with NVIDIA's device plugin chart instead of the harness's plugin.
 NVIDIA_MODES = ("lab-nvidia", "rehearse-lab-nvidia", "rehearse-chart-nvidia")
-MODES = ("whole", "fleet", "lab", "rehearse", "rehearse-fleet", "rehearse-lab", *NVIDIA_MODES)
+#: The modes with NVIDIA's DRA driver chart and no device plugin at all.
+DRA_MODES = ("lab-dra", "rehearse-lab-dra")
+MODES = ("whole", "fleet", "lab", "rehearse", "rehearse-fleet", "rehearse-lab", *NVIDIA_MODES, *DRA_MODES)
 
 
 def main() -> int:
@@ -2426,8 +2905,8 @@ def main() -> int:
         print(f"node.py: unknown mode {mode!r} (one of {', '.join(MODES)})", file=sys.stderr)
         return 2
     gpu_host = not mode.startswith("rehearse")
-    nvidia = mode in NVIDIA_MODES
-    if nvidia:
+    nvidia, dra = mode in NVIDIA_MODES, mode in DRA_MODES
+    if nvidia or dra:  # the charts' Pods use in-cluster config
         use_in_cluster_network()
     WORK.mkdir(parents=True, exist_ok=True)
     rendered = json.loads((HERE / "rendered.json").read_text())
@@ -2446,6 +2925,8 @@ def main() -> int:
             unpack()
             if nvidia:
                 unpack_nvidia()
+            if dra:
+                unpack_dra()
             python_site()
         if gpu_host:
             with REC.step("cgroups"):
@@ -2457,18 +2938,30 @@ def main() -> int:
             summary["nodeIP"] = ip
         with REC.step("control-plane"):
             control_plane(ip)
-        if nvidia and not gpu_host:
+        if (nvidia or dra) and not gpu_host:
             fake_gpu()  # the CDI spec NVIDIA's runtime resolves nvidia.com/gpu=all in
+        if dra:
+            with REC.step("dra-mounts"):
+                # The driver root the lab gives the chart, and the kubelet's plugin directory
+                # and the driver root's parent on shared mounts (shared_mount says why).
+                DRA["driverRoot"] = dra_driver_root(gpu_host)
+                parent = Path(DRA["driverRoot"]).parent
+                DRA["sharedMounts"] = [shared_mount(KUBELET_DIR), shared_mount(parent)]
         with REC.step("containerd"):
-            containerd(nvidia)
+            containerd(nvidia or dra)
         with REC.step("images"):
-            images(gpu_host, nvidia)
+            images(gpu_host, nvidia, dra)
         fleet_mode = mode in ("fleet", "rehearse-fleet")
         if fleet_mode:
             PLUGIN_LABELS.update(FLEET_PLUGIN_LABELS)
         with REC.step("kubelet"):
-            kubelet(ip, FLEET_NODE_LABELS if fleet_mode else None)
+            kubelet(ip, FLEET_NODE_LABELS if fleet_mode else DRA_NODE_LABELS if dra else None)
             wait_node_ready()
+        if dra:
+            with REC.step("runtime-class"):
+                runtime_class()
+            with REC.step("api-probe"):
+                summary["apiProbe"] = api_probe()
         if nvidia:
             with REC.step("runtime-class"):
                 runtime_class()
@@ -2488,6 +2981,8 @@ def main() -> int:
             chart_by_helm(summary)
         elif nvidia:
             lab_up_nvidia(summary, rehearsal=not gpu_host)
+        elif dra:
+            lab_up_dra(summary, rehearsal=not gpu_host)
         elif fleet_mode:
             smi = "nvidia-smi" if gpu_host else fake_gpu()
             with REC.step("device-plugin"):
@@ -2521,8 +3016,8 @@ def main() -> int:
     except BaseException as exc:
         summary["failure"] = f"{type(exc).__name__}: {exc}"
         plugin_log("device-plugin-at-failure")
-        if nvidia:
-            chart_logs("at-failure")
+        if nvidia or dra:
+            chart_logs("at-failure", DRA_NAMESPACE if dra else DP_NAMESPACE)
         with contextlib.suppress(Exception):
             save_json("node-at-failure.json", node_doc())
             save_json("events-at-failure.json", events("default") + events(PLUGIN_NS))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one command of a real-node run on the lent GPU machine (toolchain/node/README.md):
-#   bash .devwork/node/run.sh [whole|fleet|lab|lab-nvidia|rehearse|rehearse-fleet|rehearse-lab|rehearse-lab-nvidia|rehearse-chart-nvidia]
-# (the *-nvidia modes need NVIDIA's stack unpacked first: bash .devwork/nvidia/unpack.sh)
+#   bash .devwork/node/run.sh [whole|fleet|lab|lab-nvidia|lab-dra|rehearse|rehearse-fleet|rehearse-lab|rehearse-lab-nvidia|rehearse-chart-nvidia|rehearse-lab-dra]
+# (the *-nvidia modes need NVIDIA's stack unpacked first: bash .devwork/nvidia/unpack.sh; the *-dra
+# modes NVIDIA's DRA driver: bash .devwork/dra/unpack.sh)
 # Results: $OUT/summary.json, $OUT/harness.log, $OUT/work.tar.gz (every log and document).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
