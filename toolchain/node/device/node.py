@@ -136,8 +136,8 @@ KUBELET_PLUGIN_DIRS = (KUBELET_DIR / "plugins_registry", KUBELET_DIR / "plugins"
 #: kubelet-plugin DaemonSet schedules by it (values.yaml kubeletPlugin.affinity) and the lab's
 #: dra-gate finds GPU nodes by it (gpulab.kube.dra GPU_NODE_LABEL).
 DRA_NODE_LABELS = {"nvidia.com/gpu.present": "true"}
-#: Mount points the harness bound onto themselves as shared mounts (:func:`shared_mount`), one a
-#: line: unmounted by teardown and by the next run's clean start.
+#: Mount points the harness made rshared from private (:func:`shared_mount`), one a line: made
+#: rprivate again by teardown and by the next run's clean start.
 SHARED_BINDS = Path("/run/gpulab-node.binds")
 #: What the DRA driver's kubelet plugin was given (its driver root) and what the run found.
 DRA: dict[str, Any] = {}
@@ -625,7 +625,8 @@ def dra_driver_root(gpu_host: bool) -> str:
 def fake_driver_root() -> str:
     """The rehearsal's stand-in driver root: an nvidia-smi that answers ``--version`` (the chart's
     init container runs it and waits until it exits 0) and a libnvidia-ml.so.1 that is not NVML,
-    so that the kubelet plugin itself starts and fails on NVML as it would without a GPU."""
+    so that the kubelet plugin itself starts and fails on NVML as it would without a GPU; a
+    private mount of its own, as the H200's driver root is."""
     root = RUN / "fake-driver" / "nvidia"
     (root / "bin").mkdir(parents=True, exist_ok=True)
     (root / "lib64").mkdir(parents=True, exist_ok=True)
@@ -633,6 +634,11 @@ def fake_driver_root() -> str:
     smi.write_text("#!/bin/bash\necho 'NVIDIA-SMI version : gpu-lab rehearsal stand-in (no GPU)'\n")
     smi.chmod(0o755)
     (root / "lib64" / "libnvidia-ml.so.1").write_text("gpu-lab rehearsal stand-in: not NVML\n")
+    # A mount of its own, private, as the lent H200's /usr/local/nvidia is (teardown unmounts it:
+    # it is under RUN).
+    if not os.path.ismount(root):
+        sh(["mount", "--bind", str(root), str(root)], name="bind-fake-driver")
+        sh(["mount", "--make-private", str(root)], name="private-fake-driver")
     return str(root)
 
 
@@ -655,28 +661,31 @@ def shared_mount(path: Path) -> dict[str, Any]:
     on one and a HostToContainer volume not on a shared or slave one (internal/cri/opts/
     spec_linux_opts.go ensureShared, ensureSharedOrSlave); the DRA chart's kubelet plugin mounts
     the kubelet's plugins directory Bidirectional and the driver root HostToContainer. Unless it
-    is already, ``path`` is bound onto itself (recursively: a driver mounted below stays) and made
-    rshared, as kind's node image makes /; recorded in :data:`SHARED_BINDS`. Returns the mount
-    before and after."""
+    is already, the mount ``path`` is on is made rshared in place (``mount --make-rshared``, as
+    kind's node image and systemd make /), every mount below it too: no bind, since a bind leaves
+    the mount it copies listed under the same path, still private, and containerd's lookup found
+    that one on the H200 (``/usr/local/nvidia``, the driver's own mount, 2026-12-03). A mount point
+    made rshared from private is recorded in :data:`SHARED_BINDS` for teardown to make rprivate
+    again. Returns the mount before and after."""
     path.mkdir(parents=True, exist_ok=True)
     before = mount_of(path)
     if "shared:" not in before["optional"]:
-        sh(["mount", "--rbind", str(path), str(path)], name=f"bind-{path.name}")
-        with SHARED_BINDS.open("a") as f:
-            f.write(f"{path}\n")
-        sh(["mount", "--make-rshared", str(path)], name=f"rshared-{path.name}")
+        sh(["mount", "--make-rshared", before["mountPoint"]], name=f"rshared-{path.name}")
+        if not before["optional"]:
+            with SHARED_BINDS.open("a") as f:
+                f.write(f"{before['mountPoint']}\n")
     return {"path": str(path), "before": before, "after": mount_of(path)}
 
 
 def unbind_shared() -> list[str]:
-    """Undo :func:`shared_mount` (each bind once, the last first; only while it is a mount point:
-    the kubelet directory's is unmounted with the node's own); returns what was unmounted."""
+    """Undo :func:`shared_mount`: each mount point it made rshared from private made rprivate
+    again (the last first); returns those mount points."""
     if not SHARED_BINDS.exists():
         return []
     done = []
     for p in reversed(SHARED_BINDS.read_text().split()):
         if os.path.ismount(p):
-            sh(["umount", "-l", p], check=False)
+            sh(["mount", "--make-rprivate", p], check=False)
             done.append(p)
     SHARED_BINDS.unlink()
     return done
@@ -1815,7 +1824,7 @@ def teardown(summary: dict[str, Any]) -> None:
     for m in sorted(our_mounts(), key=len, reverse=True):
         sh(["umount", "-l", m], check=False)
     left = summary.setdefault("leftovers", {})
-    left["sharedBindsUnmounted"] = unbind_shared()
+    left["madeRprivateAgain"] = unbind_shared()
     if driver_cdi_specs():  # the DRA driver's (listed by the census first)
         left["driverCdiSpecsRemoved"] = driver_cdi_specs()
         for spec in driver_cdi_specs():
@@ -2946,7 +2955,9 @@ def main() -> int:
                 # and the driver root's parent on shared mounts (shared_mount says why).
                 DRA["driverRoot"] = dra_driver_root(gpu_host)
                 parent = Path(DRA["driverRoot"]).parent
-                DRA["sharedMounts"] = [shared_mount(KUBELET_DIR), shared_mount(parent)]
+                DRA["sharedMounts"] = [
+                    shared_mount(p) for p in (KUBELET_DIR, parent, Path(DRA["driverRoot"]))
+                ]
         with REC.step("containerd"):
             containerd(nvidia or dra)
         with REC.step("images"):
