@@ -610,16 +610,45 @@ def dra_driver_root(gpu_host: bool) -> str:
     under /usr/local/nvidia (bin/nvidia-smi, lib64/libnvidia-ml.so.1): ``/`` would not do. Without
     a GPU, :func:`fake_driver_root`."""
     if not gpu_host:
-        return fake_driver_root()
+        return without_dev(Path(fake_driver_root()))
     smi = Path(shutil.which("nvidia-smi") or "/usr/bin/nvidia-smi")
     for root in (Path("/"), smi.parent.parent, smi.parent.parent.parent):
         if any((root / d / "nvidia-smi").is_file() for d in DRA_SMI_DIRS) and any(
             (root / d / "libnvidia-ml.so.1").is_file() for d in DRA_NVML_DIRS
         ):
-            return str(root)
+            return without_dev(root)
     raise RuntimeError(
         f"no driver root holds both nvidia-smi ({smi}) and libnvidia-ml.so.1 as the DRA driver looks"
     )
+
+
+def without_dev(root: Path) -> str:
+    """``root``, or where it has a ``dev`` folder (the H200's /usr/local/nvidia has one, without
+    the GPU's device nodes), a root of the harness's that binds every entry of it but ``dev``.
+    The kubelet plugin takes any driver root with a ``dev`` folder as the root of the device
+    nodes too (v0.5.0 cmd/gpu-kubelet-plugin/root.go ``isDevRoot``/``getDevRoot``), finds no
+    /dev/nvidia0 there and writes a claim's CDI device with no edits, which the CDI library
+    refuses ("invalid device, empty device edits": the 2026-12-03 20:09 run); without it the
+    device root is ``/``, the host's /dev in the privileged plugin container."""
+    if str(root) == "/" or not (root / "dev").is_dir():
+        return str(root)
+    synth = RUN / "driver-root"
+    synth.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(root.iterdir()):
+        if entry.name == "dev":
+            continue
+        dest = synth / entry.name
+        if entry.is_symlink():
+            if not dest.is_symlink():
+                dest.symlink_to(os.readlink(entry))
+            continue
+        if entry.is_dir():
+            dest.mkdir(exist_ok=True)
+        else:
+            dest.touch(exist_ok=True)
+        if not os.path.ismount(dest):
+            sh(["mount", "--rbind", str(entry), str(dest)], name=f"bind-driver-root-{entry.name}")
+    return str(synth)
 
 
 def fake_driver_root() -> str:
@@ -634,6 +663,7 @@ def fake_driver_root() -> str:
     smi.write_text("#!/bin/bash\necho 'NVIDIA-SMI version : gpu-lab rehearsal stand-in (no GPU)'\n")
     smi.chmod(0o755)
     (root / "lib64" / "libnvidia-ml.so.1").write_text("gpu-lab rehearsal stand-in: not NVML\n")
+    (root / "dev").mkdir(exist_ok=True)  # as the H200's driver root has one (without_dev)
     # A mount of its own, private, as the lent H200's /usr/local/nvidia is (teardown unmounts it:
     # it is under RUN).
     if not os.path.ismount(root):
