@@ -31,6 +31,9 @@ from typing import Any, Final
 GATE_TYPE: Final = "gpulab:gpu_operator:GpuOperator$command:local:Command"
 #: A found GPU stack's gate: the per-node fleet check (components/fleet.py).
 FOUND_GATE_TYPE: Final = "gpulab:fleet:FoundGpuStack$command:local:Command"
+#: DRA mode's gate: the DRA driver's DeviceClass and ResourceSlices (components/dra.py; the H200
+#: run of 2026-12-03 21:29 found verify refusing a DRA lab without it).
+DRA_GATE_TYPE: Final = "gpulab:dra:DraDriver$command:local:Command"
 POD_TYPE: Final = "kubernetes:core/v1:Pod"
 #: Roles that must be there: without them the stack has no lab to verify.
 REQUIRED: Final = ("gate", "smoke")
@@ -56,7 +59,7 @@ def role_of(urn: str) -> str | None:
     """``gate`` for the gate command; for a Pod, its parent component's module (``smoke``,
     ``benchmark``, ...: ``gpulab:<module>:<Type>``); None for anything else."""
     chain, name = _split(urn)
-    if "$".join(chain).endswith((GATE_TYPE, FOUND_GATE_TYPE)) and name.endswith("-gate"):
+    if "$".join(chain).endswith((GATE_TYPE, FOUND_GATE_TYPE, DRA_GATE_TYPE)) and name.endswith("-gate"):
         return "gate"
     if chain and chain[-1] == POD_TYPE and len(chain) >= 2 and chain[-2].startswith("gpulab:"):
         return chain[-2].split(":")[1]

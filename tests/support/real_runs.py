@@ -104,6 +104,10 @@ MODES: dict[str, str] = {
     "up with gpuStack: device-plugin (NVIDIA's nvidia-device-plugin chart, GFD and NFD built from "
     "their modules and installed by the lab's Helm release), a second stack finding it, verify, "
     "the taint negative, destroy and the census of what is left",
+    "lab-dra": "toolchain/node's real node (run.sh lab-dra): the lab's own scripts/lab up with "
+    "gpuStack: dra (NVIDIA's DRA driver chart and GPU kubelet plugin built from their module and "
+    "installed by the lab's Helm release), the smoke and compute Pods through ResourceClaims, "
+    "verify, destroy and the census of what is left",
 }
 #: summary.json's ``mode`` (toolchain/node/device/node.py) -> the index's mode (``lab``:
 #: :func:`mode_of` tells lab-found from lab-up by the stack's gpuStack config).
@@ -113,6 +117,7 @@ SUMMARY_MODES = {
     "fleet": "harness-fleet",
     "lab": "lab-up",
     "lab-nvidia": "lab-device-plugin",
+    "lab-dra": "lab-dra",
 }
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}Z$")
 CNI0 = "cni0 (the harness's bridge)"
@@ -535,7 +540,7 @@ def derive_components(run: Path, revision: str | None = None) -> list[dict[str, 
         comps.append({"name": name, "version": version or "unknown (not recorded)", "origin": origin})
 
     summary = _json(run / "summary.json") or {}
-    if summary.get("mode") == "lab-nvidia":
+    if summary.get("mode") in ("lab-nvidia", "lab-dra"):
         # NVIDIA's device plugin ran there; the project's was staged but never deployed.
         staged.pop("gpulab-device-plugin", None)
     lab = summary.get("lab") or {}
@@ -619,6 +624,8 @@ def _leftovers(summary: Mapping[str, Any]) -> list[str] | None:
         for key in ("namespace", "daemonSets", "deployments", "configMaps", "serviceAccounts"):
             found += [f"{key}: {n}" for n in cluster.get(key) or []]
         found += [f"node label {x}" for x in cluster.get("nodeLabels") or []]
+        found += [f"resourceslice/{n}" for n in cluster.get("resourceSlices") or []]
+        found += [f"file {f}" for f in cluster.get("pluginFiles") or []]
         found += [f"runtimeclass/{n} (the harness's node setup)" for n in cluster.get("runtimeClasses") or []]
         if cluster.get("containerdNvidiaRuntime"):
             found.append("containerd's nvidia runtime (the harness's node setup)")

@@ -226,6 +226,8 @@ def test_results_agree_with_the_recorded_files(entry: dict[str, Any]) -> None:
             "nodeLabels",
             "runtimeClasses",
             "cdiSpecs",
+            "resourceSlices",  # lab-dra's census
+            "pluginFiles",
         )
     ) + bool(cluster.get("containerdNvidiaRuntime"))
 

@@ -83,3 +83,10 @@ def test_a_found_gpu_stacks_fleet_check_is_the_gate() -> None:
     chain = "gpulab:lab:Lab$gpulab:fleet:FoundGpuStack$command:local:Command"
     assert verify.role_of(f"urn:pulumi:s::gpu-lab::{chain}::gpu-stack-gate") == "gate"
     assert verify.role_of(f"urn:pulumi:s::gpu-lab::{chain}::gpu-stack-access") is None
+
+
+def test_dra_modes_gate_is_the_gate() -> None:
+    """The H200 run in DRA mode (2026-12-03 21:29, tests/data/device-h200-node/lab-dra): verify
+    said "the stack has no gate resource" until the DRA driver's gate counted as one."""
+    chain = "gpulab:lab:Lab$gpulab:dra:DraDriver$command:local:Command"
+    assert verify.role_of(f"urn:pulumi:s::gpu-lab::{chain}::dra-gate") == "gate"
