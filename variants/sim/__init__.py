@@ -133,6 +133,13 @@ class _Lifecycle(Lifecycle):
                 found[f"sim/{extra.rsplit('/', 1)[-1]}"] = paths.workdir / extra
         return found
 
+    def queue_controller(self, profile: str) -> tuple[list[str], list[str]] | None:
+        # Kueue's controller as a process of the sim (variants/sim/ctl/queues.py): a kwok Pod
+        # would run nothing.
+        where = ["--name", profile, "--workdir", self.workdir(profile)]
+        argv = ["python", "-m", self.ctl]
+        return [*argv, "queues-up", *where], [*argv, "queues-down", *where]
+
     def leftover(self, profile: str, root: Path) -> tuple[list[str], str] | None:
         workdir = self.workdir(profile)
         if not (root / workdir).exists():
@@ -147,7 +154,7 @@ class Sim(Variant):
     """The simulated lab (see module docstring)."""
 
     name = "sim"
-    capabilities = Capabilities(gpu_stacks=("install", "device-plugin", "dra", "found"))
+    capabilities = Capabilities(gpu_stacks=("install", "device-plugin", "dra", "found"), queues=True)
     config = _Config(name, exclusive_keys=("simMigDevices", "simNodes"), bounds=settings.BOUNDS)
     operator = OperatorNeeds(node_runtime="none")  # kwok nodes run no containers
     host = HostNeeds(
@@ -174,7 +181,7 @@ class Sim(Variant):
             "`GPULAB_STACK={stack} make destroy && GPULAB_STACK={stack} make lab` (Pulumi would replace "
             "every object of the lab to use another address)"
         ),
-        steps={"up": "sim-cluster"},
+        steps={"up": "sim-cluster", "queues-up": "sim-kueue-controller"},
     )
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:

@@ -1,0 +1,107 @@
+"""The queue layer's config (``queues: true``): :class:`QueueSettings`, one field of
+:class:`gpulab.config.lab.LabConfig`.
+
+With the switch on, the lab installs Kueue (sigs.k8s.io/kueue, its chart ``charts/kueue`` at a
+pinned release; offline from the Go module of the same tag, toolchain/kueue-chart.sh), then
+makes a ResourceFlavor for the GPU nodes, a ClusterQueue whose quota of the GPU resource is
+what the gate measured (an output of the gate, never a typed-in number) and a LocalQueue in
+the lab's namespace, and proves the queue (gpulab.kube.queues). What Kueue does at v0.19.0 that
+the lab relies on, each with its source, is in tests/contract/test_kueue.py.
+
+Pure: no Pulumi, no I/O but the chart path's existence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from gpulab.config import schema
+from gpulab.config.device_plugin import chart_file_version, chart_path
+
+#: This module's keys (Pulumi.yaml declares each once); part of gpulab.config.lab.SCHEMA.
+SCHEMA: Final[dict[str, tuple[str, object]]] = schema.section(
+    "queues", "kueueChartVersion", "kueueChartRepo", "kueueChartPath"
+)
+#: The chart, the release and its namespace (charts/kueue/README.md: ``helm install kueue
+#: oci://registry.k8s.io/kueue/charts/kueue --namespace=kueue-system``).
+CHART: Final = "kueue"
+RELEASE: Final = "kueue"
+NAMESPACE: Final = "kueue-system"
+#: The chart's objects the lab's checks and the sim name (templates/, release name ``kueue``):
+#: the webhook Service and its serving-cert Secret, the visibility API's Service, the
+#: controller's ConfigMap and its key.
+WEBHOOK_SERVICE: Final = "kueue-webhook-service"
+WEBHOOK_SECRET: Final = "kueue-webhook-server-cert"
+VISIBILITY_SERVICE: Final = "kueue-visibility-server"
+CONFIGMAP: Final = "kueue-manager-config"
+CONFIG_KEY: Final = "controller_manager_config.yaml"
+#: Kueue's API group and the version the lab writes (the CRDs' storage version at v0.19.0).
+GROUP: Final = "kueue.x-k8s.io"
+VERSION: Final = "v1beta2"
+#: The label that puts a Job or Pod in a LocalQueue (``constants.QueueLabel``).
+QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+#: The lab's queue objects: one flavor for the GPU nodes, one ClusterQueue, one LocalQueue.
+FLAVOR: Final = "gpu-lab-gpu"
+CLUSTER_QUEUE: Final = "gpu-lab"
+LOCAL_QUEUE: Final = "gpu-lab"
+#: The environment variable that points an empty ``kueueChartPath`` at a local chart.
+CHART_PATH_ENV: Final = "GPULAB_KUEUE_CHART_PATH"
+_VERSION: Final = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """The queue layer as the lab installs it.
+
+    Attributes:
+        enabled: ``queues``.
+        version: ``kueueChartVersion`` (Chart.yaml's ``version``, no leading v).
+        repo: ``kueueChartRepo`` (an ``oci://`` or ``https://`` chart repository).
+        path: an unpacked chart directory (``kueueChartPath`` or ``$GPULAB_KUEUE_CHART_PATH``),
+            absolute; None: from ``repo`` at ``version``.
+    """
+
+    enabled: bool = False
+    version: str = "0.19.0"
+    repo: str = "oci://registry.k8s.io/kueue/charts"
+    path: str | None = None
+
+    @property
+    def source(self) -> str:
+        """``"local:<path>"`` or the repository URL."""
+        return f"local:{self.path}" if self.path else self.repo
+
+    def local_version(self) -> str | None:
+        """The local chart's Chart.yaml ``version`` (None: no local chart, or none found)."""
+        return chart_file_version(self.path)
+
+
+def parse(
+    get: Callable[[str], object], problems: list[str], env: Mapping[str, str], ns: str = "gpu-lab"
+) -> QueueSettings:
+    """The :class:`QueueSettings` from the parsed values (``get(key)``: the value or its
+    default); one line per bad key is appended to ``problems``. The chart path is read only
+    with ``queues`` on.
+
+    Problems: a version not ``MAJOR.MINOR.PATCH``; a repository not https:// or oci://; with
+    ``queues``, a chart path without a Chart.yaml.
+    """
+    enabled = bool(get("queues"))
+    version = str(get("kueueChartVersion"))
+    if not _VERSION.match(version):
+        problems.append(
+            f"{ns}:kueueChartVersion={version!r} must be MAJOR.MINOR.PATCH without a leading v (the chart's "
+            "Chart.yaml), e.g. 0.19.0"
+        )
+    repo = str(get("kueueChartRepo"))
+    if not re.match(r"^(https://|oci://)[A-Za-z0-9./_-]+$", repo):
+        problems.append(f"{ns}:kueueChartRepo={repo!r} must be an https:// or oci:// URL")
+    path = (
+        chart_path("kueueChartPath", str(get("kueueChartPath")), CHART_PATH_ENV, env, CHART, problems, ns)
+        if enabled
+        else None
+    )
+    return QueueSettings(enabled=enabled, version=version, repo=repo, path=path)
