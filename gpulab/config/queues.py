@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+import yaml
+
 from gpulab.config import schema
 from gpulab.config.device_plugin import chart_file_version, chart_path
 
@@ -105,3 +107,53 @@ def parse(
         else None
     )
     return QueueSettings(enabled=enabled, version=version, repo=repo, path=path)
+
+
+#: Integrations the lab enables: the proof's Jobs and Pods (the chart enables a dozen frameworks,
+#: most of whose CRDs a lab never has).
+FRAMEWORKS: Final = ("batch/job", "pod")
+#: The controller's configuration (``config.kueue.x-k8s.io/v1beta2`` Configuration): the chart's
+#: default (values.yaml ``managerConfig.controllerManagerConfigYaml`` at v0.19.0) with the lab's
+#: integrations and ``waitForPodsReady`` on with ``blockAdmission``: Kueue's all-or-nothing with
+#: ready Pods (keps/349-all-or-nothing): a Workload admitted whose Pods are not all ready within
+#: the timeout is evicted and requeued, and none is admitted meanwhile, so no two Jobs hold part
+#: of the GPUs each. tests/contract/test_kueue.py checks every key against the chart and the API.
+MANAGER_CONFIG: Final[dict[str, object]] = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+    "kind": "Configuration",
+    "health": {"healthProbeBindAddress": ":8081"},
+    "metrics": {"bindAddress": ":8443"},
+    "webhook": {"port": 9443},
+    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+    "waitForPodsReady": {"timeout": "5m", "blockAdmission": True},
+    "integrations": {"frameworks": list(FRAMEWORKS)},
+}
+
+
+def chart_values(controller_in_chart: bool) -> dict[str, object]:
+    """The Kueue chart's values the lab sets: its controller configuration
+    (:data:`MANAGER_CONFIG`, as the YAML text the chart puts into ConfigMap :data:`CONFIGMAP`)
+    and, where the variant runs the controller itself (the sim: a process, not a Pod),
+    ``controllerManager.replicas: 0``."""
+    values: dict[str, object] = {
+        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(MANAGER_CONFIG, sort_keys=False)}
+    }
+    if not controller_in_chart:
+        values["controllerManager"] = {"replicas": 0}
+    return values
+
+
+def cluster_queue_spec(flavor: str, resource: str, quota: int) -> dict[str, object]:
+    """The ClusterQueue's spec: every namespace (``namespaceSelector: {}``), one resource group
+    covering ``resource`` with ``quota`` of it in ``flavor``; ``BestEffortFIFO`` (the default,
+    named): a Job that can never fit does not block the ones behind it."""
+    return {
+        "namespaceSelector": {},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": [
+            {
+                "coveredResources": [resource],
+                "flavors": [{"name": flavor, "resources": [{"name": resource, "nominalQuota": quota}]}],
+            }
+        ],
+    }
