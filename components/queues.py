@@ -3,6 +3,8 @@
 Children:
 
 * Namespace ``kueue-system`` (the lab's).
+* A command whose delete, after the release's, sweeps the chart's aggregated ClusterRoles that
+  kube-controller-manager writes back (gpulab.kube.queues.sweep).
 * ``helm.v3.Release`` ``kueue``: Kueue's chart at the pinned version (or a local chart
   directory, offline) with gpulab.config.queues.chart_values; its CRDs are templates of the chart
   (templates/crd/), so uninstalling the release removes them. ``skip_await``: readiness is the
@@ -28,7 +30,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import kube_command, lab_command, parse_json_stdout
+from components.command import PYTHON, kube_command, lab_command, parse_json_stdout
 from components.namespace import lab_namespace
 from gpulab.config.queues import (
     CHART,
@@ -43,6 +45,7 @@ from gpulab.config.queues import (
     chart_values,
     cluster_queue_spec,
 )
+from gpulab.kube.client import KUBECONFIG_ENV
 from gpulab.kube.dra import GPU_NODE_LABEL
 
 
@@ -90,6 +93,16 @@ class QueueLayer(pulumi.ComponentResource):
         s = args.settings
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = lab_namespace(f"{name}-namespace", NAMESPACE, {}, False, k8s_opts)
+        # Destroyed after the release (which depends on it): the aggregated ClusterRoles that
+        # kube-controller-manager writes back after helm uninstall (gpulab.kube.queues.sweep).
+        self.sweep = lab_command(
+            f"{name}-sweep",
+            [PYTHON, "-m", "gpulab.kube", "queues-census"],
+            delete=[PYTHON, "-m", "gpulab.kube", "queues-sweep"],
+            environment=pulumi.Output.secret({KUBECONFIG_ENV: args.kubeconfig}),
+            timeout=120,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=RELEASE,
@@ -101,7 +114,7 @@ class QueueLayer(pulumi.ComponentResource):
             timeout=args.timeout_seconds,
             cleanup_on_fail=True,
             skip_await=True,  # the controller's readiness is the webhook answering (below)
-            opts=k8s_opts,
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.sweep])),
         )
         ready: pulumi.Resource = self.release
         if args.controller is not None:

@@ -98,6 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     q.add_argument("--image", required=True, help="the proof Jobs' image")
     q.add_argument("--timeout", type=float, default=300)
+    sub.add_parser("queues-census", help="what of Kueue is left in the cluster (after its layer was removed)")
+    sub.add_parser(
+        "queues-sweep",
+        help="after Kueue's release: delete its aggregated ClusterRoles re-created by the aggregator",
+    )
     for sp in (g, s):
         sp.add_argument("--expected-gpus", type=int, help="host GPUs x time-slicing replicas")
         sp.add_argument("--host-max-cuda", help="newest CUDA the host driver supports")
@@ -163,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
                 compute.isolation_from_args(args),
                 args.inputs,
             )
+        elif args.cmd == "queues-sweep":
+            out = queues.sweep(api)
+        elif args.cmd == "queues-census":
+            out = queues.census(api)
         elif args.cmd == "queues":
             out = queues.prove(
                 api,

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from gpulab.config.queues import GROUP, QUEUE_LABEL, VERSION
+from gpulab.config.queues import GROUP, NAMESPACE, QUEUE_LABEL, VERSION
 from gpulab.core import names
 from gpulab.kube.client import GateError
 
@@ -429,3 +429,81 @@ def _timeout_text(spec: ProofSpec, last: Mapping[str, Any], pending: Mapping[str
         + f"\n  fix: kubectl get workloads -n {spec.namespace}; "
         f"kubectl describe clusterqueue {spec.cluster_queue}"
     )
+
+
+def census(api: Any) -> dict[str, Any]:
+    """What of Kueue is still in the cluster (after its layer was removed): ``{"leftovers":
+    ["customresourcedefinition/<name>", "namespace/kueue-system", "<kind>/<name>", ...]}``, each a
+    CRD of Kueue's group, its namespace, or a cluster-scoped object of the chart (webhook
+    configurations, APIServices, ClusterRoles and their bindings, by ``kueue`` in the name).
+    Empty: nothing left."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    left = [
+        f"customresourcedefinition/{c.metadata.name}"
+        for c in client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+        if c.spec.group == GROUP
+    ]
+    try:
+        client.CoreV1Api(api).read_namespace(NAMESPACE)
+        left.append(f"namespace/{NAMESPACE}")
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    adm = client.AdmissionregistrationV1Api(api)
+    rbac = client.RbacAuthorizationV1Api(api)
+    reg = client.ApiregistrationV1Api(api)
+    for kind, items in (
+        ("validatingwebhookconfiguration", adm.list_validating_webhook_configuration().items),
+        ("mutatingwebhookconfiguration", adm.list_mutating_webhook_configuration().items),
+        ("apiservice", reg.list_api_service().items),
+        ("clusterrole", rbac.list_cluster_role().items),
+        ("clusterrolebinding", rbac.list_cluster_role_binding().items),
+    ):
+        left += [f"{kind}/{i.metadata.name}" for i in items if "kueue" in i.metadata.name]
+    return {"leftovers": sorted(left)}
+
+
+#: The chart's aggregated ClusterRoles (templates/rbac/batch_{admin,user}_role.yaml, the only two
+#: with an ``aggregationRule``). Deleting one races kube-controller-manager's
+#: clusterrole-aggregation controller, which writes its rules back with a server-side Apply
+#: (``ClusterRoles().Apply``, pkg/controller/clusterroleaggregation, Kubernetes v1.36.3) and so
+#: creates it again, without labels or aggregationRule, after ``helm uninstall`` deleted it.
+AGGREGATED_ROLES: Final = ("kueue-batch-admin-role", "kueue-batch-user-role")
+#: The field manager of that re-creation.
+AGGREGATOR: Final = "clusterrole-aggregation-controller"
+
+
+def sweep(
+    api: Any, settle: float = 5.0, poll: float = 0.5, clock: Callable[[], float] = time.monotonic
+) -> dict[str, Any]:
+    """After the release is gone: delete :data:`AGGREGATED_ROLES` that the aggregation
+    controller re-created (no ``aggregationRule``, every field its own), watching ``settle``
+    seconds for a late re-creation. A role that still has its aggregationRule is the chart's
+    (the release is not gone) and is left alone. Returns ``{"deleted": [names]}``."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    rbac = client.RbacAuthorizationV1Api(api)
+    deleted: list[str] = []
+    end = clock() + settle
+    while True:
+        for name in AGGREGATED_ROLES:
+            try:
+                role = rbac.read_cluster_role(name)
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            managers = {m.manager for m in role.metadata.managed_fields or []}
+            if role.aggregation_rule is None and managers <= {AGGREGATOR}:
+                try:
+                    rbac.delete_cluster_role(name)
+                    deleted.append(name)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+        if clock() >= end:
+            return {"deleted": deleted}
+        time.sleep(poll)

@@ -79,14 +79,14 @@ def summary(q: Mapping[str, Any]) -> str:
 
 def items(view: LabOutputs) -> list[Finding]:
     """The item with the queue layer, else ``[]``."""
-    if view.is_unknown(o.QUEUES):
+    if o.QUEUES in view.unknown_keys:
         return [
             Finding(
                 ITEM_ID, Status.NOT_EVALUATED, "queues: known after deployment", EXPECTED, FIX, title=TITLE
             )
         ]
     q = view.queues
-    if q is None:
+    if q is None:  # no queue layer (the key is absent or null)
         return []
     simulated = bool(q.get("podsSimulated"))
     wrong = problems(q)
