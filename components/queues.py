@@ -38,6 +38,7 @@ from gpulab.config.queues import (
     FLAVOR,
     GROUP,
     LOCAL_QUEUE,
+    MEASURED_ANNOTATION,
     NAMESPACE,
     RELEASE,
     VERSION,
@@ -141,7 +142,10 @@ class QueueLayer(pulumi.ComponentResource):
         self.cluster_queue = _custom(
             f"{name}-cluster-queue",
             "ClusterQueue",
-            {"name": CLUSTER_QUEUE},
+            {
+                "name": CLUSTER_QUEUE,
+                "annotations": {MEASURED_ANNOTATION: pulumi.Output.from_input(args.quota).apply(str)},
+            },
             pulumi.Output.from_input(args.quota).apply(
                 lambda q: cluster_queue_spec(FLAVOR, args.resource, int(q))
             ),

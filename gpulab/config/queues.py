@@ -49,6 +49,9 @@ QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 FLAVOR: Final = "gpu-lab-gpu"
 CLUSTER_QUEUE: Final = "gpu-lab"
 LOCAL_QUEUE: Final = "gpu-lab"
+#: The ClusterQueue's annotation of the allocatable the gate measured (the quota's source; the
+#: policy cluster-queue-quota-within-allocatable holds the quota to it).
+MEASURED_ANNOTATION: Final = "gpulab.dev/measured-allocatable"
 #: The environment variable that points an empty ``kueueChartPath`` at a local chart.
 CHART_PATH_ENV: Final = "GPULAB_KUEUE_CHART_PATH"
 _VERSION: Final = re.compile(r"^\d+\.\d+\.\d+$")
