@@ -43,6 +43,16 @@ def quotas(spec: Any) -> dict[str, Any]:
     return found
 
 
+def _count(value: Any) -> int | None:
+    """A whole count from a quota or the annotation: ``2``, ``"2"`` or the engine's ``2.0``
+    (numbers reach a policy as floats); None for anything else (``"2.5"``, ``"lots"``, ``"2Gi"``)."""
+    try:
+        number = float(str(value))
+    except ValueError:
+        return None
+    return int(number) if number.is_integer() else None
+
+
 def check_quota(rtype: str, props: dict[str, Any], cfg: Settings, ctx: StackContext) -> list[Finding]:
     if rtype != T_CLUSTER_QUEUE or dig(props, "metadata", "name") != CLUSTER_QUEUE:
         return []
@@ -51,12 +61,14 @@ def check_quota(rtype: str, props: dict[str, Any], cfg: Settings, ctx: StackCont
         dig(props, "metadata", "annotations", MEASURED_ANNOTATION), "metadata.annotations"
     )
     found = quotas(spec)
-    try:
-        limit = int(str(measured))
-        values = {k: int(str(v)) for k, v in found.items()}
-    except ValueError:
-        limit, values = -1, {}
-    ok = bool(found) and limit >= 1 and len(values) == len(found) and all(v <= limit for v in values.values())
+    limit = _count(measured)
+    values = {k: _count(v) for k, v in found.items()}
+    ok = (
+        bool(found)
+        and limit is not None
+        and limit >= 1
+        and all(v is not None and v <= limit for v in values.values())
+    )
     return [
         _finding(
             ITEM,

@@ -23,6 +23,8 @@ def _queue(quota: object, measured: object = "2", resource: str = "nvidia.com/gp
 def test_the_labs_queue_at_the_measured_allocatable_passes() -> None:
     assert check_resource(ITEM, T_CLUSTER_QUEUE, _queue(2)).passed
     assert check_resource(ITEM, T_CLUSTER_QUEUE, _queue(4, "4", "nvidia.com/gpu.shared")).passed
+    # The engine hands a policy numbers as floats (seen in make lab: nominalQuota 2.0).
+    assert check_resource(ITEM, T_CLUSTER_QUEUE, _queue(2.0)).passed
 
 
 def test_a_quota_above_allocatable_or_without_the_measurement_is_refused() -> None:
@@ -30,6 +32,7 @@ def test_a_quota_above_allocatable_or_without_the_measurement_is_refused() -> No
     assert not o.passed and "measured allocatable '2'" in o.text, o.text
     assert not check_resource(ITEM, T_CLUSTER_QUEUE, _queue(2, None)).passed
     assert not check_resource(ITEM, T_CLUSTER_QUEUE, _queue("lots")).passed
+    assert not check_resource(ITEM, T_CLUSTER_QUEUE, _queue(1.5)).passed
 
 
 def test_before_the_gate_ran_it_is_not_evaluated_and_other_queues_are_not_its() -> None:
