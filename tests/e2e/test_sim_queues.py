@@ -97,5 +97,7 @@ def test_kueue_admits_the_whole_quota_to_one_job_at_a_time_and_leaves_nothing(pr
         off = project.lab("up", stack=STACK)
         assert off.returncode == 0, f"{off.stdout[-3000:]}\n{off.stderr[-3000:]}"
         assert queues.census(project.kube_api(STACK)) == {"leftovers": []}
-        assert not _controllers(workdir)
+        left = _controllers(workdir)
+        states = {p: (Path(f"/proc/{p}/stat").read_text().split(") ", 1)[-1][:1]) for p in left}
+        assert not left, (states, [line for line in off.stdout.splitlines() if "queues-" in line])
         assert project.outputs(STACK).get(out.QUEUES) is None
