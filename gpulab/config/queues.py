@@ -13,7 +13,6 @@ Pure: no Pulumi, no I/O but the chart path's existence.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -21,7 +20,7 @@ from typing import Final
 import yaml
 
 from gpulab.config import schema
-from gpulab.config.device_plugin import chart_file_version, chart_path
+from gpulab.config.device_plugin import LocalChart, chart_path, chart_pin
 
 #: This module's keys (Pulumi.yaml declares each once); part of gpulab.config.lab.SCHEMA.
 SCHEMA: Final[dict[str, tuple[str, object]]] = schema.section(
@@ -54,11 +53,10 @@ LOCAL_QUEUE: Final = "gpu-lab"
 MEASURED_ANNOTATION: Final = "gpulab.dev/measured-allocatable"
 #: The environment variable that points an empty ``kueueChartPath`` at a local chart.
 CHART_PATH_ENV: Final = "GPULAB_KUEUE_CHART_PATH"
-_VERSION: Final = re.compile(r"^\d+\.\d+\.\d+$")
 
 
 @dataclass(frozen=True)
-class QueueSettings:
+class QueueSettings(LocalChart):
     """The queue layer as the lab installs it.
 
     Attributes:
@@ -74,15 +72,6 @@ class QueueSettings:
     repo: str = "oci://registry.k8s.io/kueue/charts"
     path: str | None = None
 
-    @property
-    def source(self) -> str:
-        """``"local:<path>"`` or the repository URL."""
-        return f"local:{self.path}" if self.path else self.repo
-
-    def local_version(self) -> str | None:
-        """The local chart's Chart.yaml ``version`` (None: no local chart, or none found)."""
-        return chart_file_version(self.path)
-
 
 def parse(
     get: Callable[[str], object], problems: list[str], env: Mapping[str, str], ns: str = "gpu-lab"
@@ -95,15 +84,7 @@ def parse(
     ``queues``, a chart path without a Chart.yaml.
     """
     enabled = bool(get("queues"))
-    version = str(get("kueueChartVersion"))
-    if not _VERSION.match(version):
-        problems.append(
-            f"{ns}:kueueChartVersion={version!r} must be MAJOR.MINOR.PATCH without a leading v (the chart's "
-            "Chart.yaml), e.g. 0.19.0"
-        )
-    repo = str(get("kueueChartRepo"))
-    if not re.match(r"^(https://|oci://)[A-Za-z0-9./_-]+$", repo):
-        problems.append(f"{ns}:kueueChartRepo={repo!r} must be an https:// or oci:// URL")
+    version, repo = chart_pin(get, problems, ns, "kueue", "the chart's Chart.yaml", "0.19.0")
     path = (
         chart_path("kueueChartPath", str(get("kueueChartPath")), CHART_PATH_ENV, env, CHART, problems, ns)
         if enabled

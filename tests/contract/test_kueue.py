@@ -12,9 +12,7 @@ Go module cache when present.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,35 +20,16 @@ import yaml
 
 from gpulab.config import queues as qc
 from gpulab.kube import queues as proof
+from tests.contract.conftest import go_module_chart, versions
 from variants.sim.ctl import queues as sim_queues
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for line in (ROOT / "toolchain" / "versions.env").read_text().splitlines():
-        if "=" in line and not line.lstrip().startswith("#"):
-            k, _, v = line.partition("=")
-            out[k.strip()] = v.strip()
-    return out
-
-
 @pytest.fixture(scope="module")
 def chart() -> Path:
     """The unpacked chart (``$GPULAB_KUEUE_CHART_PATH``, else the Go module cache's)."""
-    path = os.environ.get("GPULAB_KUEUE_CHART_PATH", "")
-    if not path:
-        p = subprocess.run(
-            ["bash", str(ROOT / "toolchain" / "kueue-chart.sh"), "--path-only"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        path = p.stdout.strip()
-    if not path or not (Path(path) / "Chart.yaml").is_file():
-        pytest.skip("no offline Kueue chart: make toolchain-tests (toolchain/kueue-chart.sh)")
-    return Path(path)
+    return go_module_chart("GPULAB_KUEUE_CHART_PATH", "kueue-chart.sh", "Kueue chart")
 
 
 def _src(chart: Path, rel: str) -> str:
@@ -75,7 +54,7 @@ def _gate(features: str, name: str) -> list[str]:
 def test_the_chart_is_the_pinned_version(chart: Path) -> None:
     doc = yaml.safe_load((chart / "Chart.yaml").read_text())
     assert doc["name"] == qc.CHART
-    assert doc["version"] == _versions()["KUEUE_VERSION"] == qc.QueueSettings().version
+    assert doc["version"] == versions()["KUEUE_VERSION"] == qc.QueueSettings().version
     # charts/kueue/README.md: helm install kueue oci://registry.k8s.io/kueue/charts/kueue -n kueue-system
     readme = (chart / "README.md").read_text()
     assert f"{qc.QueueSettings().repo}/{qc.CHART}" in readme and f"--namespace={qc.NAMESPACE}" in readme

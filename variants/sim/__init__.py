@@ -9,11 +9,13 @@ simulated lab".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpulab.core import names
+from gpulab.host import preflight
 from variants.base import (
     HOST_FIELDS,
     OPERATOR_FIELDS,
@@ -39,7 +41,10 @@ if TYPE_CHECKING:
     from components.cluster import ClusterOutputs
     from gpulab.config.lab import LabConfig
     from gpulab.host.facts import HostFacts
+    from gpulab.host.preflight import Finding
 
+#: Kueue's controller binary in the sim's bin dir (variants.sim.ctl.queues.BINARY; toolchain/sim/build.sh).
+QUEUE_CONTROLLER = "kueue"
 _BUILD = "run `make toolchain` (builds the simulated control plane)"
 
 
@@ -150,6 +155,25 @@ class _Lifecycle(Lifecycle):
         )
 
 
+class _Host(HostNeeds):
+    """The sim's tools, and with the queue layer Kueue's controller (built, never downloaded)."""
+
+    def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
+        if not cfg.queues.enabled:
+            return []
+        found = shutil.which(QUEUE_CONTROLLER)
+        return [
+            preflight.Finding(
+                "tool-kueue",
+                found is not None,
+                f"Kueue's controller ({QUEUE_CONTROLLER}) is {'at ' + found if found else 'not built'} "
+                "(queues: the sim runs it)",
+                "run `make toolchain` with Go on PATH (toolchain/sim/build.sh kueue builds cmd/kueue v0.19.0 "
+                "from the Go module proxy), or unset gpu-lab:queues",
+            )
+        ]
+
+
 class Sim(Variant):
     """The simulated lab (see module docstring)."""
 
@@ -157,7 +181,7 @@ class Sim(Variant):
     capabilities = Capabilities(gpu_stacks=("install", "device-plugin", "dra", "found"), queues=True)
     config = _Config(name, exclusive_keys=("simMigDevices", "simNodes"), bounds=settings.BOUNDS)
     operator = OperatorNeeds(node_runtime="none")  # kwok nodes run no containers
-    host = HostNeeds(
+    host = _Host(
         name,
         tools=(
             Tool("kwokctl", _BUILD),
