@@ -39,7 +39,7 @@ def test_bad_values_are_named(key: str, value: str, said: str) -> None:
 
 
 def test_a_local_chart_from_the_environment_exports_its_own_version(tmp_path: Path) -> None:
-    (tmp_path / "Chart.yaml").write_text('apiVersion: v2\nname: kueue\nversion: 0.19.0\n')
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: kueue\nversion: 0.19.0\n")
     problems: list[str] = []
     got = queues.parse(_get({"queues": True}), problems, {queues.CHART_PATH_ENV: str(tmp_path)})
     assert not problems and got.source == f"local:{tmp_path}" and got.local_version() == "0.19.0"
