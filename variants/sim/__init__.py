@@ -133,6 +133,10 @@ class _Lifecycle(Lifecycle):
 
         paths = Paths(profile, root / self.workdir(profile))
         found = {f"sim/{f.name}": f for f in sorted((paths.cluster_dir / "logs").glob("*.log"))}
+        # Kueue's controller, where the queue layer runs it as a process (variants/sim/ctl/queues.py).
+        kueue_log = paths.cluster_dir / "kueue" / "kueue.log"
+        if kueue_log.is_file():
+            found["sim/kueue.log"] = kueue_log
         for extra in ("logs/supervisor.log", "down.json", "identity.json", "ports.json"):
             if (paths.workdir / extra).is_file():
                 found[f"sim/{extra.rsplit('/', 1)[-1]}"] = paths.workdir / extra
