@@ -104,6 +104,8 @@ export GPULAB_CHART_PATH ?= $(if $(wildcard ../shared/charts/gpu-operator/Chart.
 export GPULAB_DEVICE_PLUGIN_CHART_PATH ?= $(shell toolchain/device-plugin-chart.sh --path-only 2>/dev/null)
 # Offline: NVIDIA's DRA driver chart, the same way (toolchain/dra-chart.sh).
 export GPULAB_DRA_CHART_PATH ?= $(shell toolchain/dra-chart.sh --path-only 2>/dev/null)
+# Offline: Kueue's chart (queues: true), the same way (toolchain/kueue-chart.sh).
+export GPULAB_KUEUE_CHART_PATH ?= $(shell toolchain/kueue-chart.sh --path-only 2>/dev/null)
 
 # Every test in one run over TEST_JOBS workers: the long end-to-end tests are collected first
 # (tests/e2e sorts before tests/unit), so they start at once and the short ones fill the gaps.

@@ -33,11 +33,13 @@ from components.dra import DraArgs, DraDriver
 from components.fleet import FoundGpuStack, FoundStackArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.host_probe import HostProbe
+from components.queues import QueueArgs, QueueLayer
 from components.smoke import SmokeTest
 from gpulab.config import adopt, mig, operand_images
 from gpulab.config import dra as dra_config
 from gpulab.config import gpus as gpu_config
 from gpulab.config.lab import LabConfig
+from gpulab.core import names
 from gpulab.core import outputs as out
 from gpulab.core.outputs import LabOutputs, attribute
 from gpulab.host.facts import HostFacts
@@ -257,6 +259,31 @@ class Lab(pulumi.ComponentResource):
                     parent=self, depends_on=[self.compute.check if self.compute else self.smoke.check]
                 ),
             )
+        self.queues: QueueLayer | None = None
+        if cfg.queues.enabled:
+            # Kueue once the gate measured the quota; its proof after the last GPU Pod (one at a time).
+            last = (
+                self.benchmark.reader
+                if self.benchmark
+                else (self.compute.check if self.compute else self.smoke.check)
+            )
+            self.queues = QueueLayer(
+                "queues",
+                QueueArgs(
+                    settings=cfg.queues,
+                    kubeconfig=self.check_kubeconfig,
+                    resource=cfg.operator.gpu_resource,
+                    quota=self.operator.allocatable_gpus,
+                    namespace=cfg.fleet.namespace if cfg.fleet.per_node else names.WORKLOAD_NAMESPACE,
+                    image=cfg.smoke_image,
+                    controller=variant.local.queue_controller(cfg.profile),
+                    simulated=cfg.simulated,
+                    timeout_seconds=cfg.operator.timeout_seconds,
+                    after=(last,),
+                ),
+                provider=self.provider,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.operator.gate]),
+            )
         self.outputs = self._outputs(
             cfg,
             variant,
@@ -328,6 +355,7 @@ class Lab(pulumi.ComponentResource):
             **self._allocation_outputs(),
             "dcgm_metrics": self.dcgm.metrics if self.dcgm else None,
             "dcgm_measured_at": self.dcgm.measured_at if self.dcgm else None,
+            "queues": self.queues.facts if self.queues else None,
         }
         if self.benchmark is not None:
             # Burst, sustained (the headline) and the reference, each with its clock and power.

@@ -26,7 +26,14 @@ echo "gpu-lab: toolchain: $GPULAB_TOOLCHAIN_REASON" >&2
 for part in $GPULAB_TOOLCHAIN_BUILD; do
   case $part in
     pulumi) "$here/build-pulumi.sh" ;;
-    sim) python3 "$here/sim/fetch.py" ;;
+    sim)
+      python3 "$here/sim/fetch.py"
+      # Kueue's controller (queues: true runs it as a process of the sim): no release binary
+      # exists, so it is built from the Go module (once, cached by version). Without Go the
+      # sim still works; a stack with queues stops in preflight saying so.
+      "$here/sim/build.sh" kueue ||
+        echo "gpu-lab: toolchain: no Kueue controller (toolchain/sim/build.sh kueue needs Go): queues: true on the simulated lab will stop in preflight" >&2
+      ;;
   esac
 done
 # The device plugin chart offline (gpuStack device-plugin): for the tests, and for a sim stack
@@ -38,5 +45,7 @@ if [[ $purpose == tests ]]; then
     echo "gpu-lab: toolchain: no offline nvidia-device-plugin chart (toolchain/device-plugin-chart.sh needs Go): the device-plugin end-to-end test will skip" >&2
   "$here/dra-chart.sh" >/dev/null ||
     echo "gpu-lab: toolchain: no offline dra-driver-nvidia-gpu chart (toolchain/dra-chart.sh needs Go): the DRA end-to-end test will skip" >&2
+  "$here/kueue-chart.sh" >/dev/null ||
+    echo "gpu-lab: toolchain: no offline Kueue chart (toolchain/kueue-chart.sh needs Go): the queues end-to-end test will skip" >&2
 fi
 [[ -n "$GPULAB_TOOLCHAIN_BUILD" ]] || echo "gpu-lab: toolchain: nothing to build for the $stack stack" >&2

@@ -205,12 +205,19 @@ class Capabilities:
         dra_note: why ``gpuStack: dra`` (NVIDIA's DRA driver: GPUs through ResourceClaims, which
             the kubelet hands the runtime as CDI devices) is not offered, where the variant has
             a reason of its own; else ``gpu_stack_note``.
+        queues: the queue layer (``queues``: Kueue, gpulab.config.queues) is offered.
+        queues_note: why it is not, named in config's refusal.
     """
 
     owns_cluster: bool = True
     gpu_stacks: tuple[str, ...] = ("install",)
     gpu_stack_note: str = ""
     dra_note: str = ""
+    queues: bool = False
+    queues_note: str = (
+        "the queue layer is proven on the simulated lab only so far (issue 39 item 4, the real node, "
+        "is still open)"
+    )
 
     def refusal(self, stack: str) -> str:
         """Why ``gpuStack: <stack>`` is refused on this variant ("" : no reason recorded)."""
@@ -467,6 +474,13 @@ class Lifecycle:
         if argv is None or not started_record(root, self.name, profile).exists():
             return None
         return argv, f"the {self.name} cluster {profile!r}"
+
+    def queue_controller(self, profile: str) -> tuple[list[str], list[str]] | None:
+        """Where the variant runs Kueue's controller itself rather than as the chart's
+        Deployment (the sim: a process of its cluster, variants/sim/ctl/queues.py): the helper's
+        argv that starts it and waits until the API server reaches its webhooks, and the one
+        that stops it (success when already gone). None, the default: the chart's Pod runs it."""
+        return None
 
     def down_argv(self, profile: str) -> list[str] | None:
         """The helper's argv that deletes cluster ``profile`` (success when already gone), for

@@ -110,6 +110,41 @@ def chart_file_version(path: str | None) -> str | None:
     return None
 
 
+def chart_pin(
+    get: Callable[[str], object], problems: list[str], ns: str, prefix: str, why: str, example: str
+) -> tuple[str, str]:
+    """``(version, repo)`` of a chart pinned by the keys ``<prefix>ChartVersion`` and
+    ``<prefix>ChartRepo``; a version not ``MAJOR.MINOR.PATCH`` (``why`` says whose rule,
+    ``example`` shows one) or a repository not https:// or oci:// is a problem appended. Shared by
+    the charts the lab installs beside the operator (dra, queues)."""
+    version = str(get(f"{prefix}ChartVersion"))
+    if not _VERSION.match(version):
+        problems.append(
+            f"{ns}:{prefix}ChartVersion={version!r} must be MAJOR.MINOR.PATCH without a leading v ({why}), "
+            f"e.g. {example}"
+        )
+    repo = str(get(f"{prefix}ChartRepo"))
+    if not re.match(r"^(https://|oci://)[A-Za-z0-9./_-]+$", repo):
+        problems.append(f"{ns}:{prefix}ChartRepo={repo!r} must be an https:// or oci:// URL")
+    return version, repo
+
+
+class LocalChart:
+    """What a pinned chart config (a dataclass with ``repo`` and ``path``) says of its source."""
+
+    repo: str
+    path: str | None
+
+    @property
+    def source(self) -> str:
+        """``"local:<path>"`` or the repository URL (the ``chartSource`` output)."""
+        return f"local:{self.path}" if self.path else self.repo
+
+    def local_version(self) -> str | None:
+        """The local chart's Chart.yaml ``version`` (None: no local chart, or none found)."""
+        return chart_file_version(self.path)
+
+
 def chart_path(
     key: str, value: str, env_name: str, env: Mapping[str, str], chart: str, problems: list[str], ns: str
 ) -> str | None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from gpulab.config import schema
-from gpulab.config.device_plugin import chart_file_version, chart_path
+from gpulab.config.device_plugin import LocalChart, chart_path, chart_pin
 
 #: This module's keys (Pulumi.yaml declares each once); part of gpulab.config.lab.SCHEMA.
 SCHEMA: Final[dict[str, tuple[str, object]]] = schema.section(
@@ -48,11 +48,10 @@ DEVICE_CLASS: Final = "gpu.nvidia.com"
 DRIVER: Final = "gpu.nvidia.com"
 #: The environment variable that points an empty ``draChartPath`` at a local chart.
 CHART_PATH_ENV: Final = "GPULAB_DRA_CHART_PATH"
-_VERSION: Final = re.compile(r"^\d+\.\d+\.\d+$")
 
 
 @dataclass(frozen=True)
-class DraChart:
+class DraChart(LocalChart):
     """NVIDIA's DRA driver chart as the lab installs it.
 
     Attributes:
@@ -67,15 +66,6 @@ class DraChart:
     repo: str = "oci://registry.k8s.io/dra-driver-nvidia/charts"
     path: str | None = None
     driver_root: str = "/"
-
-    @property
-    def source(self) -> str:
-        """``"local:<path>"`` or the repository URL (the ``chartSource`` output)."""
-        return f"local:{self.path}" if self.path else self.repo
-
-    def local_version(self) -> str | None:
-        """The local chart's Chart.yaml ``version`` (None: no local chart, or none found)."""
-        return chart_file_version(self.path)
 
 
 def parse(
@@ -92,15 +82,7 @@ def parse(
     Problems: a version not ``MAJOR.MINOR.PATCH``; a repository not https:// or oci://;
     ``draDriverRoot`` not an absolute path; with ``installs``, a chart path without a Chart.yaml.
     """
-    version = str(get("draChartVersion"))
-    if not _VERSION.match(version):
-        problems.append(
-            f"{ns}:draChartVersion={version!r} must be MAJOR.MINOR.PATCH without a leading v (the chart's "
-            "Chart.yaml is strict semver), e.g. 0.5.0"
-        )
-    repo = str(get("draChartRepo"))
-    if not re.match(r"^(https://|oci://)[A-Za-z0-9./_-]+$", repo):
-        problems.append(f"{ns}:draChartRepo={repo!r} must be an https:// or oci:// URL")
+    version, repo = chart_pin(get, problems, ns, "dra", "the chart's Chart.yaml is strict semver", "0.5.0")
     root = str(get("draDriverRoot"))
     if not re.match(r"^/[A-Za-z0-9._/-]*$", root):
         problems.append(

@@ -27,6 +27,7 @@ from gpulab.config import device_plugin as plugin_config
 from gpulab.config import dra as dra_config
 from gpulab.config import fleet as fleet_config
 from gpulab.config import gpus as gpu_config
+from gpulab.config import queues as queue_config
 from gpulab.config import time_slicing as slicing
 from gpulab.core.errors import GpuLabError
 from gpulab.core.names import DEFAULT_COMPUTE_IMAGE, DEFAULT_PROBE_IMAGE, PROJECT
@@ -190,6 +191,8 @@ class LabConfig:
     )
     #: NVIDIA's DRA driver chart, installed with ``gpuStack: dra`` (gpulab.config.dra).
     dra_chart: dra_config.DraChart = field(default_factory=dra_config.DraChart)
+    #: The queue layer, Kueue (``queues``, gpulab.config.queues).
+    queues: queue_config.QueueSettings = field(default_factory=queue_config.QueueSettings)
 
     #: ``hostProbe`` with ``auto`` resolved by the variant: ``capture`` for the sim lab,
     #: ``off`` for an existing cluster (it is not this host), ``nvidia-smi`` elsewhere.
@@ -307,13 +310,17 @@ class OperatorChoices(Protocol):
 
 
 class StackFinder(Protocol):
-    """Which ``gpuStack`` values a variant offers, and why not the others
-    (``variants.base.Capabilities`` answers it)."""
+    """Which ``gpuStack`` values a variant offers, and why not the others; whether it offers the
+    queue layer, and why not (``variants.base.Capabilities`` answers it)."""
 
     @property
     def gpu_stacks(self) -> tuple[str, ...]: ...
     @property
     def gpu_stack_note(self) -> str: ...
+    @property
+    def queues(self) -> bool: ...
+    @property
+    def queues_note(self) -> str: ...
     def refusal(self, stack: str) -> str: ...
 
 
@@ -551,6 +558,9 @@ def parse_config(
             f"{NAMESPACE}:gpuStack=dra: the benchmark Pod still asks for the counted nvidia.com/gpu, which "
             "no device plugin advertises in DRA mode; set benchmarkPod=false"
         )
+    queues = queue_config.parse(r.get, r.problems, env, NAMESPACE)
+    if queues.enabled:
+        _queue_problems(r, chosen, fleet, gpu)
     simulated = chosen.config.simulated(r.get) if chosen else False
     if r.flag("benchmarkPod") and simulated:
         r.problems.append(
@@ -593,6 +603,7 @@ def parse_config(
         adopt_existing=adopted,
         device_plugin_chart=plugin_chart,
         dra_chart=dra_chart,
+        queues=queues,
         effective_host_probe=host["host_probe"]
         if host["host_probe"] != "auto"
         else chosen.config.default_host_probe(),
@@ -600,6 +611,29 @@ def parse_config(
     )
     # runtimeClass when set, else the variant's node runtime decides.
     return replace(cfg, smoke_runtime_class=plugin_chart.runtime_class or chosen.operator.runtime_class(cfg))
+
+
+def _queue_problems(
+    r: _Reader, chosen: VariantRules | None, fleet: fleet_config.FleetSettings, gpu: gpu_config.GpuSettings
+) -> None:
+    """``queues: true`` where it cannot be proven: a variant that does not offer it (its reason),
+    ``gpuStack: dra`` (no counted GPU resource to give a quota of), MIG ``mixed`` (a quota per
+    MIG profile is not what the proof covers)."""
+    if chosen is not None and not chosen.capabilities.queues:
+        r.problems.append(
+            f"{NAMESPACE}:queues=true is not offered on cluster={chosen.name}: "
+            f"{chosen.capabilities.queues_note}; unset queues"
+        )
+    if fleet.dra:
+        r.problems.append(
+            f"{NAMESPACE}:queues=true with gpuStack=dra: the ClusterQueue's quota is of the counted GPU "
+            "resource, which no device plugin advertises in DRA mode; unset one of them"
+        )
+    if gpu.mig_strategy == "mixed":
+        r.problems.append(
+            f"{NAMESPACE}:queues=true with migStrategy=mixed: the quota would be one per MIG profile, which "
+            "the queue proof does not cover; use migStrategy single or none"
+        )
 
 
 def _auto_choice(key: str, values: dict[str, object], problems: list[str]) -> None:

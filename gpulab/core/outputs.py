@@ -233,6 +233,17 @@ ALLOCATION_PATH: Final = "allocationPath"
 #: "reservedForPod", "uuidsMatch"}}``.
 DRA: Final = "dra"
 
+# --- queues and quota (queues: true: gpulab.kube.queues) ----------------------------------
+#: The queue proof's facts, None without the queue layer: ``{"measuredAt", "namespace",
+#: "localQueue", "clusterQueue", "resource", "quota", "measuredAllocatable",
+#: "quotaMatchesAllocatable", "queueingStrategy", "jobs": [{"job", "role", "gpus", "workload",
+#: "createdAt", "admittedAt", "finishedAt", "waitedSeconds", "pending": {"reason", "message",
+#: "while"} | None}], "gang": {"job", "pods", "perPod", "total", "admitted", "podsCreated",
+#: "suspended", "reason", "message", "observedSeconds"}, "unqueuedPod": {"pod", "queueLabel",
+#: "workload", "admissionGate", "phase"}, "chartVersion", "chartSource", "controller",
+#: "podsSimulated"}``.
+QUEUES: Final = "queues"
+
 
 ALL_KEYS: Final = (
     CLUSTER_KIND,
@@ -295,6 +306,7 @@ ALL_KEYS: Final = (
     NODES_SUMMARY,
     ALLOCATION_PATH,
     DRA,
+    QUEUES,
 )
 
 
@@ -558,6 +570,7 @@ class LabOutputs:
     nodes_summary: str | None = _field(NODES_SUMMARY, _str)
     allocation_path: str | None = _field(ALLOCATION_PATH, _str)
     dra: dict[str, Any] | None = _field(DRA, _object)
+    queues: dict[str, Any] | None = _field(QUEUES, _object)
 
     # --- the reading context (not exported) ---
     absent: frozenset[str] = frozenset()

@@ -52,6 +52,7 @@ from gpulab.kube import (
     gate,
     identity,
     pod_specs,
+    queues,
     simulated,
     smoke,
 )
@@ -85,6 +86,23 @@ def main(argv: list[str] | None = None) -> int:
     dg.add_argument("--driver", default="gpu.nvidia.com")
     dg.add_argument("--device-class", default="gpu.nvidia.com")
     dg.add_argument("--timeout", type=float, default=600)
+    q = sub.add_parser(
+        "queues", help="queues: Kueue admits the whole quota to one Job at a time, all or nothing"
+    )
+    q.add_argument("--namespace", required=True, help="the LocalQueue's namespace")
+    q.add_argument("--local-queue", required=True)
+    q.add_argument("--cluster-queue", required=True)
+    q.add_argument("--resource", required=True, help="the GPU resource of the quota")
+    q.add_argument(
+        "--quota", type=int, required=True, help="what the gate measured (the ClusterQueue's quota)"
+    )
+    q.add_argument("--image", required=True, help="the proof Jobs' image")
+    q.add_argument("--timeout", type=float, default=300)
+    sub.add_parser("queues-census", help="what of Kueue is left in the cluster (after its layer was removed)")
+    sub.add_parser(
+        "queues-sweep",
+        help="after Kueue's release: delete its aggregated ClusterRoles re-created by the aggregator",
+    )
     for sp in (g, s):
         sp.add_argument("--expected-gpus", type=int, help="host GPUs x time-slicing replicas")
         sp.add_argument("--host-max-cuda", help="newest CUDA the host driver supports")
@@ -149,6 +167,23 @@ def main(argv: list[str] | None = None) -> int:
                 ctx,
                 compute.isolation_from_args(args),
                 args.inputs,
+            )
+        elif args.cmd == "queues-sweep":
+            out = queues.sweep(api)
+        elif args.cmd == "queues-census":
+            out = queues.census(api)
+        elif args.cmd == "queues":
+            out = queues.prove(
+                api,
+                queues.ProofSpec(
+                    args.namespace,
+                    args.local_queue,
+                    args.cluster_queue,
+                    args.resource,
+                    args.quota,
+                    args.image,
+                    args.timeout,
+                ),
             )
         elif args.cmd == "dra-gate":
             out = dra.gate(api, args.driver, args.device_class, args.timeout)

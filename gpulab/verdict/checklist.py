@@ -61,6 +61,7 @@ from gpulab.verdict.items import gpus as checklist_gpus
 from gpulab.verdict.items import leftovers as checklist_leftovers
 from gpulab.verdict.items import mig as checklist_mig
 from gpulab.verdict.items import nodes as checklist_nodes
+from gpulab.verdict.items import queues as checklist_queues
 
 __all__ = [
     "CARD_REQUIRED",
@@ -383,6 +384,8 @@ def evaluate(outputs: LabOutputs) -> list[Item]:
         *checklist_nodes.items(view),
         # DRA mode: the smoke Pod's claim (gpulab.verdict.items.dra).
         *checklist_dra.items(view),
+        # The queue layer: Kueue's quota and all-or-nothing admission (gpulab.verdict.items.queues).
+        *checklist_queues.items(view),
     ]
 
 

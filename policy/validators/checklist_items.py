@@ -14,7 +14,7 @@ from typing import Final
 from gpulab.core import fixes
 from gpulab.core.outputs import LabOutputs, OutputsError
 from gpulab.verdict import checklist
-from gpulab.verdict.items import dra, nodes
+from gpulab.verdict.items import dra, nodes, queues
 from policy.stack_context import StackContext
 from policy.validators.findings import FAIL, NOT_EVALUATED, PASS, Finding
 from policy.validators.spec import _STR, MANDATORY, Settings, Spec, _int
@@ -190,6 +190,13 @@ SPECS: Final[tuple[Spec, ...]] = (
         MANDATORY,
         "stack",
         checklist_check(dra.ITEM_ID),
+    ),
+    Spec(
+        queues.ITEM_ID,
+        "With the queue layer, let Kueue admit a Job's whole GPU quota or none of it, within the quota.",
+        MANDATORY,
+        "stack",
+        checklist_check(queues.ITEM_ID),
     ),
     Spec(
         nodes.ITEM_ID,

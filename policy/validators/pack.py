@@ -21,6 +21,7 @@ from policy.validators.compute import check_configured
 from policy.validators.device_plugin import single_owner
 from policy.validators.findings import LEDGER
 from policy.validators.minikube import start_gpu, start_resources
+from policy.validators.queues import quota_within_allocatable
 from policy.validators.release import (
     chart_pinned,
     chart_source,
@@ -57,6 +58,7 @@ SPECS: Final[tuple[Spec, ...]] = (
     single_owner.SPEC,
     cuda_fits_host.SPEC,
     check_configured.SPEC,
+    quota_within_allocatable.SPEC,
     *checklist_items.SPECS,
 )
 

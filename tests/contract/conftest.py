@@ -8,6 +8,8 @@ the lab's constants; facts present in this workplace (the chart) are read from i
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,35 @@ import pytest
 import yaml
 
 from tests.support.sandbox import shared_chart
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def versions() -> dict[str, str]:
+    """toolchain/versions.env as ``{KEY: value}``."""
+    out = {}
+    for line in (ROOT / "toolchain" / "versions.env").read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            k, _, v = line.partition("=")
+            out[k.strip()] = v.strip()
+    return out
+
+
+def go_module_chart(env: str, script: str, what: str) -> Path:
+    """A chart the offline lab takes from a Go module: ``$<env>``, else where ``toolchain/<script>
+    --path-only`` finds it in the Go module cache; the test skips (naming ``what``) without one."""
+    path = os.environ.get(env, "")
+    if not path:
+        p = subprocess.run(
+            ["bash", str(ROOT / "toolchain" / script), "--path-only"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        path = p.stdout.strip()
+    if not path or not (Path(path) / "Chart.yaml").is_file():
+        pytest.skip(f"no offline {what}: make toolchain-tests (toolchain/{script})")
+    return Path(path)
 
 
 @pytest.fixture(scope="session")

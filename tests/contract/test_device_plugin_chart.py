@@ -16,9 +16,7 @@ tests/unit/config/test_device_plugin.py: re-read these sources at the new tag.
 from __future__ import annotations
 
 import io
-import os
 import re
-import subprocess
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -30,35 +28,16 @@ from components.device_plugin import helm_values
 from gpulab.config.device_plugin import CHART, NAMESPACE, RELEASE, DevicePluginChart, ImageRef
 from gpulab.config.lab import OperatorConfig
 from gpulab.kube import fleet
+from tests.contract.conftest import go_module_chart, versions
 from variants.existing.ctl import NFD_CRDS
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for line in (ROOT / "toolchain" / "versions.env").read_text().splitlines():
-        if "=" in line and not line.lstrip().startswith("#"):
-            k, _, v = line.partition("=")
-            out[k.strip()] = v.strip()
-    return out
-
-
 @pytest.fixture(scope="module")
 def chart() -> Path:
     """The unpacked chart (``$GPULAB_DEVICE_PLUGIN_CHART_PATH``, else the Go module cache's)."""
-    path = os.environ.get("GPULAB_DEVICE_PLUGIN_CHART_PATH", "")
-    if not path:
-        p = subprocess.run(
-            ["bash", str(ROOT / "toolchain" / "device-plugin-chart.sh"), "--path-only"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        path = p.stdout.strip()
-    if not path or not (Path(path) / "Chart.yaml").is_file():
-        pytest.skip("no offline device plugin chart: make toolchain-tests (toolchain/device-plugin-chart.sh)")
-    return Path(path)
+    return go_module_chart("GPULAB_DEVICE_PLUGIN_CHART_PATH", "device-plugin-chart.sh", "device plugin chart")
 
 
 def _module(chart: Path) -> Path:
@@ -82,7 +61,7 @@ def _paths(values: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[s
 def test_the_chart_is_the_offline_version(chart: Path) -> None:
     doc = yaml.safe_load((chart / "Chart.yaml").read_text())
     assert doc["name"] == CHART
-    assert doc["version"] == _versions()["DEVICE_PLUGIN_CHART_OFFLINE_VERSION"]
+    assert doc["version"] == versions()["DEVICE_PLUGIN_CHART_OFFLINE_VERSION"]
     (dep,) = doc["dependencies"]
     # The NFD subchart, on when GFD is (its condition), deployed with the chart.
     assert (dep["name"], dep["alias"], dep["condition"]) == (

@@ -12,9 +12,7 @@ these sources at the new tag.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,35 +21,16 @@ import yaml
 from components.dra import helm_values
 from gpulab.config.dra import CHART, DEVICE_CLASS, DRIVER, NAMESPACE, DraChart
 from gpulab.kube import pod_specs
+from tests.contract.conftest import go_module_chart, versions
 from variants.sim.ctl import dra as sim_dra
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for line in (ROOT / "toolchain" / "versions.env").read_text().splitlines():
-        if "=" in line and not line.lstrip().startswith("#"):
-            k, _, v = line.partition("=")
-            out[k.strip()] = v.strip()
-    return out
-
-
 @pytest.fixture(scope="module")
 def chart() -> Path:
     """The unpacked chart (``$GPULAB_DRA_CHART_PATH``, else the Go module cache's)."""
-    path = os.environ.get("GPULAB_DRA_CHART_PATH", "")
-    if not path:
-        p = subprocess.run(
-            ["bash", str(ROOT / "toolchain" / "dra-chart.sh"), "--path-only"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        path = p.stdout.strip()
-    if not path or not (Path(path) / "Chart.yaml").is_file():
-        pytest.skip("no offline DRA driver chart: make toolchain-tests (toolchain/dra-chart.sh)")
-    return Path(path)
+    return go_module_chart("GPULAB_DRA_CHART_PATH", "dra-chart.sh", "DRA driver chart")
 
 
 def _plugin(chart: Path, name: str) -> str:
@@ -69,7 +48,7 @@ def _api(group: str) -> str:
 def test_the_chart_is_the_offline_version(chart: Path) -> None:
     doc = yaml.safe_load((chart / "Chart.yaml").read_text())
     assert doc["name"] == CHART
-    assert doc["version"] == _versions()["DRA_CHART_OFFLINE_VERSION"] == DraChart().version
+    assert doc["version"] == versions()["DRA_CHART_OFFLINE_VERSION"] == DraChart().version
 
 
 def test_every_value_the_lab_sets_is_the_charts(chart: Path) -> None:

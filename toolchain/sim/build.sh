@@ -5,9 +5,11 @@
 #   etcd  - go.etcd.io/etcd/server/v3
 #   kwok  - kwok and kwokctl
 #   helm  - helm (only the benchmark needs it; built last)
+#   kueue - Kueue's controller cmd/kueue (sigs.k8s.io/kueue, no cgo): the queue layer's controller,
+#           run by the sim as a process (variants/sim/ctl/queues.py); only when asked by name
 #
 # Usage: toolchain/sim/build.sh [--update] [--mod-only] [component...]
-#   components: kube etcd kwok helm (default: all, helm last)
+#   components: kube etcd kwok helm kueue (default: all but kueue, helm last)
 #   --update    regenerate the wrapper go.mod/go.sum from toolchain/versions.env (commit them).
 #               Also happens by itself when a wrapper's pinned version differs from versions.env.
 #   --mod-only  only (re)generate go.mod/go.sum and download the modules; build nothing.
@@ -24,7 +26,7 @@ wrappers=$here/go
 
 # shellcheck source=../versions.env
 source "$root/toolchain/versions.env"
-: "${KUBERNETES_VERSION:?missing in toolchain/versions.env}" "${ETCD_VERSION:?}" "${KWOK_VERSION:?}" "${HELM_VERSION:?}"
+: "${KUBERNETES_VERSION:?missing in toolchain/versions.env}" "${ETCD_VERSION:?}" "${KWOK_VERSION:?}" "${HELM_VERSION:?}" "${KUEUE_VERSION:?}"
 
 cache=${GPULAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-lab}/sim
 export CGO_ENABLED=0
@@ -38,9 +40,9 @@ for arg in "$@"; do
   case $arg in
     --update) update=1 ;;
     --mod-only) mod_only=1 ;;
-    kube|etcd|kwok|helm) components+=("$arg") ;;
+    kube|etcd|kwok|helm|kueue) components+=("$arg") ;;
     -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
-    *) echo "build.sh: unknown argument '$arg' (components: kube etcd kwok helm; flags: --update --mod-only)" >&2; exit 2 ;;
+    *) echo "build.sh: unknown argument '$arg' (components: kube etcd kwok helm kueue; flags: --update --mod-only)" >&2; exit 2 ;;
   esac
 done
 [[ ${#components[@]} -gt 0 ]] || components=(kube etcd kwok helm)
@@ -51,7 +53,7 @@ need_go() { command -v go >/dev/null || { echo "build.sh: 'go' not found on PATH
 log() { echo "[sim-build] $*" >&2; }
 
 version_re='^[0-9]+\.[0-9]+\.[0-9]+$'
-for v in "$KUBERNETES_VERSION" "$ETCD_VERSION" "$KWOK_VERSION" "$HELM_VERSION"; do
+for v in "$KUBERNETES_VERSION" "$ETCD_VERSION" "$KWOK_VERSION" "$HELM_VERSION" "$KUEUE_VERSION"; do
   [[ $v =~ $version_re ]] || { echo "build.sh: version '$v' in toolchain/versions.env is not X.Y.Z" >&2; exit 2; }
 done
 # kube-apiserver >= 1.35 needs etcd's RequestWatchProgress, which 3.5.13 and later have.
@@ -156,6 +158,7 @@ ensure_wrapper() {
       etcd) generate_tool etcd "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" go.etcd.io/etcd/server/v3 ;;
       kwok) generate_tool kwok "sigs.k8s.io/kwok@v$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl ;;
       helm) generate_tool helm "helm.sh/helm/v3@v$HELM_VERSION" helm.sh/helm/v3/cmd/helm ;;
+      kueue) generate_tool kueue "sigs.k8s.io/kueue@v$KUEUE_VERSION" sigs.k8s.io/kueue/cmd/kueue ;;
     esac
   fi
 }
@@ -248,9 +251,15 @@ helm_build() {
   go build -trimpath -ldflags "$ld" -o "$1/helm" helm.sh/helm/v3/cmd/helm
 }
 
+kueue_build() {
+  # The stamps of kueue's Makefile (LD_FLAGS: pkg/version GitVersion, BuildDate).
+  local ld="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=v$KUEUE_VERSION -X sigs.k8s.io/kueue/pkg/version.BuildDate=$build_date"
+  go build -trimpath -ldflags "$ld" -o "$1/kueue" sigs.k8s.io/kueue/cmd/kueue
+}
+
 total_start=$(date +%s)
 mkdir -p "$cache"
-for comp in kube etcd kwok helm; do
+for comp in kube etcd kwok helm kueue; do
   [[ " ${components[*]} " == *" $comp "* ]] || continue
   case $comp in
     kube) build_component kube "$KUBERNETES_VERSION" k8s.io/kubernetes \
@@ -258,6 +267,7 @@ for comp in kube etcd kwok helm; do
     etcd) build_component etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 etcd -- etcd_build ;;
     kwok) build_component kwok "$KWOK_VERSION" sigs.k8s.io/kwok kwok kwokctl -- kwok_build ;;
     helm) build_component helm "$HELM_VERSION" helm.sh/helm/v3 helm -- helm_build ;;
+    kueue) build_component kueue "$KUEUE_VERSION" sigs.k8s.io/kueue kueue -- kueue_build ;;
   esac
 done
 
@@ -274,4 +284,5 @@ link "etcd-$ETCD_VERSION" etcd
 link "kwok-$KWOK_VERSION" kwok
 link "kwok-$KWOK_VERSION" kwokctl
 link "helm-$HELM_VERSION" helm
+link "kueue-$KUEUE_VERSION" kueue
 log "done in $(($(date +%s) - total_start)) s; binaries in $bindir"

@@ -9,11 +9,13 @@ simulated lab".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpulab.core import names
+from gpulab.host import preflight
 from variants.base import (
     HOST_FIELDS,
     OPERATOR_FIELDS,
@@ -39,7 +41,10 @@ if TYPE_CHECKING:
     from components.cluster import ClusterOutputs
     from gpulab.config.lab import LabConfig
     from gpulab.host.facts import HostFacts
+    from gpulab.host.preflight import Finding
 
+#: Kueue's controller binary in the sim's bin dir (variants.sim.ctl.queues.BINARY; toolchain/sim/build.sh).
+QUEUE_CONTROLLER = "kueue"
 _BUILD = "run `make toolchain` (builds the simulated control plane)"
 
 
@@ -128,10 +133,21 @@ class _Lifecycle(Lifecycle):
 
         paths = Paths(profile, root / self.workdir(profile))
         found = {f"sim/{f.name}": f for f in sorted((paths.cluster_dir / "logs").glob("*.log"))}
+        # Kueue's controller, where the queue layer runs it as a process (variants/sim/ctl/queues.py).
+        kueue_log = paths.cluster_dir / "kueue" / "kueue.log"
+        if kueue_log.is_file():
+            found["sim/kueue.log"] = kueue_log
         for extra in ("logs/supervisor.log", "down.json", "identity.json", "ports.json"):
             if (paths.workdir / extra).is_file():
                 found[f"sim/{extra.rsplit('/', 1)[-1]}"] = paths.workdir / extra
         return found
+
+    def queue_controller(self, profile: str) -> tuple[list[str], list[str]] | None:
+        # Kueue's controller as a process of the sim (variants/sim/ctl/queues.py): a kwok Pod
+        # would run nothing.
+        where = ["--name", profile, "--workdir", self.workdir(profile)]
+        argv = ["python", "-m", self.ctl]
+        return [*argv, "queues-up", *where], [*argv, "queues-down", *where]
 
     def leftover(self, profile: str, root: Path) -> tuple[list[str], str] | None:
         workdir = self.workdir(profile)
@@ -143,14 +159,33 @@ class _Lifecycle(Lifecycle):
         )
 
 
+class _Host(HostNeeds):
+    """The sim's tools, and with the queue layer Kueue's controller (built, never downloaded)."""
+
+    def host_findings(self, cfg: LabConfig) -> Sequence[Finding]:
+        if not cfg.queues.enabled:
+            return []
+        found = shutil.which(QUEUE_CONTROLLER)
+        return [
+            preflight.Finding(
+                "tool-kueue",
+                found is not None,
+                f"Kueue's controller ({QUEUE_CONTROLLER}) is {'at ' + found if found else 'not built'} "
+                "(queues: the sim runs it)",
+                "run `make toolchain` with Go on PATH (toolchain/sim/build.sh kueue builds cmd/kueue v0.19.0 "
+                "from the Go module proxy), or unset gpu-lab:queues",
+            )
+        ]
+
+
 class Sim(Variant):
     """The simulated lab (see module docstring)."""
 
     name = "sim"
-    capabilities = Capabilities(gpu_stacks=("install", "device-plugin", "dra", "found"))
+    capabilities = Capabilities(gpu_stacks=("install", "device-plugin", "dra", "found"), queues=True)
     config = _Config(name, exclusive_keys=("simMigDevices", "simNodes"), bounds=settings.BOUNDS)
     operator = OperatorNeeds(node_runtime="none")  # kwok nodes run no containers
-    host = HostNeeds(
+    host = _Host(
         name,
         tools=(
             Tool("kwokctl", _BUILD),
@@ -174,7 +209,7 @@ class Sim(Variant):
             "`GPULAB_STACK={stack} make destroy && GPULAB_STACK={stack} make lab` (Pulumi would replace "
             "every object of the lab to use another address)"
         ),
-        steps={"up": "sim-cluster"},
+        steps={"up": "sim-cluster", "queues-up": "sim-kueue-controller"},
     )
 
     def cluster(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> ClusterOutputs:

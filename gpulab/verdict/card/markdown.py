@@ -80,6 +80,18 @@ SECTIONS: Final[tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]] = (
             ("image", "Image"),
         ),
     ),
+    (
+        "queues",
+        "Queues and quota (Kueue, gang_scheduling)",
+        (
+            ("quota", "Quota (from the measured allocatable)"),
+            ("admitted", "Admitted first"),
+            ("waited", "Waited, then admitted (Kueue's reason)"),
+            ("gang", "More than the quota: never admitted in part"),
+            ("unqueued", "A Pod without the queue label"),
+            ("controller", "Kueue"),
+        ),
+    ),
 )
 
 

@@ -16,6 +16,7 @@ from gpulab.verdict import checklist
 from gpulab.verdict.card import hardware, mig, timing
 from gpulab.verdict.card.tflops import HOW_TO_MEASURE, tflops_section
 from gpulab.verdict.items import nodes as checklist_nodes
+from gpulab.verdict.items import queues as checklist_queues
 
 __all__ = ["CAPABILITY_BOUNDARY", "HOW_TO_MEASURE", "REDACTED", "SCHEMA", "build_card", "sanitize"]
 
@@ -129,6 +130,8 @@ def _boundary(outputs: LabOutputs) -> list[dict[str, str]]:
     rows = []
     for capability, status, where in CAPABILITY_BOUNDARY:
         evidence = dra_evidence(outputs) if capability.startswith("GPU sharing") else None
+        if capability.startswith("Queues"):
+            evidence = queues_evidence(outputs)
         if evidence:
             status = evidence
         elif capability.startswith("GPU sharing"):
@@ -175,6 +178,70 @@ def dra_evidence(outputs: LabOutputs) -> str | None:
         )
         + "; no memory-level quota or fair sharing of one card yet"
     )
+
+
+def queues_evidence(outputs: LabOutputs) -> str | None:
+    """The queues row's status when the queue proof held (output ``queues``, the checklist's
+    ``queue-admits-all-or-nothing``): measured evidence of the CNCF Kubernetes AI Conformance
+    requirement ``gang_scheduling``, with what was measured; None otherwise (the row stays
+    "missing")."""
+    q = outputs.queues
+    if not isinstance(q, Mapping) or checklist_queues.problems(q):
+        return None
+    return (
+        f"have, measured ({checklist_queues.REQUIREMENT}, CNCF Kubernetes AI Conformance): "
+        + checklist_queues.summary(q)
+        + ("; Kueue's decisions are real, the Jobs' Pods simulated" if q.get("podsSimulated") else "")
+        + "; no priorities, preemption or fair sharing between teams yet"
+    )
+
+
+def queues_section(facts: _Facts) -> dict[str, Any]:
+    """The card's queue section from output ``queues`` (every fact None without the layer)."""
+    q = facts.outputs.queues if isinstance(facts.outputs.queues, Mapping) else {}
+    jobs = [j for j in q.get("jobs") or [] if isinstance(j, Mapping)]
+    first = next((j for j in jobs if not j.get("pending")), None)
+    waited = next((j for j in jobs if j.get("pending")), None)
+    gang = q.get("gang") if isinstance(q.get("gang"), Mapping) else None
+
+    def f(value: Any) -> dict[str, Any]:
+        return facts.fact(o.QUEUES, value, derived=True, group="queues")
+
+    return {
+        "quota": f(
+            f"{q['quota']} {q.get('resource')} in ClusterQueue {q.get('clusterQueue')} (measured allocatable "
+            f"{q.get('measuredAllocatable')})"
+            if q
+            else None
+        ),
+        "admitted": f(
+            f"{first.get('job')}: {first.get('gpus')} {q.get('resource')}, admitted {first.get('admittedAt')}"
+            if first
+            else None
+        ),
+        "waited": f(
+            f"{waited.get('job')}: {waited.get('waitedSeconds')} s, {waited['pending'].get('reason')}: "
+            f"{waited['pending'].get('message')}; admitted {waited.get('admittedAt')}"
+            if waited
+            else None
+        ),
+        "gang": f(
+            f"{gang.get('job')}: {gang.get('pods')} Pods x {gang.get('perPod')}, never admitted "
+            f"({gang.get('podsCreated')} Pods in {gang.get('observedSeconds')} s): {gang.get('message')}"
+            if gang
+            else None
+        ),
+        "unqueued": f(
+            "no Workload, no admission gate: not admitted through the queue (nor held to its quota)"
+            if q.get("unqueuedPod")
+            else None
+        ),
+        "controller": f(
+            f"Kueue {q.get('chartVersion')} ({q.get('chartSource')}), controller: {q.get('controller')}"
+            if q
+            else None
+        ),
+    }
 
 
 def _dcgm_section(facts: _Facts, group: str | None) -> dict[str, Any]:
@@ -330,6 +397,7 @@ def build_card(
             "phase": f(o.COMPUTE_PHASE, group=compute_group),
             "image": f(o.COMPUTE_IMAGE),
         },
+        "queues": queues_section(facts),
         "mig": mig.mig_section(
             clean,
             f,

@@ -39,6 +39,8 @@ GROUPS: Final[dict[str, tuple[str, str]]] = {
     "compute": (o.COMPUTE_MEASURED_AT, "compute check (a CUDA kernel in a Pod)"),
     "dcgm": (o.DCGM_MEASURED_AT, "DCGM metrics (the exporter scraped per GPU)"),
     "tflops": (o.TFLOPS_MEASURED_AT, "TFLOPS measurement (dense matmul)"),
+    # Stamped inside the proof's own facts (``queues.measuredAt``).
+    "queues": (o.QUEUES, "queue proof (Kueue's admissions against the measured quota)"),
 }
 
 #: ``computeResult`` when no compute Pod ran (``computeCheck`` off): nothing was measured.
@@ -91,6 +93,10 @@ def measurements(outputs: LabOutputs, tflops: Mapping[str, Any] | None = None) -
             if not isinstance(outputs.dcgm_metrics, Mapping):
                 continue  # nothing scraped (simulated lab, exporter off): no measurement
             stamp = outputs.get(key)
+        elif group == "queues":
+            if not isinstance(outputs.queues, Mapping):
+                continue  # no queue layer: nothing measured
+            stamp = outputs.queues.get("measuredAt")
         elif group == "host":
             stamp = None if outputs.host_probe_source == "off" else run_at
         else:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gpulab.config.mig import STRATEGIES, parse_devices
 from gpulab.core.errors import GpuLabError, os_error_fix
-from variants.sim.ctl import supervise
+from variants.sim.ctl import queues, supervise
 from variants.sim.ctl.cluster import Interrupted, UpOptions, down, status, up
 from variants.sim.ctl.fleet import parse_node_specs
 from variants.sim.ctl.render import (
@@ -119,6 +119,17 @@ def _parser() -> argparse.ArgumentParser:
         help="only for hosts without a default route: an IP the API server advertises",
     )
     common(sub.add_parser("down", help="stop the cluster and remove the work dir"))
+    qu = sub.add_parser("queues-up", help="start Kueue's controller as a process of the cluster (queues)")
+    common(qu)
+    qu.add_argument(
+        "--timeout", type=float, default=180.0, help="seconds until the API server reaches its webhook"
+    )
+    qu.add_argument(
+        "--apiserver-advertise-address",
+        default=None,
+        help="only for hosts without a default route: the address the controller's webhook listens on",
+    )
+    common(sub.add_parser("queues-down", help="stop Kueue's controller and remove its EndpointSlice"))
     common(sub.add_parser("status", help="print whether the cluster is running"))
     sv = sub.add_parser("supervise", help="(started by up) take the lab down when a component dies")
     common(sv)
@@ -164,6 +175,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = up(opts)
         elif args.command == "down":
             result = down(args.name, args.workdir, args.bin_dir)
+        elif args.command == "queues-up":
+            result = queues.up(
+                args.name, args.workdir, args.bin_dir, args.apiserver_advertise_address, args.timeout
+            )
+        elif args.command == "queues-down":
+            result = queues.down(args.name, args.workdir, args.bin_dir)
         elif args.command == "supervise":
             return supervise.run(args.workdir.expanduser().absolute(), args.watch.expanduser().absolute())
         else:

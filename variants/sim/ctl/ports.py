@@ -168,6 +168,33 @@ def reserve(
     return held
 
 
+def extend(
+    workdir: Path,
+    options: Iterable[str],
+    exists: Callable[[str], bool],
+    path: Path | None = None,
+    free: Callable[[int], bool] = bindable,
+) -> Ports:
+    """Ports for ``options`` beyond the control plane's (a process the lab starts later, e.g.
+    Kueue's controller: variants.sim.ctl.queues), added to the reservation of ``workdir`` and
+    to its ``ports.json``: those it holds already, else new ones no live lab holds. A
+    recreated cluster's reservation (:func:`reserve`) drops them; the next call chooses anew.
+    """
+    wanted = tuple(options)
+    key = str(workdir)
+    own = workdir / PORTS_FILE
+    with _locked(path):
+        entries = live(load(path), exists)
+        mine = dict(entries.get(key, {}))
+        if not all(o in mine for o in wanted):
+            others = {p for w, ports in entries.items() if w != key for p in ports.values()}
+            mine.update(choose(others | set(mine.values()), free, wanted))
+            entries[key] = mine
+            _save(entries, path)
+            own.write_text(json.dumps(mine, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return {o: mine[o] for o in wanted}
+
+
 def release(workdir: Path, path: Path | None = None) -> None:
     """Forget the reservation of ``workdir`` (its lab is gone)."""
     with _locked(path):

@@ -446,10 +446,15 @@ def render_kwokctl_config(
     # a write through the API server into etcd that is most of an idle cluster's CPU.
     for name in ("kube-controller-manager", "kube-scheduler"):
         patches[name]["extraArgs"] = [{"key": "leader-elect", "value": "false"}]
+    # The sim has no kube-proxy, so a Service's ClusterIP routes nowhere: the API server reaches
+    # a webhook or an aggregated API (Kueue's, run as a process of the sim:
+    # variants/sim/ctl/queues.py) at an endpoint of its EndpointSlices instead, which
+    # kube-apiserver v1.36.3 does only with this flag (cmd/kube-apiserver/app/server.go
+    # buildServiceResolver: NewEndpointServiceResolver, else NewClusterIPServiceResolver).
+    apiserver_args = [{"key": "enable-aggregator-routing", "value": "true"}]
     if apiserver_advertise_address:
-        patches["kube-apiserver"]["extraArgs"] = [
-            {"key": "advertise-address", "value": apiserver_advertise_address}
-        ]
+        apiserver_args.append({"key": "advertise-address", "value": apiserver_advertise_address})
+    patches["kube-apiserver"]["extraArgs"] = apiserver_args
     config["componentsPatches"] = list(patches.values())
     docs: list[Mapping[str, Any]] = [
         config,

@@ -67,7 +67,7 @@ def test_config_options_bind_loopback_and_use_local_binaries() -> None:
     elect = [{"key": "leader-elect", "value": "false"}]
     assert sorted(conf["componentsPatches"], key=lambda p: p["name"]) == [
         {"name": "etcd", "extraEnvs": gc},
-        {"name": "kube-apiserver", "extraEnvs": gc},
+        {"name": "kube-apiserver", "extraArgs": [ROUTING], "extraEnvs": gc},
         {"name": "kube-controller-manager", "extraArgs": elect, "extraEnvs": gc},
         {"name": "kube-scheduler", "extraArgs": elect, "extraEnvs": gc},
         {"name": "kwok-controller", "extraEnvs": gc},
@@ -164,9 +164,15 @@ def test_config_adds_advertise_address_only_when_asked() -> None:
         return {p["name"]: p.get("extraArgs") for p in conf["componentsPatches"]}
 
     assert args(_config_docs(apiserver_advertise_address="10.0.0.5")[0])["kube-apiserver"] == [
-        {"key": "advertise-address", "value": "10.0.0.5"}
+        ROUTING,
+        {"key": "advertise-address", "value": "10.0.0.5"},
     ]
-    assert args(_config_docs()[0])["kube-apiserver"] is None
+    assert args(_config_docs()[0])["kube-apiserver"] == [ROUTING]
+
+
+#: Services resolve to their EndpointSlices' endpoints (no kube-proxy in the sim): Kueue's
+#: webhooks and aggregated API (variants/sim/ctl/queues.py).
+ROUTING = {"key": "enable-aggregator-routing", "value": "true"}
 
 
 def test_config_rejects_relative_paths() -> None:

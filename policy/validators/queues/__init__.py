@@ -1,0 +1,1 @@
+"""Policies of the queue layer (``queues: true``, components/queues.py)."""
