@@ -27,7 +27,11 @@ def test_the_claim_gave_the_pod_the_gpu_the_slice_published() -> None:
     assert raw["allocationPath"] == "dra" and raw["simulated"] is False
     (slice_,) = raw["dra"]["slices"]
     (device,) = slice_["devices"]
-    assert (slice_["node"], device["productName"], slice_["simulated"]) == ("gpulab-h200", "NVIDIA H200", False)
+    assert (slice_["node"], device["productName"], slice_["simulated"]) == (
+        "gpulab-h200",
+        "NVIDIA H200",
+        False,
+    )
     claim = raw["dra"]["claim"]
     (allocated,) = claim["devices"]
     assert (allocated["driver"], allocated["device"]) == ("gpu.nvidia.com", device["name"])
