@@ -60,11 +60,6 @@ class GpuSettings:
         """``expected_mig_devices`` as a dict (``{}`` when not set)."""
         return dict(self.expected_mig_devices)
 
-    @property
-    def sim_mig(self) -> dict[str, int]:
-        """``sim_mig_devices`` as a dict (``{}`` when not set)."""
-        return dict(self.sim_mig_devices)
-
 
 def parse(get: Callable[[str], object], problems: list[str], ns: str = "gpu-lab") -> GpuSettings:
     """The :class:`GpuSettings` from the parsed config values (``get(key)``: the value or its

@@ -327,15 +327,3 @@ def find(texts: Iterable[str], kinds: Iterable[str] | None = None) -> tuple[Know
             if message.pattern.search(line):
                 return message, line
     return None
-
-
-def by_id(message_id: str) -> KnownMessage:
-    """The entry of :data:`MESSAGES` with that id.
-
-    Raises:
-        KeyError: no such id.
-    """
-    for message in MESSAGES:
-        if message.id == message_id:
-            return message
-    raise KeyError(message_id)

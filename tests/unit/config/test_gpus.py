@@ -28,7 +28,7 @@ def test_the_mig_keys_are_parsed_and_reach_the_operator() -> None:
         },
         env={},
     )
-    assert cfg.gpu.expected_mig == {"1g.18gb": 7} and cfg.gpu.sim_mig == {"1g.18gb": 7}
+    assert cfg.gpu.expected_mig == {"1g.18gb": 7} and dict(cfg.gpu.sim_mig_devices) == {"1g.18gb": 7}
     assert cfg.operator.mig_strategy == "mixed" and cfg.gpu.grace_seconds == 10
 
 

@@ -615,4 +615,4 @@ def test_find_prefers_the_table_order_and_quotes_the_line() -> None:
     assert hit is not None and hit[0].id == "nvml-not-injected" and hit[1].startswith("could not load")
     assert messages.find(["all good"]) is None
     assert messages.find([text], kinds=("dcgm",)) is None
-    assert messages.by_id("no-devices").kind == "device-plugin"
+    assert next(m for m in messages.MESSAGES if m.id == "no-devices").kind == "device-plugin"
