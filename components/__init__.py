@@ -7,5 +7,5 @@
 the variant declares it as a protocol over one facet (``gpu_operator.OperatorVariant``: the
 operator facet) and gets that facet passed in.
 
-May import: ``gpulab`` (not :mod:`gpulab.ops`). Never ``variants`` or ``program`` (above it).
+May import: ``gpulab`` (not :mod:`ops`). Never ``variants`` or ``program`` (above it).
 """

@@ -126,7 +126,7 @@ class FoundGpuStack(pulumi.ComponentResource):
                 *install_args,
             ],
             args.kubeconfig,
-            # Re-measured by make verify (gpulab.ops.verify replaces the gate); re-run when the
+            # Re-measured by make verify (ops.verify replaces the gate); re-run when the
             # installed chart's release is upgraded.
             triggers=[
                 fleet.namespace,

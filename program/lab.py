@@ -95,7 +95,7 @@ class Lab(pulumi.ComponentResource):
             "k8s",
             kubeconfig=self.cluster.kubeconfig,
             # A cluster the lab owns and that was deleted by hand must not block `pulumi
-            # destroy` (make destroy first confirms it is gone: gpulab.ops.teardown). Never for a
+            # destroy` (make destroy first confirms it is gone: ops.teardown). Never for a
             # cluster somebody else runs: unreachable there means "not now", not "gone".
             delete_unreachable=variant.capabilities.owns_cluster,
             # Nothing touches the cluster before its identity is known to be the stack's own.

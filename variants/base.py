@@ -345,7 +345,7 @@ class HostNeeds:
         tools: binaries it runs on this machine (preflight names each missing one's fix).
         bundle_tools: the tools whose versions a debug bundle records for this variant
             (``{"kind": ("kind", "version")}``: tool -> the argv printing its version;
-            gpulab.ops.bundle adds them to the tools every lab may use).
+            ops.bundle adds them to the tools every lab may use).
     """
 
     name: str
@@ -381,7 +381,7 @@ DEFAULT_ENDPOINT_FIX: Final = (
 class Lifecycle:
     """A variant's cluster outside the engine: its helper and steps, where it keeps its files,
     whether its cluster is gone, what this machine can tell of it, and what the lab left
-    (gpulab.ops: teardown, repair, bundle; the registry's step names).
+    (ops: teardown, repair, bundle; the registry's step names).
 
     Attributes:
         name: the variant's name: its helper is ``variants.<name>.ctl``, its files under
@@ -447,7 +447,7 @@ class Lifecycle:
         fresh read would give the lab: where the cluster answers now), or None when this
         machine cannot tell (no tool, no file, not readable without a password). Compared
         with the endpoint recorded at create by ``make lab``/``verify``/``destroy``
-        (gpulab.ops.endpoint); ``get`` reads the stack's config."""
+        (ops.endpoint); ``get`` reads the stack's config."""
         return None
 
     def moved_fix(self, profile: str, stack: str, recorded: str, live: str) -> str:

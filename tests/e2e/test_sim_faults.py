@@ -303,7 +303,7 @@ def _printed_repair_works(lab: Lab, step: str, helm: bool = False) -> None:
         assert "deleted Helm's record sh.helm.release.v1.gpu-operator.v1 in gpu-operator" in done, done
         assert _helm_record(lab) == []
     check = subprocess.run(
-        ["bash", "-c", ". scripts/env.sh && .venv/bin/python -m gpulab.ops.repair check --stack sim"],
+        ["bash", "-c", ". scripts/env.sh && .venv/bin/python -m ops.repair check --stack sim"],
         cwd=lab.dir,
         env=lab.env(),
         capture_output=True,

@@ -195,7 +195,7 @@ def _the_whole_life(project: Project) -> None:
     _assert_no_secret(files, kubeconfig)
 
     # `make destroy` all the same: the lab confirms the cluster is gone and prunes its objects
-    # from the state (gpulab.ops.teardown), then `pulumi destroy` on the stock provider.
+    # from the state (ops.teardown), then `pulumi destroy` on the stock provider.
     t0 = time.monotonic()
     down = project.lab("destroy")
     timings["destroy"] = time.monotonic() - t0

@@ -30,6 +30,7 @@ COPY = (
     "variants",
     "stacks",
     "policy",
+    "ops",
     "requirements.txt",
     # What `scripts/lab` (make lab / verify / debug-bundle / destroy) runs in the copy, and the
     # Makefile, so a printed `make ...` fix runs there as printed.

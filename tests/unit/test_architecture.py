@@ -17,7 +17,7 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("program", "policy", "variants", "components", "gpulab")
+PACKAGES = ("program", "policy", "ops", "variants", "components", "gpulab")
 
 
 def cycles(graph: grimp.ImportGraph) -> list[list[str]]:
@@ -105,7 +105,7 @@ def test_the_test_sandboxes_copy_every_package_of_the_program() -> None:
 
 #: Where a variant's name may be compared: its own folder and the registry (the names' one home).
 _NAMES_ALLOWED = ("variants/",)
-_CORE = ("gpulab", "components", "program", "policy", "__main__.py")
+_CORE = ("gpulab", "components", "program", "policy", "ops", "__main__.py")
 
 
 def _compared_names(tree: ast.AST, names: frozenset[str]) -> list[tuple[int, str]]:
@@ -145,7 +145,7 @@ def test_no_variant_name_is_compared_outside_variants() -> None:
             for line, name in _compared_names(ast.parse(path.read_text()), names):
                 leaks.append(f"{path.relative_to(ROOT)}:{line}: {name!r}")
     assert leaks == [], "ask the variant (a capability) or the outputs, never its name"
-    # The finder finds one: the comparisons gpulab/ops/bundle.py, the checklist items and
+    # The finder finds one: the comparisons ops/bundle.py, the checklist items and
     # gpulab/core/argv.py made before the variants answered for themselves.
     assert _compared_names(ast.parse('if kind == "existing" or x in ("k3s", "y"): pass'), names) == [
         (1, "existing"),

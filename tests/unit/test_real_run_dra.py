@@ -60,7 +60,7 @@ def test_the_checklist_and_card_replay_as_the_run_wrote_them() -> None:
 
 
 def test_the_runs_verify_failed_on_the_gate_it_did_not_know() -> None:
-    """scripts/lab verify exited 2 there; gpulab.ops.verify now takes the DRA gate as the gate."""
+    """scripts/lab verify exited 2 there; ops.verify now takes the DRA gate as the gate."""
     lab = doc("summary.json")["lab"]
     assert (lab["up"]["rc"], lab["verify"]["rc"], lab["destroy"]["rc"]) == (0, 2, 0)
     assert "the stack has no gate resource" in (RUN / "lab-verify.out").read_text(encoding="utf-8")

@@ -54,7 +54,7 @@ MACHINE_OPTIONAL = frozenset({"torch", "cupy"})
 #: The project's own top-level modules (the program's packages and the toolchain's stand-ins,
 #: which import each other by file).
 FIRST_PARTY = frozenset(
-    {"gpulab", "variants", "components", "program", "policy", "bench", "toolchain", "pulumi_protos",
+    {"gpulab", "variants", "components", "program", "policy", "ops", "bench", "toolchain", "pulumi_protos",
      "command_logic", "command_exec", "pulumi_resource_command", "pulumi_language_python", "__main__"}
 )  # fmt: skip
 

@@ -49,7 +49,7 @@ cp "$cache/xz/pulumi-$key.tar.xz" "$dest/pulumi.tar.xz"
 # staging stops if a module the program, the policy pack or the toolchain's stand-ins import is
 # in none of them. Nothing is assumed of the machine's own Python (its virtualenv's packages
 # are not the checkout's: 2026-12-03's run lacked PyYAML, grpcio, protobuf, Jinja2, ...).
-srcs=(gpulab variants components program policy __main__.py toolchain/langhost toolchain/command
+srcs=(gpulab variants components program policy ops __main__.py toolchain/langhost toolchain/command
   toolchain/pulumi_protos.py toolchain/decide.py)
 pins=$(cd "$root" && "$py" "$here/site.py" pins -r requirements.txt --check-imports "${srcs[@]}")
 skey=$(printf '%s\n' "$pins" drop=kubernetes/aio | sha256sum | cut -c1-16)

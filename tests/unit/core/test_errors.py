@@ -10,7 +10,7 @@ from gpulab.core import argv, cuda, run
 from gpulab.core.errors import GpuLabError
 from gpulab.host import preflight
 from gpulab.kube import client as kube
-from gpulab.ops import teardown
+from ops import teardown
 from variants import registry
 from variants.existing import ctl as existing_ctl
 from variants.k3s import ctl as k3s_ctl

@@ -1,4 +1,4 @@
-"""gpulab.ops.bundle without a cluster: what it reads from the stack, the redaction, the archive."""
+"""ops.bundle without a cluster: what it reads from the stack, the redaction, the archive."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.ops import bundle
-from gpulab.ops.redact import Redactor
+from ops import bundle
+from ops.redact import Redactor
 from tests.unit.ops.test_redact import KEY_DATA, KUBECONFIG, TOKEN
 
 SENTINEL = "gpulab-sentinel-secret-output-7e3a"

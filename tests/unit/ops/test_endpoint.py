@@ -1,4 +1,4 @@
-"""gpulab.ops.endpoint: the API server endpoint recorded at create against where each
+"""ops.endpoint: the API server endpoint recorded at create against where each
 variant says its cluster answers now."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import yaml
 
 from gpulab.core import run as cmd
 from gpulab.kube import identity
-from gpulab.ops import endpoint
+from ops import endpoint
 from variants import registry
 
 

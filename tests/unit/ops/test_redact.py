@@ -1,11 +1,11 @@
-"""gpulab.ops.redact: learned secret values and secret shapes never survive into text or JSON."""
+"""ops.redact: learned secret values and secret shapes never survive into text or JSON."""
 
 from __future__ import annotations
 
 import base64
 import json
 
-from gpulab.ops.redact import REDACTED, Redactor
+from ops.redact import REDACTED, Redactor
 
 SENTINEL = "gpulab-sentinel-6f1d2c9a"
 PEM = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkL0Wq3Tq\n-----END EC PRIVATE KEY-----\n"

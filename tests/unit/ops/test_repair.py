@@ -1,8 +1,8 @@
-"""gpulab.ops.repair: what an interrupted run left, repaired only when asked, printed to run as printed."""
+"""ops.repair: what an interrupted run left, repaired only when asked, printed to run as printed."""
 
 from __future__ import annotations
 
-from gpulab.ops import repair
+from ops import repair
 
 
 def rec(rev: int, status: str) -> dict:

@@ -1,4 +1,4 @@
-"""gpulab.ops.repair.alive: make lab's liveness check proves the cluster answers and is the
+"""ops.repair.alive: make lab's liveness check proves the cluster answers and is the
 stack's own, and its message runs as printed."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from gpulab.kube import identity
-from gpulab.ops import repair
+from ops import repair
 
 SECRET = "4dabf18193072939515e22adb298388d"
 

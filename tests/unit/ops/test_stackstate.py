@@ -1,4 +1,4 @@
-"""gpulab.ops.stackstate: reading what an interrupted run left, in Pulumi's own formats."""
+"""ops.stackstate: reading what an interrupted run left, in Pulumi's own formats."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 import socket
 from pathlib import Path
 
-from gpulab.ops import stackstate
-from gpulab.ops.stackstate import Proc
+from ops import stackstate
+from ops.stackstate import Proc
 
 SECRET = "4dabf18193072939515e22adb298388d"
 KC = "apiVersion: v1\nkind: Config\nclusters: []\n"

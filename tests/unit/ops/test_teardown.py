@@ -1,10 +1,10 @@
-"""gpulab.ops.teardown: a cluster deleted by hand is confirmed gone before its state is dropped."""
+"""ops.teardown: a cluster deleted by hand is confirmed gone before its state is dropped."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpulab.ops import teardown
+from ops import teardown
 
 STACK = "urn:pulumi:sim::gpu-lab::pulumi:pulumi:Stack::gpu-lab-sim"
 CMD = "urn:pulumi:sim::gpu-lab::gpulab:sim:SimCluster$command:local:Command::sim-cluster"

@@ -1,4 +1,4 @@
-"""gpulab.ops.verify: the URNs `make verify` replaces (gate, smoke Pod, compute Pod), nothing else."""
+"""ops.verify: the URNs `make verify` replaces (gate, smoke Pod, compute Pod), nothing else."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpulab.ops import verify
+from ops import verify
 
 PREFIX = "urn:pulumi:sim::gpu-lab::gpulab:lab:Lab"
 GATE = f"{PREFIX}$gpulab:gpu_operator:GpuOperator$command:local:Command::gpu-operator-gate"

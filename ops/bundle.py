@@ -1,6 +1,6 @@
 """``make debug-bundle``: one archive with what someone needs to debug the lab, and no secret.
 
-``python -m gpulab.ops.bundle [--stack S] [--out-dir DIR] [--log-lines N]`` writes
+``python -m ops.bundle [--stack S] [--out-dir DIR] [--log-lines N]`` writes
 ``DIR/debug-bundle-<stack>-<UTC time>.tar.gz`` (default DIR ``.state``, mode 0600) and prints
 its path, size and contents. Inside, under one folder:
 
@@ -20,7 +20,7 @@ its path, size and contents. Inside, under one folder:
 * ``README.txt``: this list, and what could not be read and why.
 
 The kubeconfig is read with ``scripts/pulumi stack output kubeconfig --show-secrets`` and
-never written. Secrets are removed by :class:`gpulab.ops.redact.Redactor`: everything the stack
+never written. Secrets are removed by :class:`ops.redact.Redactor`: everything the stack
 marks secret, the kubeconfig's fields, the lab namespaces' Secret data, and secret shapes
 (PEM, tokens). Before the archive is written the whole of it is checked for every learned
 value; a leak stops the bundle (exit 1) instead of writing it.
@@ -59,7 +59,7 @@ from gpulab.core.rawapi import pod_log
 from gpulab.host.preflight import PreflightError
 from gpulab.host.probe import probe_capture, probe_nvidia_smi
 from gpulab.kube.client import is_transient, load_clients, ping
-from gpulab.ops.redact import Redactor
+from ops.redact import Redactor
 from variants import registry
 from variants.registry import parse_config
 
@@ -503,9 +503,7 @@ def _size(n: float) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI (see module docstring)."""
-    ap = argparse.ArgumentParser(
-        prog="python -m gpulab.ops.bundle", description="Write the lab's debug bundle."
-    )
+    ap = argparse.ArgumentParser(prog="python -m ops.bundle", description="Write the lab's debug bundle.")
     ap.add_argument("--stack", default=os.environ.get("GPULAB_STACK"), help="default: $GPULAB_STACK")
     ap.add_argument("--out-dir", default=str(ROOT / ".state"), help="default: .state")
     ap.add_argument("--log-lines", type=int, default=200, help="last lines of each container log")

@@ -36,12 +36,12 @@ recorded (its ``clusterIdentity``) answers, is ready, and is that cluster; other
 which component did not answer, or names both clusters, and prints the fix. And it answers
 where the stack recorded it: when the variant's own read (``Lifecycle.live_kubeconfig``)
 finds the recorded cluster at another API server endpoint, both endpoints and the variant's
-fix are named and nothing runs (gpulab.ops.endpoint).
+fix are named and nothing runs (ops.endpoint).
 
 ``check --alive`` runs the liveness check after a check that found nothing to repair, on the
 same read of the state (what ``make lab`` and ``make verify`` run first).
 
-``python -m gpulab.ops.repair check|apply|alive --stack S`` exit codes: 0 nothing to do (or
+``python -m ops.repair check|apply|alive --stack S`` exit codes: 0 nothing to do (or
 done), 1 something to repair or refused (the message names the cause and the fix), 2 usage.
 """
 
@@ -68,7 +68,7 @@ from gpulab.core.errors import GpuLabError, os_error_fix
 from gpulab.core.names import PROJECT
 from gpulab.kube import client as kube
 from gpulab.kube import identity
-from gpulab.ops import endpoint, stackstate
+from ops import endpoint, stackstate
 from variants import registry
 
 #: Seconds an orphaned process gets between SIGTERM and SIGKILL.
@@ -441,7 +441,7 @@ def _alive_exit(stack: Stack, action: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI (see module docstring)."""
-    ap = argparse.ArgumentParser(prog="python -m gpulab.ops.repair")
+    ap = argparse.ArgumentParser(prog="python -m ops.repair")
     ap.add_argument("command", choices=("check", "apply", "alive"))
     ap.add_argument("--stack", required=True)
     ap.add_argument("--yes", action="store_true", help="apply without asking")

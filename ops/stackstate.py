@@ -21,7 +21,7 @@ Pure readers of Pulumi's own formats, each checked in pulumi/pulumi v3.274.1 (``
   (their parent is no ``pulumi`` process), running in the project directory, and their
   children (a helper command still running, e.g. ``variants.sim.ctl up``).
 
-No Pulumi import, no subprocess: the callers (gpulab.ops.repair, gpulab.ops.teardown) run the CLI.
+No Pulumi import, no subprocess: the callers (ops.repair, ops.teardown) run the CLI.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ The stack records its cluster's API server URL once (``clusterIdentity.server``,
 command read at create. That endpoint can change under the lab while the cluster stays the
 same (the same ``kube-system`` UID): a minikube restart publishes the API server on a new
 host port, a kubeconfig is rewritten to another address of the same server. ``make lab``,
-``make verify`` (gpulab.ops.repair, the liveness check) and ``make destroy``
-(gpulab.ops.teardown) ask the variant where its cluster answers now
+``make verify`` (ops.repair, the liveness check) and ``make destroy``
+(ops.teardown) ask the variant where its cluster answers now
 (``Lifecycle.live_kubeconfig``: what a fresh read would give) and, when that is another
 endpoint of the recorded cluster, name the value, both endpoints and the variant's fix
 (``Lifecycle.moved_fix``), and change nothing.

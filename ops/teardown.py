@@ -7,9 +7,9 @@ pulumi-kubernetes#2675, open), and with etcd frozen it waits on namespace finali
 full timeout; and a cluster whose create was interrupted never entered the state, so destroy
 leaves it running. ``make destroy`` therefore runs, around ``pulumi destroy``:
 
-``python -m gpulab.ops.teardown --stack S [--forget]`` (before):
+``python -m ops.teardown --stack S [--forget]`` (before):
 
-1. what blocks a destroy (gpulab.ops.repair, ``for_destroy``): a lock whose process is gone
+1. what blocks a destroy (ops.repair, ``for_destroy``): a lock whose process is gone
    (``pulumi cancel --yes``), processes the killed engine left, pending operations (``stack
    export`` / ``stack import``); each is printed as it runs. A lock held by a running
    engine stops it (wait for that run).
@@ -20,7 +20,7 @@ leaves it running. ``make destroy`` therefore runs, around ``pulumi destroy``:
 
    * it answers and is the recorded cluster: nothing to do;
    * it does not answer at the recorded address but the variant finds it at another
-     (gpulab.ops.endpoint): as below, the message naming both addresses and the fix;
+     (ops.endpoint): as below, the message naming both addresses and the fix;
    * it does not answer (down, stopped, etcd frozen) and the lab owns it: the stack's
      Kubernetes resources are removed from the state (``stack import``), with what the
      variant can tell (``Lifecycle.gone``, ``Lifecycle.local_status``) and the count printed;
@@ -30,7 +30,7 @@ leaves it running. ``make destroy`` therefore runs, around ``pulumi destroy``:
      (``make destroy FORGET=1``) removes the Kubernetes resources from the state without
      touching any cluster.
 
-``python -m gpulab.ops.teardown --stack S --after`` (after a destroy that succeeded, and when there
+``python -m ops.teardown --stack S --after`` (after a destroy that succeeded, and when there
 is no stack at all): the variant's own record of what it started (``Lifecycle.leftover``: the
 sim cluster's directory) is removed with the variant's delete command, and it says so; and
 the private temporary directories of runs that are gone (``.state/tmp``, where the Kubernetes
@@ -60,7 +60,7 @@ from gpulab.core.errors import GpuLabError, os_error_fix
 from gpulab.host import node_runtime
 from gpulab.kube import identity
 from gpulab.kube.client import load_clients, ping
-from gpulab.ops import endpoint, repair, stackstate
+from ops import endpoint, repair, stackstate
 from variants import registry
 
 #: Resource types the prune removes: Kubernetes objects, not the provider itself.
@@ -308,7 +308,7 @@ def sweep_tmp(root: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI used by ``make destroy`` (see module docstring)."""
-    ap = argparse.ArgumentParser(prog="python -m gpulab.ops.teardown")
+    ap = argparse.ArgumentParser(prog="python -m ops.teardown")
     ap.add_argument("--stack", required=True)
     ap.add_argument("--forget", action="store_true", help="drop unreachable objects, touching no cluster")
     ap.add_argument("--after", action="store_true", help="after destroy: the variant's own leftovers")

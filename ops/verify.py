@@ -16,7 +16,7 @@ re-measuring them against the running lab is ``pulumi up --target-replace URN ..
 config changed since the last ``make lab``; ``--target-dependents`` lets the readers re-run
 (they depend on their Pod's UID).
 
-``python -m gpulab.ops.verify targets < EXPORT.json`` prints one URN a line from ``pulumi stack
+``python -m ops.verify targets < EXPORT.json`` prints one URN a line from ``pulumi stack
 export``; exit 2 (with the reason and the fix) when the stack has no lab to verify.
 """
 
@@ -97,7 +97,7 @@ def said(role: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI (see module docstring): 0 URNs printed, 2 no lab or unreadable export."""
-    ap = argparse.ArgumentParser(prog="python -m gpulab.ops.verify")
+    ap = argparse.ArgumentParser(prog="python -m ops.verify")
     ap.add_argument("command", choices=["targets"], help="print the URNs to replace, one a line")
     ap.parse_args(argv)
     try:

@@ -1,8 +1,0 @@
-"""Operations on a lab, run by ``scripts/lab``: ``make verify`` (:mod:`~gpulab.ops.verify`),
-``make debug-bundle`` (:mod:`~gpulab.ops.bundle`, secrets removed by :mod:`~gpulab.ops.redact`)
-and the first step of ``make destroy`` (:mod:`~gpulab.ops.teardown`).
-
-At the edge, beside the program and the policy pack: may import every other package of
-gpulab, and ``variants.registry`` (the variant a stack names is asked of it here). Nothing
-imports this package.
-"""
