@@ -1,7 +1,7 @@
 """The index of the lab's real runs on GPU machines: ``tests/data/real-runs.json``.
 
 Every run on a real GPU machine that is recorded under ``tests/data`` has one entry there
-(earlier ones too), and README.md's "Tested against" section carries the table this module
+(earlier ones too), and docs/tested-against.md (README's index links it) carries the table this module
 renders from it, between ``<!-- real-runs:begin -->`` and ``<!-- real-runs:end -->``
 (tests/unit/test_real_runs.py fails when the two differ). Test support only: the product never
 imports it.
@@ -25,14 +25,14 @@ An entry (the issue's fields, plus ``path`` and ``notes``)::
 ``"unknown (...)"``, saying why.
 
     .venv/bin/python -m tests.support.real_runs check            # validate the index
-    .venv/bin/python -m tests.support.real_runs readme [--write]  # README's table (diff, or write)
+    .venv/bin/python -m tests.support.real_runs readme [--write]  # the docs' table (diff, or write)
     .venv/bin/python -m tests.support.real_runs record FILES_AT DEST [--all]   # a run into tests/data
     .venv/bin/python -m tests.support.real_runs add --from DEST [--revision REV] [--machine TEXT]
         [--notes TEXT] [--write]                                   # its entry, derived from the record
 
 ``add`` derives what the recorded files say (date, mode, components, results; the machine
 from the host's GPUs and facts.json) and prints the entry, or with ``--write`` appends it to
-the index and rewrites README's table; edit its ``machine`` and ``notes`` afterwards.
+the index and rewrites the table in docs/tested-against.md; edit its ``machine`` and ``notes`` afterwards.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 INDEX = ROOT / "tests" / "data" / "real-runs.json"
-README = ROOT / "README.md"
+#: The page that carries the generated table (README.md indexes it).
+TABLE_PAGE = ROOT / "docs" / "tested-against.md"
 BEGIN = "<!-- real-runs:begin -->"
 END = "<!-- real-runs:end -->"
 
@@ -61,7 +62,7 @@ ORIGINS: dict[str, str] = {
     "nvidia-ml-py), as NVIDIA ships it or built here from NVIDIA's unmodified source at a tag",
     "other-upstream": "another upstream project's released code (Kubernetes, etcd, containerd, runc, "
     "the CNI plugins, Pulumi, PyTorch, CuPy, Python packages), as shipped or built here from its "
-    "unmodified source at a tag (build options: toolchain/node/README.md, README's Toolchain)",
+    "unmodified source at a tag (build options: toolchain/node/README.md, docs/toolchain.md)",
     "project": "this repository's own code (the lab itself, the harness's device plugin, images "
     "and programs, the offline toolchain's stand-ins), at the commit given",
 }
@@ -269,7 +270,7 @@ def readme_of(path: str, root: Path = ROOT) -> Path | None:
     return None
 
 
-# --- the README table -------------------------------------------------------------------
+# --- the table of docs/tested-against.md -------------------------------------------------------------------
 
 
 NOT_OBSERVED = "-"
@@ -297,7 +298,7 @@ def _components(comps: Sequence[Mapping[str, str]]) -> str:
 
 
 def render_table(runs: Sequence[Mapping[str, Any]]) -> str:
-    """README's "Tested against" block for ``runs`` (without the markers): the results table,
+    """docs/tested-against.md's block for ``runs`` (without the markers): the results table,
     then each run's components, with a trailing newline."""
     columns = ["date (UTC)", "machine", "mode", "up", "allocatable", "smoke", "compute", "verify"]
     columns += ["negative", "destroy", "leftovers", "record"]
@@ -318,24 +319,24 @@ def render_table(runs: Sequence[Mapping[str, Any]]) -> str:
 
 
 def readme_block(runs: Sequence[Mapping[str, Any]]) -> str:
-    """What README holds between the markers (markers included)."""
+    """What docs/tested-against.md holds between the markers (markers included)."""
     return f"{BEGIN}\n{render_table(runs)}{END}"
 
 
 def readme_table(text: str) -> str:
-    """README's block between the markers (markers included).
+    """The page's block between the markers (markers included).
 
     Raises:
         RealRunsError: the markers are missing or out of order.
     """
     start, end = text.find(BEGIN), text.find(END)
     if start == -1 or end == -1 or end < start:
-        raise RealRunsError(f"README.md: no {BEGIN} ... {END} block")
+        raise RealRunsError(f"{TABLE_PAGE.name}: no {BEGIN} ... {END} block")
     return text[start : end + len(END)]
 
 
 def update_readme(text: str, runs: Sequence[Mapping[str, Any]]) -> str:
-    """``text`` (README.md) with its block replaced by the one rendered from ``runs``."""
+    """``text`` (docs/tested-against.md) with its block replaced by the one rendered from ``runs``."""
     return text.replace(readme_table(text), readme_block(runs))
 
 
@@ -761,14 +762,14 @@ def _write_index(runs: list[dict[str, Any]]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry point (see the module docstring); 0 ok, 1 README differs / invalid index, 2 usage."""
+    """CLI entry point (see the module docstring); 0 ok, 1 the table differs / invalid index, 2 usage."""
     ap = argparse.ArgumentParser(
         prog="python -m tests.support.real_runs", description=__doc__.splitlines()[0]
     )
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("check", help="validate tests/data/real-runs.json")
     sub.add_parser("table", help="print the Markdown table")
-    p = sub.add_parser("readme", help="compare README's table with the index (or --write it)")
+    p = sub.add_parser("readme", help="compare docs/tested-against.md's table with the index (or --write it)")
     p.add_argument("--write", action="store_true")
     p = sub.add_parser("record", help="a lab-mode device call's results into tests/data (UUIDs replaced)")
     p.add_argument("files_at", type=Path)
@@ -779,7 +780,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--revision", help="the project's commit the run staged, where no MANIFEST says it")
     p.add_argument("--machine")
     p.add_argument("--notes")
-    p.add_argument("--write", action="store_true", help="append it to the index and rewrite README's table")
+    p.add_argument("--write", action="store_true", help="append it to the index and rewrite the docs' table")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "record":
@@ -792,8 +793,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.write:
                 runs = sorted([*load(), entry], key=lambda e: e["date"])
                 _write_index(runs)
-                README.write_text(update_readme(README.read_text(encoding="utf-8"), runs), encoding="utf-8")
-                print(f"added to {INDEX}; README's table rewritten", file=sys.stderr)
+                page = TABLE_PAGE.read_text(encoding="utf-8")
+                TABLE_PAGE.write_text(update_readme(page, runs), encoding="utf-8")
+                print(f"added to {INDEX}; {TABLE_PAGE}'s table rewritten", file=sys.stderr)
             return 0
         runs = load()
         if args.cmd == "check":
@@ -801,12 +803,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.cmd == "table":
             print(render_table(runs), end="")
         elif args.cmd == "readme":
-            text = README.read_text(encoding="utf-8")
+            text = TABLE_PAGE.read_text(encoding="utf-8")
             if args.write:
-                README.write_text(update_readme(text, runs), encoding="utf-8")
+                TABLE_PAGE.write_text(update_readme(text, runs), encoding="utf-8")
             elif readme_table(text) != readme_block(runs):
                 print(
-                    "README.md's real-runs table differs from tests/data/real-runs.json: run "
+                    "docs/tested-against.md's real-runs table differs from tests/data/real-runs.json: run "
                     "python -m tests.support.real_runs readme --write",
                     file=sys.stderr,
                 )

@@ -1,5 +1,6 @@
-"""The lab's real runs: their index (tests/data/real-runs.json), README's table generated from
-it, and the lab-found run (tests/data/device-h200-node/lab-found) replayed through the program.
+"""The lab's real runs: their index (tests/data/real-runs.json), the table in
+docs/tested-against.md generated from it, and the lab-found run
+(tests/data/device-h200-node/lab-found) replayed through the program.
 
 The lab-found run is the lab's own ``scripts/lab up`` on a real H200 node (toolchain/node,
 ``run.sh lab``: the existing variant with ``gpuStack: found``, the project's device plugin):
@@ -105,7 +106,7 @@ def test_the_card_built_from_the_outputs_is_the_card_the_run_wrote() -> None:
 
 
 def test_a_failed_verify_leaves_the_outputs_and_a_later_card_still_passes() -> None:
-    """README's "What the lab still lacks": the failed update keeps the stack's outputs."""
+    """docs/lacks.md ("What the lab still lacks"): the failed update keeps the stack's outputs."""
     assert text("lab-outputs-after-failed-verify.json") == text("lab-outputs-existing.json")
     recorded = doc("card-after-failed-verify/baseline-card.json")
     card = build_card(
@@ -163,13 +164,13 @@ def test_the_record_holds_no_real_gpu_uuid() -> None:
 # --- the index -------------------------------------------------------------------------
 
 
-def test_readmes_table_is_the_one_generated_from_the_index() -> None:
-    block = rr.readme_table(rr.README.read_text(encoding="utf-8"))
+def test_the_docs_table_is_the_one_generated_from_the_index() -> None:
+    block = rr.readme_table(rr.TABLE_PAGE.read_text(encoding="utf-8"))
     assert block == rr.readme_block(RUNS), (
-        "README.md's real-runs table differs from tests/data/real-runs.json: "
+        "docs/tested-against.md's real-runs table differs from tests/data/real-runs.json: "
         "run .venv/bin/python -m tests.support.real_runs readme --write"
     )
-    section = rr.README.read_text(encoding="utf-8").split("## Tested against\n", 1)[1].split("\n## ", 1)[0]
+    section = rr.TABLE_PAGE.read_text(encoding="utf-8").split("# Tested against\n", 1)[1].split("\n## ", 1)[0]
     assert block in section
 
 
@@ -345,7 +346,7 @@ def test_add_derives_the_entry_and_writes_index_and_readme(
     index_path.write_text(json.dumps(doc_))
     readme.write_text(f"# x\n\n## Tested against\n\n{rr.BEGIN}\n{rr.END}\n\n## Next\n")
     monkeypatch.setattr(rr, "INDEX", index_path)
-    monkeypatch.setattr(rr, "README", readme)
+    monkeypatch.setattr(rr, "TABLE_PAGE", readme)
     monkeypatch.setattr(rr, "ROOT", ROOT)
     rc = rr.main(
         ["add", "--from", str(RUN), "--revision", "1bb1e92", "--machine", "m", "--notes", "n", "--write"]
