@@ -1,7 +1,8 @@
 """README.md and docs/ describe what is there.
 
 README opens with the quick start on one screen (what it is, what it needs, the two commands, the
-card's picture) and then indexes docs/; every relative link in them resolves; every stack output
+card's picture) and then indexes docs/; the versions it says a machine needs are the floors the
+lab holds; every relative link in them resolves; every stack output
 key has a row in docs/outputs.md; the card's picture is a real run's card, small, and the summary
 line it shows is still what the card renders from that run's record.
 """
@@ -17,6 +18,7 @@ import pytest
 from gpulab.core import outputs as o
 from gpulab.core.outputs import LabOutputs
 from gpulab.verdict.card import build_card, summary_line
+from variants.minikube import releases
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -93,6 +95,22 @@ def test_the_sections_code_points_readers_to_are_named_in_readme(phrase: str) ->
     """scripts/choose-variant, variants/sim, tests/contract/conftest.py and toolchain/node/replay.py
     send readers to README by these names; README names each (its index leads on to the page)."""
     assert phrase in _read(README)
+
+
+def test_what_it_needs_names_the_floors_the_lab_enforces() -> None:
+    """The versions README's "What it needs" names are the ones preflight and the toolchain hold:
+    Python from pyproject.toml, the Pulumi CLI floor from toolchain/versions.env, minikube's from
+    its release table for the default Kubernetes version (Pulumi.yaml)."""
+    needs = _section(README, "## What it needs")
+    python = re.search(r'requires-python = ">=([0-9.]+)"', _read(ROOT / "pyproject.toml"))
+    pulumi = re.search(r"^PULUMI_CLI_FLOOR=(v[0-9.]+)$", _read(ROOT / "toolchain" / "versions.env"), re.M)
+    config = _read(ROOT / "Pulumi.yaml")
+    kubernetes = re.search(r"kubernetesVersion:\n(?: .*\n)*? +default: (v[0-9.]+)", config)
+    assert python and pulumi and kubernetes
+    minikube = releases.text(releases.floor(kubernetes.group(1)))
+    assert f"Python >= {python.group(1)}" in needs
+    assert f"Pulumi CLI ({pulumi.group(1)} or newer)" in needs
+    assert f"minikube >= {minikube}" in needs
 
 
 @pytest.mark.parametrize("page", [README, DOCS / "README.md", *PAGES], ids=lambda p: p.name)
