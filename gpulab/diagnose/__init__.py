@@ -74,6 +74,13 @@ DaemonSet placement, driver validation, toolkit, device plugin, allocatable, sch
 workloads; non-blocking last), so the first diagnosis is the one to fix first: later ones
 are often its consequences.
 
+Rules: where one object can fail in several ways, the ways are a table of rules walked in
+order, each a small function that says whether it applies and the finding it yields (None
+when it does not): the nodes' allocatable and a pod's GPU shortage (``nodes._SUPPLY_RULES``,
+``nodes._SHORTAGE_RULES``), a container's and an init container's state
+(``pods._CONTAINER_RULES``, ``pods._INIT_RULES``), a crashing container
+(``containers._CRASH_RULES``); a new failure is a new rule in its table.
+
 Modules, by failing object: :mod:`~gpulab.diagnose.nodes` (readiness, allocatable, GPU
 shortages), :mod:`~gpulab.diagnose.pods` (Pending, not Ready, Failed),
 :mod:`~gpulab.diagnose.containers` (crash loops, image pulls),
