@@ -1,8 +1,8 @@
 """Automatic diagnosis: cluster state mapped to the chapter's troubleshooting rows.
 
 Input is what ``kubectl get -o json`` returns (the ``items`` of pods, events, DaemonSets and
-nodes, as plain JSON dicts with camelCase keys), optionally recent container logs, a Helm
-error message or ``minikube start``'s stderr. Output is a list of :class:`Diagnosis`: which
+nodes, as plain JSON dicts with camelCase keys), optionally recent container logs or
+``minikube start``'s stderr. Output is a list of :class:`Diagnosis`: which
 object fails, why, the evidence, and the first reaction as a concrete command. Pure
 functions, no API calls, except :mod:`~gpulab.diagnose.live`, which reads a live cluster
 through the API and renders :func:`diagnose_cluster`'s findings for a wait of :mod:`gpulab.kube`
@@ -61,7 +61,6 @@ Rows (``Diagnosis.row``), the first five from the chapter's table 2 (单机 GPU 
                                PIDPressure) is True: its taints, Pods evicted there, the
                                prune (variant: the condition)
 ``node-cordoned``              the node is marked unschedulable
-``helm-*``                     Helm errors (:func:`diagnose_helm_error`)
 ============================== ======================================================
 
 Known messages (:mod:`~gpulab.diagnose.messages`): the log, status and event messages of a
@@ -75,14 +74,20 @@ DaemonSet placement, driver validation, toolkit, device plugin, allocatable, sch
 workloads; non-blocking last), so the first diagnosis is the one to fix first: later ones
 are often its consequences.
 
+Rules: where one object can fail in several ways, the ways are a table of rules walked in
+order, each a small function that says whether it applies and the finding it yields (None
+when it does not): the nodes' allocatable and a pod's GPU shortage (``nodes._SUPPLY_RULES``,
+``nodes._SHORTAGE_RULES``), a container's and an init container's state
+(``pods._CONTAINER_RULES``, ``pods._INIT_RULES``), a crashing container
+(``containers._CRASH_RULES``); a new failure is a new rule in its table.
+
 Modules, by failing object: :mod:`~gpulab.diagnose.nodes` (readiness, allocatable, GPU
 shortages), :mod:`~gpulab.diagnose.pods` (Pending, not Ready, Failed),
 :mod:`~gpulab.diagnose.containers` (crash loops, image pulls),
 :mod:`~gpulab.diagnose.init_containers` (the validator and other init waits),
 :mod:`~gpulab.diagnose.smoke` (the smoke Pod: CUDA too new, ContainerCreating),
 :mod:`~gpulab.diagnose.daemonsets` (operand placement and readiness),
-:mod:`~gpulab.diagnose.namespaces` (a namespace stuck Terminating),
-:mod:`~gpulab.diagnose.helm` (the operator's release); a variant's own failures live in its
+:mod:`~gpulab.diagnose.namespaces` (a namespace stuck Terminating); a variant's own failures live in its
 folder (``variants.minikube.diagnose``: ``minikube start``); :mod:`~gpulab.diagnose.cluster`
 runs the cluster checks and orders them, :mod:`~gpulab.diagnose.formatting` renders them.
 When a wait stops: :mod:`~gpulab.diagnose.stop` (the rules, as a table, that say a lab
@@ -101,7 +106,6 @@ the cluster checks (:mod:`gpulab.kube` calls it) or anything above.
 from gpulab.diagnose.cluster import diagnose_cluster
 from gpulab.diagnose.formatting import render
 from gpulab.diagnose.gpus import gpu_holders, gpu_request
-from gpulab.diagnose.helm import diagnose_helm_error
 from gpulab.diagnose.namespaces import diagnose_namespace
 from gpulab.diagnose.record import GPU_RESOURCE, Diagnosis
 
@@ -109,7 +113,6 @@ __all__ = [
     "GPU_RESOURCE",
     "Diagnosis",
     "diagnose_cluster",
-    "diagnose_helm_error",
     "diagnose_namespace",
     "gpu_holders",
     "gpu_request",

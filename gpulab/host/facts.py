@@ -1,4 +1,4 @@
-"""The host's GPU facts as one record: :class:`HostFacts`, its JSON forms, and how two probes differ.
+"""The host's GPU facts as one record: :class:`HostFacts` and its JSON forms.
 
 Every source of the host probe (NVML, nvidia-smi, a shipped capture: :mod:`gpulab.host.probe`)
 returns this one shape; the ``host*`` stack outputs are made from it.
@@ -25,7 +25,7 @@ from typing import Any
 
 from gpulab.host import nvsmi, topology
 from gpulab.host.node_runtime import NodeRuntime
-from gpulab.host.topology import Topology, topology_from_json
+from gpulab.host.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -106,87 +106,6 @@ class HostFacts:
             doc["topology"] = self.topology.to_json() if self.topology is not None else None
             doc["topologyNote"] = self.topology_note
         return doc
-
-
-def facts_from_json(doc: dict[str, Any]) -> HostFacts:
-    """Rebuild :class:`HostFacts` from :meth:`HostFacts.to_json` output (e.g. a saved probe).
-
-    Raises ``KeyError`` for a missing key.
-    """
-    gpus = tuple(
-        nvsmi.GpuInfo(
-            index=int(g["index"]),
-            name=str(g["name"]),
-            uuid=g["uuid"],
-            driver_version=g["driverVersion"],
-            memory_total_mib=g["memoryMiB"],
-            pci_bus_id=g["pciBusId"],
-            compute_cap=g.get("computeCap"),
-            mig_mode=g.get("migMode"),
-            mig_mode_pending=g.get("migModePending"),
-        )
-        for g in doc["gpus"]
-    )
-    return HostFacts(
-        gpus=gpus,
-        driver_version=str(doc["driverVersion"]),
-        max_cuda=doc["maxCuda"],
-        source=str(doc["source"]),
-        simulated=bool(doc["simulated"]),
-        warnings=tuple(doc.get("warnings", ())),
-        notes=tuple(doc.get("notes", ())),
-        mig_devices=None
-        if doc.get("migDevices") is None
-        else tuple(
-            nvsmi.MigDevice(int(d["gpuIndex"]), int(d["deviceIndex"]), str(d["profile"]), str(d["uuid"]))
-            for d in doc["migDevices"]
-        ),
-        topology=_topology_from_json(doc.get("topology")),
-        topology_note=doc.get("topologyNote"),
-    )
-
-
-def _topology_from_json(doc: dict[str, Any] | None) -> Topology | None:
-    return None if doc is None else topology_from_json(doc)
-
-
-#: Per-GPU fields :func:`compare_facts` compares (``compute_cap`` only where both sides have it:
-#: the nvidia-smi path does not ask for it, see :data:`gpulab.host.nvsmi.QUERY_FIELDS`).
-COMPARED_GPU_FIELDS = (
-    "index",
-    "name",
-    "uuid",
-    "driver_version",
-    "memory_total_mib",
-    "pci_bus_id",
-    "mig_mode",
-    "mig_mode_pending",
-)
-
-
-def compare_facts(a: HostFacts, b: HostFacts) -> list[str]:
-    """Differences between two probes of one host (``source``, ``notes`` and ``simulated`` aside).
-
-    Compares the driver version, max CUDA, the GPU count, and per GPU (in order) the fields of
-    :data:`COMPARED_GPU_FIELDS` plus ``compute_cap`` where both carry it. Returns one line per
-    difference, e.g. ``"gpu 0 mig_mode: nvml 'Disabled' != nvidia-smi None"``; ``[]`` when
-    they agree.
-    """
-    diffs: list[str] = []
-
-    def differ(what: str, x: object, y: object) -> None:
-        if x != y:
-            diffs.append(f"{what}: {a.source} {x!r} != {b.source} {y!r}")
-
-    differ("driver_version", a.driver_version, b.driver_version)
-    differ("max_cuda", a.max_cuda, b.max_cuda)
-    differ("gpu count", a.count, b.count)
-    for ga, gb in zip(a.gpus, b.gpus, strict=False):
-        for name in COMPARED_GPU_FIELDS:
-            differ(f"gpu {ga.index} {name}", getattr(ga, name), getattr(gb, name))
-        if ga.compute_cap is not None and gb.compute_cap is not None:
-            differ(f"gpu {ga.index} compute_cap", ga.compute_cap, gb.compute_cap)
-    return diffs
 
 
 def output_json(facts: HostFacts) -> dict[str, Any]:

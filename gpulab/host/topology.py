@@ -374,56 +374,8 @@ def read_nvml_topology(nv: Any, cpu_count: int, max_numa_nodes: int = 256) -> To
     return Topology(tuple(gpus), (), "nvml")
 
 
-def compare_topologies(a: Topology, b: Topology) -> list[str]:
-    """Differences between two readings of one host's GPU topology (NICs aside: NVML has none).
-
-    Compares the GPU count and per GPU the links to other GPUs, CPU affinity, NUMA affinity,
-    NUMA node and GPU NUMA id. Returns one line per difference; ``[]`` when they agree.
-    """
-    diffs: list[str] = []
-    if len(a.gpus) != len(b.gpus):
-        diffs.append(f"gpu count: {a.source} {len(a.gpus)} != {b.source} {len(b.gpus)}")
-    for ga, gb in zip(a.gpus, b.gpus, strict=False):
-        for name in ("links", "cpu_affinity", "numa_affinity", "numa_node", "gpu_numa_id"):
-            x, y = getattr(ga, name), getattr(gb, name)
-            if x != y:
-                diffs.append(f"gpu {ga.index} {name}: {a.source} {x!r} != {b.source} {y!r}")
-    return diffs
-
-
 def ranges_text(ranges: Sequence[tuple[int, int]]) -> str:
     """``((0, 55), (112, 167))`` -> ``"0-55,112-167"`` (``"N/A"`` when empty), nvidia-smi's form."""
     if not ranges:
         return "N/A"
     return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
-
-
-def topology_from_json(doc: dict[str, Any]) -> Topology:
-    """Rebuild a :class:`gpulab.host.Topology` from its ``to_json()`` form.
-
-    Raises:
-        KeyError: a missing key. TopologyError: an unknown link code.
-    """
-
-    def ranges(cells: list[list[int]]) -> tuple[tuple[int, int], ...]:
-        return tuple((int(a), int(b)) for a, b in cells)
-
-    return Topology(
-        gpus=tuple(
-            GpuTopology(
-                index=int(g["index"]),
-                links={int(k): parse_link(v) for k, v in g["links"].items()},
-                nics={k: parse_link(v) for k, v in g["nics"].items()},
-                cpu_affinity=ranges(g["cpuAffinity"]),
-                numa_affinity=ranges(g["numaAffinity"]),
-                numa_node=g["numaNode"],
-                gpu_numa_id=g["gpuNumaId"],
-            )
-            for g in doc["gpus"]
-        ),
-        nics=tuple(
-            NicTopology(n["label"], n["name"], {k: parse_link(v) for k, v in n["links"].items()})
-            for n in doc["nics"]
-        ),
-        source=str(doc["source"]),
-    )

@@ -80,12 +80,12 @@ def replay(
         ReplayError: the record lacks the rendering, a check's output or the host probe.
     """
     from gpulab.core.argv import decode
-    from gpulab.host import facts as host_facts
     from program import edge
+    from tests.support.host_facts import facts_from_json
 
     summary = json.loads((run / "summary.json").read_text())
     rendered = json.loads((run / "rendered.json").read_text())
-    facts = host_facts.facts_from_json(json.loads((run / "host-probe.json").read_text()))
+    facts = facts_from_json(json.loads((run / "host-probe.json").read_text()))
     stdout = {
         "existing-census": _stdout(summary, "census"),
         "smoke-check": _stdout(summary, "smoke"),

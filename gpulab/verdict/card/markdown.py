@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from gpulab.verdict.card import hardware, timing
@@ -224,9 +224,8 @@ def _nodes(section: Mapping[str, Any] | None) -> list[str]:
     return [*lines, ""]
 
 
-def render_markdown(card: Mapping[str, Any]) -> str:
-    """Render a card from :func:`build_card` as Markdown (tables; a SIMULATED banner first
-    when the lab is simulated; every simulated value marked *(simulated)*)."""
+def _banners(card: Mapping[str, Any]) -> list[str]:
+    """The title, the SIMULATED and CLUSTER IS DOWN banners when they apply, the verdict line."""
     out: list[str] = ["# GPU lab baseline card", ""]
     if card.get("simulated"):
         fields = card.get("simulatedFields")
@@ -246,84 +245,109 @@ def render_markdown(card: Mapping[str, Any]) -> str:
             "nothing was measured now, and the checklist's verdict is that run's.",
             "",
         ]
-    checklist_part = card["checklist"]
-    out += [
+    verdict = card["checklist"]
+    on_sim = (
+        ", on simulated values: it proves the scheduling path, not the GPU." if card.get("simulated") else "."
+    )
+    return [
+        *out,
         f"Schema `{card['schema']}`, generated {card['generatedAt']}. "
-        f"Checklist: **{checklist_part['result']}** (exit code {checklist_part['exitCode']})"
-        + (
-            ", on simulated values: it proves the scheduling path, not the GPU."
-            if card.get("simulated")
-            else "."
-        ),
+        f"Checklist: **{verdict['result']}** (exit code {verdict['exitCode']}){on_sim}",
         "",
-        "## When measured",
-        "",
-        *_when_measured(card),
-        "",
-        *_nodes(card.get("nodes")),
-        *(
-            line
-            for key, title, labels in SECTIONS
-            for line in (
-                f"## {title}",
-                "",
-                *_facts_table(card[key], labels),
-                "",
-                *(_mig(card.get("mig")) if key == "cluster" else []),
-            )
-        ),
+    ]
+
+
+def _fact_sections(card: Mapping[str, Any]) -> list[str]:
+    """Each of :data:`SECTIONS` as a table; the MIG table after the cluster's."""
+    return [
+        line
+        for key, title, labels in SECTIONS
+        for line in (
+            f"## {title}",
+            "",
+            *_facts_table(card[key], labels),
+            "",
+            *(_mig(card.get("mig")) if key == "cluster" else []),
+        )
+    ]
+
+
+def _hardware(card: Mapping[str, Any]) -> list[str]:
+    """Topology, the node below NVML and DCGM (gpulab.verdict.card.hardware), where the card has them."""
+    return [
         *(hardware.markdown_topology(card["topology"]) if "topology" in card else []),
         *(hardware.markdown_node_runtime(card["nodeRuntime"]) if "nodeRuntime" in card else []),
         *(hardware.markdown_dcgm(card["dcgm"]) if "dcgm" in card else []),
+    ]
+
+
+def _checklist(card: Mapping[str, Any]) -> list[str]:
+    out = [
         "## Checklist",
         "",
         "| Item | Status | Observed | Expected | First fix |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for item in checklist_part["items"]:
+    for item in card["checklist"]["items"]:
         status = item["status"].upper() if item["status"] == "fail" else item["status"]
         sim = " *(simulated)*" if item.get("simulated") else ""
         out.append(
             f"| `{item['id']}`: {_cell(item['title'])} | {status}{sim} | {_cell(item['observed'])}"
             f" | {_cell(item['expected'])} | {_cell(item['fix'])} |"
         )
-    out += ["", "## Measured TFLOPS", ""]
+    return out
+
+
+def _tflops(card: Mapping[str, Any]) -> list[str]:
+    """What was measured (the table, notes, a warning), or how to measure it."""
+    out = ["", "## Measured TFLOPS", ""]
     tf = card["measuredTflops"]
-    if tf.get("status") == "measured":
-        sim = " *(simulated)*" if tf.get("simulated") else ""
-        if tf.get("freshness") in (timing.EARLIER_RUN, timing.UNKNOWN):
-            sim += f" **({timing.label(tf.get('measuredAt'), tf['freshness'])})**"
-        about = ", ".join(
-            f"{label} {tf[key]}"
-            for key, label in (
-                ("gpu", "GPU"),
-                ("backend", "backend"),
-                ("size", "size"),
-                ("measuredAt", "measured at"),
-            )
-            if tf.get(key) is not None
+    if tf.get("status") != "measured":
+        return [*out, f"Not measured. To measure: {tf.get('howTo', HOW_TO_MEASURE)}."]
+    sim = " *(simulated)*" if tf.get("simulated") else ""
+    if tf.get("freshness") in (timing.EARLIER_RUN, timing.UNKNOWN):
+        sim += f" **({timing.label(tf.get('measuredAt'), tf['freshness'])})**"
+    about = ", ".join(
+        f"{label} {tf[key]}"
+        for key, label in (
+            ("gpu", "GPU"),
+            ("backend", "backend"),
+            ("size", "size"),
+            ("measuredAt", "measured at"),
         )
-        out += [
-            f"Dense matmul, {about}{sim}. Peaks are dense datasheet figures (no sparsity)"
-            + (f": {tf['peakSource']}." if tf.get("peakSource") else "."),
-            "",
-            *hardware.markdown_tflops_table(tf, " *(simulated)*" if tf.get("simulated") else ""),
-        ]
-        notes = tf.get("notes") or {}
-        if notes:
-            out += ["", *(f"- {dtype}: {_cell(note)}" for dtype, note in notes.items())]
-        if tf.get("warning"):
-            out += ["", f"**Warning:** {tf['warning']}"]
-    else:
-        out.append(f"Not measured. To measure: {tf.get('howTo', HOW_TO_MEASURE)}.")
-    out += ["", "## Tool versions", ""]
-    versions = card.get("toolVersions") or {}
-    if versions:
-        out += ["| Tool | Version |", "| --- | --- |"]
-        out += [f"| {_cell(k)} | {_cell(v)} |" for k, v in versions.items()]
-    else:
-        out.append("(none recorded)")
+        if tf.get(key) is not None
+    )
     out += [
+        f"Dense matmul, {about}{sim}. Peaks are dense datasheet figures (no sparsity)"
+        + (f": {tf['peakSource']}." if tf.get("peakSource") else "."),
+        "",
+        *hardware.markdown_tflops_table(tf, " *(simulated)*" if tf.get("simulated") else ""),
+    ]
+    notes = tf.get("notes") or {}
+    if notes:
+        out += ["", *(f"- {dtype}: {_cell(note)}" for dtype, note in notes.items())]
+    if tf.get("warning"):
+        out += ["", f"**Warning:** {tf['warning']}"]
+    return out
+
+
+def _tool_versions(card: Mapping[str, Any]) -> list[str]:
+    versions = card.get("toolVersions") or {}
+    if not versions:
+        return ["", "## Tool versions", "", "(none recorded)"]
+    return [
+        "",
+        "## Tool versions",
+        "",
+        "| Tool | Version |",
+        "| --- | --- |",
+        *(f"| {_cell(k)} | {_cell(v)} |" for k, v in versions.items()),
+    ]
+
+
+def _lacks(card: Mapping[str, Any]) -> list[str]:
+    """The capability boundary (the chapter's table 3), then what was redacted, if anything."""
+    out = [
         "",
         "## What the lab still lacks",
         "",
@@ -336,4 +360,24 @@ def render_markdown(card: Mapping[str, Any]) -> str:
     ]
     if card.get("redacted"):
         out += ["", f"Redacted (secrets, never printed): {', '.join(card['redacted'])}."]
-    return "\n".join(out) + "\n"
+    return out
+
+
+#: The card's parts in the page's order, each ``card -> lines``.
+_PARTS: Final[tuple[Callable[[Mapping[str, Any]], list[str]], ...]] = (
+    _banners,
+    lambda card: ["## When measured", "", *_when_measured(card), ""],
+    lambda card: _nodes(card.get("nodes")),
+    _fact_sections,
+    _hardware,
+    _checklist,
+    _tflops,
+    _tool_versions,
+    _lacks,
+)
+
+
+def render_markdown(card: Mapping[str, Any]) -> str:
+    """Render a card from :func:`build_card` as Markdown (tables; a SIMULATED banner first
+    when the lab is simulated; every simulated value marked *(simulated)*)."""
+    return "\n".join(line for part in _PARTS for line in part(card)) + "\n"

@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -280,13 +281,175 @@ def _nodes_section(outputs: LabOutputs, facts: _Facts) -> dict[str, Any]:
     }
 
 
+@dataclass
+class _Parts:
+    """What every card section is made from: the cleaned outputs, their facts, the measurements
+    (``when``: gpulab.verdict.card.timing), the TFLOPS section, the checklist's items, and the
+    paths redacted so far (appended to as sections are made)."""
+
+    clean: LabOutputs
+    facts: _Facts
+    when: dict[str, Any]
+    tflops: dict[str, Any]
+    items: list[checklist.Item]
+    tool_versions: Mapping[str, str]
+    redacted: list[str]
+
+    def group(self, name: str) -> str | None:
+        """``name`` when that measurement was made, else None (its facts are configuration)."""
+        return name if name in self.when["groups"] else None
+
+
+def _host(p: _Parts) -> dict[str, Any]:
+    f = p.facts.fact
+    return {
+        "gpuModels": f(o.HOST_GPU_MODELS, group="host"),
+        "gpuCount": f(o.HOST_GPU_COUNT, group="host"),
+        "memoryMiBPerGpu": f(o.HOST_GPUS, _memory_per_gpu(p.clean.host_gpus), derived=True, group="host"),
+        "gpus": f(o.HOST_GPUS, group="host"),
+        "driverVersion": f(o.HOST_DRIVER_VERSION, group="host"),
+        "maxCuda": f(o.HOST_MAX_CUDA, group="host"),
+        "probeSource": f(o.HOST_PROBE_SOURCE, group="host"),
+    }
+
+
+def _cluster(p: _Parts) -> dict[str, Any]:
+    f = p.facts.fact
+    return {
+        "variant": f(o.CLUSTER_KIND),
+        "kubernetesVersion": f(o.KUBERNETES_VERSION, group="gate"),
+        # nvidia.com/gpu, or nvidia.com/gpu.shared under time-slicing's rename.
+        "gpuResource": f(o.GPU_RESOURCE_NAME),
+        "allocatableGpus": f(o.ALLOCATABLE_GPUS, group="gate"),
+        "capacityGpus": f(o.CAPACITY_GPUS, group="gate"),
+        "timeSlicingReplicas": p.clean.time_slicing_replicas,
+        "clusterPolicyState": f(o.CLUSTER_POLICY_STATE, group="gate"),
+        "devicePluginPods": f(o.DEVICE_PLUGIN_PODS, group="gate"),
+        # A cluster the lab does not own: what it uses of someone else's (adoptExisting).
+        "adoptedObjects": f(o.ADOPTED_OBJECTS),
+    }
+
+
+def _operator(p: _Parts) -> dict[str, Any]:
+    f = p.facts.fact
+    return {
+        # install (the GPU Operator), device-plugin (NVIDIA's chart alone) or found.
+        "gpuStack": f(o.GPU_STACK),
+        "chartVersion": f(o.CHART_VERSION),
+        "chartSource": f(o.CHART_SOURCE),
+        "components": f(o.OPERATOR_COMPONENTS),
+        "devicePluginOwner": f(o.DEVICE_PLUGIN_OWNER),
+    }
+
+
+def _smoke(p: _Parts) -> dict[str, Any]:
+    f = p.facts.fact
+    return {
+        "phase": f(o.SMOKE_PHASE, group="smoke"),
+        "driverVersion": f(o.SMOKE_DRIVER_VERSION, group="smoke"),
+        "cudaVersion": f(o.SMOKE_CUDA_VERSION, group="smoke"),
+        "events": f(o.SMOKE_EVENTS, group="smoke"),
+        "image": f(o.SMOKE_IMAGE),
+        "resource": f(o.SMOKE_RESOURCE),
+        # dra (a ResourceClaim of NVIDIA's DeviceClass) or device-plugin (the counted resource).
+        "allocationPath": f(o.ALLOCATION_PATH),
+        "dra": f(o.DRA, group="smoke"),
+        "node": f(o.SMOKE_NODE, group="smoke"),
+    }
+
+
+def _compute(p: _Parts) -> dict[str, Any]:
+    f = p.facts.fact
+    # No compute Pod ran (computeCheck off): its facts are configuration, not measurements.
+    group = p.group("compute")
+    section = {
+        "result": f(o.COMPUTE_RESULT, group=group),
+        "gpus": f(o.COMPUTE_GPUS, group=group),
+        "phase": f(o.COMPUTE_PHASE, group=group),
+        "image": f(o.COMPUTE_IMAGE),
+    }
+    if section["result"]["value"] == timing.NOT_TESTED:
+        section["result"]["note"] = "computeCheck off: no compute Pod ran"
+    return section
+
+
+def _mig(p: _Parts) -> dict[str, Any] | None:
+    groups = p.facts.groups
+    return mig.mig_section(
+        p.clean,
+        p.facts.fact,
+        p.facts.is_simulated,
+        gate=groups.get("gate") or {},
+        host=groups.get("host") or {},
+    )
+
+
+def _checklist(p: _Parts) -> dict[str, Any]:
+    return {
+        "result": checklist.overall(p.items),
+        "exitCode": checklist.exit_code(p.items),
+        "items": [sanitize(i.to_json(), f"checklist.{i.id}", p.redacted) for i in p.items],
+    }
+
+
+#: The card's sections after its header, in the document's order (the order they are made in,
+#: too: the ``redacted`` paths are listed in it).
+_SECTIONS: Final[tuple[tuple[str, Callable[[_Parts], Any]], ...]] = (
+    ("host", _host),
+    ("cluster", _cluster),
+    ("operator", _operator),
+    ("smoke", _smoke),
+    ("compute", _compute),
+    ("queues", lambda p: queues_section(p.facts)),
+    ("mig", _mig),
+    (
+        "topology",
+        lambda p: {**p.facts.fact(o.HOST_TOPOLOGY, group="host"), "shownNotUsed": hardware.TOPOLOGY_NOTE},
+    ),
+    ("nodeRuntime", lambda p: p.facts.fact(o.NODE_RUNTIME, group="host")),
+    ("dcgm", lambda p: _dcgm_section(p.facts, p.group("dcgm"))),
+    ("nodes", lambda p: _nodes_section(p.clean, p.facts)),
+    ("checklist", _checklist),
+    ("measuredTflops", lambda p: p.tflops),
+    ("measurements", lambda p: p.when),
+    ("toolVersions", lambda p: sanitize(dict(p.tool_versions), "toolVersions", p.redacted)),
+    ("capabilityBoundary", lambda p: _boundary(p.clean)),
+)
+
+
+def _parts(outputs: LabOutputs, tflops: Mapping[str, Any] | None, tool_versions: Mapping[str, str]) -> _Parts:
+    """The outputs without the kubeconfig (dropped before anything reads it), the TFLOPS section
+    and the measurements, and the checklist evaluated with the TFLOPS measured here."""
+    redacted: list[str] = []
+    clean = outputs.without(o.KUBECONFIG)
+    if outputs.has(o.KUBECONFIG):
+        redacted.append(o.KUBECONFIG)
+    facts = _Facts(clean, redacted, {})
+    tflops_part = tflops_section(
+        clean,
+        tflops,
+        output_simulated=facts.is_simulated(o.MEASURED_TFLOPS),
+        sanitize=lambda value, path: sanitize(value, path, redacted),
+    )
+    when = timing.measurements(clean, tflops_part)
+    facts.groups = when["groups"]
+    if "tflops" in when["groups"]:
+        tflops_part["freshness"] = when["groups"]["tflops"]["freshness"]
+    evaluated = clean
+    if tflops_part["status"] == "measured":
+        evaluated = clean.with_values(
+            measured_tflops={k: v["tflops"] for k, v in tflops_part["results"].items()}
+        )
+    items = checklist.evaluate(evaluated)
+    return _Parts(clean, facts, when, tflops_part, items, tool_versions, redacted)
+
+
 def build_card(
     outputs: LabOutputs,
     *,
     tflops: Mapping[str, Any] | None = None,
     tool_versions: Mapping[str, str] | None = None,
     now: datetime | None = None,
-    time_slicing_replicas: int | None = None,
     cluster_down: str | None = None,
 ) -> dict[str, Any]:
     """Build the card (schema in :mod:`gpulab.verdict.card`'s docstring) from stack outputs.
@@ -314,119 +477,21 @@ def build_card(
         now = datetime.now(UTC)
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
-    redacted: list[str] = []
-    # The kubeconfig output is dropped before anything reads it.
-    clean = outputs.without(o.KUBECONFIG)
-    if outputs.has(o.KUBECONFIG):
-        redacted.append(o.KUBECONFIG)
-    facts = _Facts(clean, redacted, {})
-    tflops_part = tflops_section(
-        clean,
-        tflops,
-        output_simulated=facts.is_simulated(o.MEASURED_TFLOPS),
-        sanitize=lambda value, path: sanitize(value, path, redacted),
-    )
-    when = timing.measurements(clean, tflops_part)
-    facts.groups = when["groups"]
-    if "tflops" in when["groups"]:
-        tflops_part["freshness"] = when["groups"]["tflops"]["freshness"]
-    f = facts.fact
-    gpus = clean.host_gpus
-    # No compute Pod ran (computeCheck off): its facts are configuration, not measurements.
-    compute_group = "compute" if "compute" in when["groups"] else None
-
-    eval_outputs = clean
-    if tflops_part["status"] == "measured":
-        eval_outputs = clean.with_values(
-            measured_tflops={k: v["tflops"] for k, v in tflops_part["results"].items()}
-        )
-    replicas = clean.time_slicing_replicas
-    items = checklist.evaluate(eval_outputs)
-
-    sim_fields = clean.simulated_fields
+    p = _parts(outputs, tflops, tool_versions or {})
+    sim_fields = p.clean.simulated_fields
     card: dict[str, Any] = {
         "schema": SCHEMA,
         "generatedAt": now.isoformat(timespec="seconds"),
-        "simulated": facts.simulated_lab,
+        "simulated": p.facts.simulated_lab,
         "simulatedFields": sorted(str(x) for x in sim_fields) if isinstance(sim_fields, list) else None,
-        "host": {
-            "gpuModels": f(o.HOST_GPU_MODELS, group="host"),
-            "gpuCount": f(o.HOST_GPU_COUNT, group="host"),
-            "memoryMiBPerGpu": f(o.HOST_GPUS, _memory_per_gpu(gpus), derived=True, group="host"),
-            "gpus": f(o.HOST_GPUS, group="host"),
-            "driverVersion": f(o.HOST_DRIVER_VERSION, group="host"),
-            "maxCuda": f(o.HOST_MAX_CUDA, group="host"),
-            "probeSource": f(o.HOST_PROBE_SOURCE, group="host"),
-        },
-        "cluster": {
-            "variant": f(o.CLUSTER_KIND),
-            "kubernetesVersion": f(o.KUBERNETES_VERSION, group="gate"),
-            # nvidia.com/gpu, or nvidia.com/gpu.shared under time-slicing's rename.
-            "gpuResource": f(o.GPU_RESOURCE_NAME),
-            "allocatableGpus": f(o.ALLOCATABLE_GPUS, group="gate"),
-            "capacityGpus": f(o.CAPACITY_GPUS, group="gate"),
-            "timeSlicingReplicas": replicas,
-            "clusterPolicyState": f(o.CLUSTER_POLICY_STATE, group="gate"),
-            "devicePluginPods": f(o.DEVICE_PLUGIN_PODS, group="gate"),
-            # A cluster the lab does not own: what it uses of someone else's (adoptExisting).
-            "adoptedObjects": f(o.ADOPTED_OBJECTS),
-        },
-        "operator": {
-            # install (the GPU Operator), device-plugin (NVIDIA's chart alone) or found.
-            "gpuStack": f(o.GPU_STACK),
-            "chartVersion": f(o.CHART_VERSION),
-            "chartSource": f(o.CHART_SOURCE),
-            "components": f(o.OPERATOR_COMPONENTS),
-            "devicePluginOwner": f(o.DEVICE_PLUGIN_OWNER),
-        },
-        "smoke": {
-            "phase": f(o.SMOKE_PHASE, group="smoke"),
-            "driverVersion": f(o.SMOKE_DRIVER_VERSION, group="smoke"),
-            "cudaVersion": f(o.SMOKE_CUDA_VERSION, group="smoke"),
-            "events": f(o.SMOKE_EVENTS, group="smoke"),
-            "image": f(o.SMOKE_IMAGE),
-            "resource": f(o.SMOKE_RESOURCE),
-            # dra (a ResourceClaim of NVIDIA's DeviceClass) or device-plugin (the counted resource).
-            "allocationPath": f(o.ALLOCATION_PATH),
-            "dra": f(o.DRA, group="smoke"),
-            "node": f(o.SMOKE_NODE, group="smoke"),
-        },
-        "compute": {
-            "result": f(o.COMPUTE_RESULT, group=compute_group),
-            "gpus": f(o.COMPUTE_GPUS, group=compute_group),
-            "phase": f(o.COMPUTE_PHASE, group=compute_group),
-            "image": f(o.COMPUTE_IMAGE),
-        },
-        "queues": queues_section(facts),
-        "mig": mig.mig_section(
-            clean,
-            f,
-            facts.is_simulated,
-            gate=facts.groups.get("gate") or {},
-            host=facts.groups.get("host") or {},
-        ),
-        "topology": {**f(o.HOST_TOPOLOGY, group="host"), "shownNotUsed": hardware.TOPOLOGY_NOTE},
-        "nodeRuntime": f(o.NODE_RUNTIME, group="host"),
-        "dcgm": _dcgm_section(facts, "dcgm" if "dcgm" in when["groups"] else None),
-        "nodes": _nodes_section(clean, facts),
-        "checklist": {
-            "result": checklist.overall(items),
-            "exitCode": checklist.exit_code(items),
-            "items": [sanitize(i.to_json(), f"checklist.{i.id}", redacted) for i in items],
-        },
-        "measuredTflops": tflops_part,
-        "measurements": when,
-        "toolVersions": sanitize(dict(tool_versions or {}), "toolVersions", redacted),
-        "capabilityBoundary": _boundary(clean),
-        "redacted": redacted,
+        **{name: make(p) for name, make in _SECTIONS},
+        "redacted": p.redacted,
         # Why the cluster did not answer when the card was made: {"why", "factsFrom"}; None.
         "down": None,
     }
     if cluster_down:
-        card["down"] = {"why": cluster_down, "factsFrom": clean.run_at}
+        card["down"] = {"why": cluster_down, "factsFrom": p.clean.run_at}
         card["checklist"]["exitCode"] = max(1, int(card["checklist"]["exitCode"]))
-    if card["compute"]["result"]["value"] == timing.NOT_TESTED:
-        card["compute"]["result"]["note"] = "computeCheck off: no compute Pod ran"
     section = card["mig"]
     if section and mig.summary_part(section) and card["cluster"]["allocatableGpus"]["value"] == 0:
         # Every GPU has MIG: 0 nvidia.com/gpu is right, and must not read as "no GPU".

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from gpulab.host import nvml, nvsmi, probe
-from gpulab.host.facts import compare_facts, facts_from_json
 from gpulab.host.preflight import PreflightError
+from tests.support.host_facts import compare_facts, facts_from_json
 from tests.unit.host.test_nvml import FakeNvml
 
 FINAL = Path(__file__).resolve().parents[2] / "data" / "device-h200" / "final"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpulab.host import probe
-from gpulab.host.facts import facts_from_json
+from tests.support.host_facts import facts_from_json
 
 
 def test_the_mig_capture_lists_seven_1g_18gb_devices() -> None:

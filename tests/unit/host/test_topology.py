@@ -16,6 +16,7 @@ import pytest
 
 from gpulab.host import nvml, topology
 from gpulab.host.topology import Link, TopologyError
+from tests.support.host_facts import compare_topologies
 from tests.unit.host.test_nvml import FakeNvml
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -156,7 +157,7 @@ def read(fake: FakeNvml, cpus: int = 16) -> topology.Topology:
 def test_nvml_reader_on_the_h200_shape_matches_the_matrix() -> None:
     t = read(FakeNvml())  # NVLink and common ancestor Not Supported, as on the H200
     assert t.source == "nvml" and t.nics == ()
-    assert topology.compare_topologies(parse("h200-1gpu.txt"), t) == []
+    assert compare_topologies(parse("h200-1gpu.txt"), t) == []
 
 
 def _bus(i: int) -> str:
@@ -201,7 +202,7 @@ def test_nvml_reader_rejects_an_unknown_level() -> None:
 def test_compare_topologies_reports_differences() -> None:
     a = parse("dgx-h100-8gpu.txt")
     b = parse("dgx-a100-8gpu.txt")
-    diffs = topology.compare_topologies(a, b)
+    diffs = compare_topologies(a, b)
     assert any(d.startswith("gpu 0 links") for d in diffs)
     assert any(d.startswith("gpu 0 numa_node") for d in diffs)
 

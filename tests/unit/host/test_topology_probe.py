@@ -10,7 +10,7 @@ from typing import Any
 
 from gpulab.host import nvsmi, probe
 from gpulab.host import topology_probe as host_topology
-from gpulab.host.facts import facts_from_json
+from tests.support.host_facts import facts_from_json
 from tests.unit.host.test_nvml import FakeNvml
 
 DATA = Path(__file__).resolve().parents[2] / "data"

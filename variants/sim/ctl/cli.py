@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Final
 
 from gpulab.config.mig import STRATEGIES, parse_devices
 from gpulab.core.errors import GpuLabError, os_error_fix
@@ -27,113 +28,145 @@ from variants.sim.ctl.render import (
 )
 
 
+def _common(sp: argparse.ArgumentParser) -> None:
+    """The flags every command takes: the cluster's name, its work dir, the sim binaries."""
+    sp.add_argument("--name", required=True, help="cluster name (a DNS label)")
+    sp.add_argument(
+        "--workdir",
+        required=True,
+        type=Path,
+        help="directory holding everything of the cluster",
+    )
+    sp.add_argument(
+        "--bin-dir",
+        type=Path,
+        default=None,
+        help="sim binaries (default: $GPULAB_SIM_BIN_DIR, else the dir of kwokctl on "
+        "PATH, else the toolchain cache)",
+    )
+
+
+#: ``up``'s own flags, in the order ``--help`` lists them: (flag, argparse's keywords).
+_UP_FLAGS: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
+    (
+        "--gpus",
+        {
+            "type": int,
+            "default": 1,
+            "help": f"GPUs of the node: one of {sorted(CAPTURES)} (a capture for each), or 0 (no "
+            "nvidia.com/gpu at all), or 0..8 with --capture",
+        },
+    ),
+    ("--replicas", {"type": int, "default": 1, "help": "time-slicing replicas of nvidia.com/gpu"}),
+    (
+        "--rename",
+        {"action": "store_true", "help": "time-slicing's renameByDefault: advertise nvidia.com/gpu.shared"},
+    ),
+    ("--mig", {"default": "", "help": "MIG devices of the GPUs, PROFILE=COUNT,... (e.g. 1g.18gb=7)"}),
+    ("--mig-strategy", {"choices": STRATEGIES, "default": "none", "help": "what --mig advertises"}),
+    ("--capture", {"default": None, "help": "nvidia-smi capture served as the log (gpulab/host/captures)"}),
+    (
+        "--smoke-gpus",
+        {"type": int, "default": None, "help": "GPUs the smoke Pod is given (its log lists them)"},
+    ),
+    ("--node-name", {"default": DEFAULT_NODE_NAME, "help": "name of the (first) node"}),
+    (
+        "--nodes",
+        {
+            "type": int,
+            "default": 1,
+            "help": f"simulated GPU nodes, 1..{MAX_NODES}; named NODE_NAME, NODE_NAME-2, ... (each --gpus)",
+        },
+    ),
+    (
+        "--node-spec",
+        {
+            "action": "append",
+            "default": None,
+            "help": "a fleet node NAME=GPUS[/ADVERTISED] (repeatable; replaces --nodes): GFD's labels say "
+            "GPUS, the node advertises ADVERTISED (default GPUS)",
+        },
+    ),
+    (
+        "--preinstalled",
+        {
+            "action": "store_true",
+            "help": "the GPU stack found installed: a simulated device-plugin DaemonSet of somebody else's "
+            "install",
+        },
+    ),
+    (
+        "--dra",
+        {
+            "action": "store_true",
+            "help": "gpuStack dra: no nvidia.com/gpu; each node gets the ResourceSlice NVIDIA's DRA kubelet "
+            "plugin would publish",
+        },
+    ),
+    (
+        "--log-namespace",
+        {
+            "action": "append",
+            "default": None,
+            "help": "namespace of Pods whose logs serve the capture (repeatable; default: default)",
+        },
+    ),
+    (
+        "--log-pod",
+        {
+            "action": "append",
+            "default": None,
+            "help": "name of Pods whose logs serve the capture (repeatable; default: gpu-smoke)",
+        },
+    ),
+    ("--timeout", {"type": float, "default": 300.0, "help": "seconds to wait for the cluster"}),
+    (
+        "--apiserver-advertise-address",
+        {"default": None, "help": "only for hosts without a default route: an IP the API server advertises"},
+    ),
+)
+
+#: ``queues-up``'s own flags: (flag, argparse's keywords).
+_QUEUES_UP_FLAGS: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
+    (
+        "--timeout",
+        {"type": float, "default": 180.0, "help": "seconds until the API server reaches its webhook"},
+    ),
+    (
+        "--apiserver-advertise-address",
+        {
+            "default": None,
+            "help": "only for hosts without a default route: the address the controller's webhook listens on",
+        },
+    ),
+)
+
+#: Each command in ``--help``'s order: (name, help, its own flags beyond :func:`_common`'s).
+_COMMANDS: Final[tuple[tuple[str, str, tuple[tuple[str, dict[str, Any]], ...]], ...]] = (
+    ("up", "create the cluster (or reuse it) and print its JSON", _UP_FLAGS),
+    ("down", "stop the cluster and remove the work dir", ()),
+    ("queues-up", "start Kueue's controller as a process of the cluster (queues)", _QUEUES_UP_FLAGS),
+    ("queues-down", "stop Kueue's controller and remove its EndpointSlice", ()),
+    ("status", "print whether the cluster is running", ()),
+    (
+        "supervise",
+        "(started by up) take the lab down when a component dies",
+        (("--watch", {"type": Path, "required": True, "help": "the cluster's kwokctl directory"}),),
+    ),
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m variants.sim.ctl",
         description="Simulated GPU cluster: a real Kubernetes control plane and one kwok GPU node.",
     )
     sub = p.add_subparsers(dest="command", required=True)
-
-    def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--name", required=True, help="cluster name (a DNS label)")
-        sp.add_argument(
-            "--workdir",
-            required=True,
-            type=Path,
-            help="directory holding everything of the cluster",
-        )
-        sp.add_argument(
-            "--bin-dir",
-            type=Path,
-            default=None,
-            help="sim binaries (default: $GPULAB_SIM_BIN_DIR, else the dir of kwokctl on "
-            "PATH, else the toolchain cache)",
-        )
-
-    sp_up = sub.add_parser("up", help="create the cluster (or reuse it) and print its JSON")
-    common(sp_up)
-    sp_up.add_argument(
-        "--gpus",
-        type=int,
-        default=1,
-        help=f"GPUs of the node: one of {sorted(CAPTURES)} (a capture for each), or 0 (no "
-        "nvidia.com/gpu at all), or 0..8 with --capture",
-    )
-    sp_up.add_argument("--replicas", type=int, default=1, help="time-slicing replicas of nvidia.com/gpu")
-    sp_up.add_argument(
-        "--rename",
-        action="store_true",
-        help="time-slicing's renameByDefault: advertise nvidia.com/gpu.shared",
-    )
-    sp_up.add_argument(
-        "--mig", default="", help="MIG devices of the GPUs, PROFILE=COUNT,... (e.g. 1g.18gb=7)"
-    )
-    sp_up.add_argument("--mig-strategy", choices=STRATEGIES, default="none", help="what --mig advertises")
-    sp_up.add_argument(
-        "--capture", default=None, help="nvidia-smi capture served as the log (gpulab/host/captures)"
-    )
-    sp_up.add_argument(
-        "--smoke-gpus", type=int, default=None, help="GPUs the smoke Pod is given (its log lists them)"
-    )
-    sp_up.add_argument("--node-name", default=DEFAULT_NODE_NAME, help="name of the (first) node")
-    sp_up.add_argument(
-        "--nodes",
-        type=int,
-        default=1,
-        help=f"simulated GPU nodes, 1..{MAX_NODES}; named NODE_NAME, NODE_NAME-2, ... (each --gpus)",
-    )
-    sp_up.add_argument(
-        "--node-spec",
-        action="append",
-        default=None,
-        help="a fleet node NAME=GPUS[/ADVERTISED] (repeatable; replaces --nodes): GFD's labels say "
-        "GPUS, the node advertises ADVERTISED (default GPUS)",
-    )
-    sp_up.add_argument(
-        "--preinstalled",
-        action="store_true",
-        help="the GPU stack found installed: a simulated device-plugin DaemonSet of somebody else's install",
-    )
-    sp_up.add_argument(
-        "--dra",
-        action="store_true",
-        help="gpuStack dra: no nvidia.com/gpu; each node gets the ResourceSlice NVIDIA's DRA kubelet plugin "
-        "would publish",
-    )
-    sp_up.add_argument(
-        "--log-namespace",
-        action="append",
-        default=None,
-        help="namespace of Pods whose logs serve the capture (repeatable; default: default)",
-    )
-    sp_up.add_argument(
-        "--log-pod",
-        action="append",
-        default=None,
-        help="name of Pods whose logs serve the capture (repeatable; default: gpu-smoke)",
-    )
-    sp_up.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the cluster")
-    sp_up.add_argument(
-        "--apiserver-advertise-address",
-        default=None,
-        help="only for hosts without a default route: an IP the API server advertises",
-    )
-    common(sub.add_parser("down", help="stop the cluster and remove the work dir"))
-    qu = sub.add_parser("queues-up", help="start Kueue's controller as a process of the cluster (queues)")
-    common(qu)
-    qu.add_argument(
-        "--timeout", type=float, default=180.0, help="seconds until the API server reaches its webhook"
-    )
-    qu.add_argument(
-        "--apiserver-advertise-address",
-        default=None,
-        help="only for hosts without a default route: the address the controller's webhook listens on",
-    )
-    common(sub.add_parser("queues-down", help="stop Kueue's controller and remove its EndpointSlice"))
-    common(sub.add_parser("status", help="print whether the cluster is running"))
-    sv = sub.add_parser("supervise", help="(started by up) take the lab down when a component dies")
-    common(sv)
-    sv.add_argument("--watch", type=Path, required=True, help="the cluster's kwokctl directory")
+    for name, help_text, flags in _COMMANDS:
+        sp = sub.add_parser(name, help=help_text)
+        _common(sp)
+        for flag, keywords in flags:
+            sp.add_argument(flag, **keywords)
     return p
 
 
