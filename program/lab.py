@@ -5,7 +5,7 @@ the GPU stack (the GPU Operator, NVIDIA's device plugin or DRA driver chart, or 
 and its readiness gate -> the smoke test -> the compute check (a CUDA kernel,
 ``computeCheck``), beside it the DCGM exporter's metrics (GPU labs with ``dcgmExporter``) ->
 the optional TFLOPS benchmark Pod -> the optional queue layer (``queues``). ``Lab.__init__``
-is that list, each step a method named for it. Data flows through outputs
+is that list, one step a line, each a method named for it. Data flows through outputs
 (the provider from the cluster's kubeconfig, the gate's expected count from the probe);
 ``depends_on`` only orders side effects (the smoke Pod after the gate, one GPU Pod at a
 time after it: the compute Pod after the smoke check, the benchmark after the last). The
@@ -65,9 +65,6 @@ class LabArgs:
 class Lab(pulumi.ComponentResource):
     """One GPU lab (see module docstring). Type token ``gpulab:lab:Lab``.
 
-    ``__init__`` is the data path, one step a line: probe, cluster, identity, provider, MIG plan,
-    GPU stack (with its gate), smoke, compute, metrics, benchmark, queues, outputs.
-
     Attributes: ``probe``, ``cluster``, ``provider``, ``device_plugin`` (None unless ``gpuStack:
     device-plugin``), ``operator`` (the GPU stack: GpuOperator, FoundGpuStack or DraDriver),
     ``smoke``, ``compute`` (None unless ``computeCheck``), ``dcgm`` (None in a simulated lab or
@@ -122,7 +119,6 @@ class Lab(pulumi.ComponentResource):
         # (gpulab.kube.identity); every check below verifies it before it reads anything.
         self.identity_command = identity_command(self.cluster, owns_cluster, self._child())
         self.identity = parse_json_stdout(self.identity_command.stdout, "gpulab.kube.identity record")
-        # What the checks get: the kubeconfig carrying that identity, which each verifies first.
         self.check_kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
             pulumi.Output.all(self.cluster.kubeconfig, self.identity).apply(
                 lambda a: identity.embed(a[0], a[1])
@@ -174,20 +170,27 @@ class Lab(pulumi.ComponentResource):
         """The GPU stack and its gate, by ``gpuStack``: NVIDIA's DRA driver, a found stack (or the
         device plugin chart just installed) checked per node, else the GPU Operator."""
         if cfg.fleet.dra:
-            # NVIDIA's DRA driver: GPUs through ResourceClaims; gated on a slice per GPU node.
-            return DraDriver(
-                "dra",
-                DraArgs(
-                    chart=cfg.dra_chart,
-                    kubeconfig=self.check_kubeconfig,
-                    timeout_seconds=cfg.operator.timeout_seconds,
-                    release_after=tuple(self.cluster.release_after),
-                ),
-                provider=self.provider,
-                opts=self._child(),
-            )
+            return self._dra_driver(cfg)
         if cfg.fleet.per_node:
             return self._found_stack(cfg, variant)
+        return self._gpu_operator(cfg, variant)
+
+    def _dra_driver(self, cfg: LabConfig) -> DraDriver:
+        """NVIDIA's DRA driver: GPUs through ResourceClaims; gated on a slice per GPU node."""
+        return DraDriver(
+            "dra",
+            DraArgs(
+                chart=cfg.dra_chart,
+                kubeconfig=self.check_kubeconfig,
+                timeout_seconds=cfg.operator.timeout_seconds,
+                release_after=tuple(self.cluster.release_after),
+            ),
+            provider=self.provider,
+            opts=self._child(),
+        )
+
+    def _gpu_operator(self, cfg: LabConfig, variant: Variant) -> GpuOperator:
+        """The GPU Operator (its chart with the variant's values) and its readiness gate."""
         return GpuOperator(
             "gpu-operator",
             GpuOperatorArgs(
@@ -265,8 +268,7 @@ class Lab(pulumi.ComponentResource):
     def _compute(
         self, cfg: LabConfig, variant: Variant, smoke_args: GpuPodArgs, host_uuids: tuple[str, ...]
     ) -> ComputeCheck | None:
-        """The compute check (``computeCheck``), else None: the smoke Pod's resource, runtime and
-        timeout, one container per GPU it held."""
+        """The compute check (``computeCheck``), else None: the smoke Pod's args, a container per GPU."""
         if not cfg.compute_check:
             return None
         return ComputeCheck(
@@ -316,8 +318,7 @@ class Lab(pulumi.ComponentResource):
         )
 
     def _queues(self, cfg: LabConfig, variant: Variant) -> QueueLayer | None:
-        """Kueue and the lab's queue (``queues``), else None: once the gate measured the quota;
-        its proof after the last GPU Pod (one at a time)."""
+        """Kueue (``queues``), else None: after the gate measured the quota; proven after the last GPU Pod."""
         if not cfg.queues.enabled:
             return None
         last = (
