@@ -96,21 +96,41 @@ class QueueLayer(pulumi.ComponentResource):
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = lab_namespace(f"{name}-namespace", NAMESPACE, {}, False, k8s_opts)
         self.sweep = self._sweep(name, args.kubeconfig)
-        self.release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name=RELEASE,
-            chart=s.path or CHART,
-            version=None if s.path else s.version,
-            repository_opts=None if s.path else k8s.helm.v3.RepositoryOptsArgs(repo=s.repo),
-            namespace=self.namespace.metadata["name"],
-            values=chart_values(controller_in_chart=args.controller is None),
-            timeout=args.timeout_seconds,
-            cleanup_on_fail=True,
-            skip_await=True,  # the controller's readiness is the webhook answering (below)
-            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.sweep])),
+        self.release = self._release(name, args, k8s_opts)
+        ready = self._controller(name, args)
+        self.controller = ready
+        # Kueue's webhooks admit these: created once the controller answers, deleted before it stops.
+        after_ready = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[ready]))
+        self.flavor = _custom(
+            f"{name}-flavor",
+            "ResourceFlavor",
+            {"name": FLAVOR},
+            {"nodeLabels": dict([GPU_NODE_LABEL.split("=", 1)])},
+            after_ready,
         )
-        self.controller = self._controller(name, args)
-        self._queue_objects(name, args, k8s_opts)
+        self.cluster_queue = _custom(
+            f"{name}-cluster-queue",
+            "ClusterQueue",
+            {
+                "name": CLUSTER_QUEUE,
+                "annotations": {MEASURED_ANNOTATION: pulumi.Output.from_input(args.quota).apply(str)},
+            },
+            pulumi.Output.from_input(args.quota).apply(
+                lambda q: cluster_queue_spec(FLAVOR, args.resource, int(q))
+            ),
+            pulumi.ResourceOptions.merge(
+                after_ready, pulumi.ResourceOptions(depends_on=[ready, self.flavor])
+            ),
+        )
+        self.local_queue = _custom(
+            f"{name}-local-queue",
+            "LocalQueue",
+            {"name": LOCAL_QUEUE, "namespace": args.namespace},
+            {"clusterQueue": CLUSTER_QUEUE},
+            pulumi.ResourceOptions.merge(
+                after_ready, pulumi.ResourceOptions(depends_on=[ready, self.cluster_queue])
+            ),
+        )
         quota = pulumi.Output.from_input(args.quota)
         self.proof = kube_command(
             f"{name}-proof",
@@ -147,6 +167,23 @@ class QueueLayer(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
+    def _release(self, name: str, args: QueueArgs, k8s_opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
+        """Kueue's chart (the pinned version, or a local chart directory), after the sweep."""
+        s = args.settings
+        return k8s.helm.v3.Release(
+            f"{name}-release",
+            name=RELEASE,
+            chart=s.path or CHART,
+            version=None if s.path else s.version,
+            repository_opts=None if s.path else k8s.helm.v3.RepositoryOptsArgs(repo=s.repo),
+            namespace=self.namespace.metadata["name"],
+            values=chart_values(controller_in_chart=args.controller is None),
+            timeout=args.timeout_seconds,
+            cleanup_on_fail=True,
+            skip_await=True,  # the controller's readiness is the webhook answering (below)
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.sweep])),
+        )
+
     def _controller(self, name: str, args: QueueArgs) -> pulumi.Resource:
         """What says Kueue's controller is ready: the variant's command that starts it (and stops
         it on destroy), else the release (the chart's Deployment runs it)."""
@@ -161,43 +198,6 @@ class QueueLayer(pulumi.ComponentResource):
             triggers=[self.release.status.apply(lambda st: st.revision if st else None)],
             timeout=args.timeout_seconds,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
-        )
-
-    def _queue_objects(self, name: str, args: QueueArgs, k8s_opts: pulumi.ResourceOptions) -> None:
-        """``flavor``, ``cluster_queue`` (its quota the gate's measured allocatable) and
-        ``local_queue``: Kueue's webhooks admit these, so they are created once the controller
-        answers and deleted before it stops."""
-        ready = self.controller
-        after_ready = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[ready]))
-        self.flavor = _custom(
-            f"{name}-flavor",
-            "ResourceFlavor",
-            {"name": FLAVOR},
-            {"nodeLabels": dict([GPU_NODE_LABEL.split("=", 1)])},
-            after_ready,
-        )
-        self.cluster_queue = _custom(
-            f"{name}-cluster-queue",
-            "ClusterQueue",
-            {
-                "name": CLUSTER_QUEUE,
-                "annotations": {MEASURED_ANNOTATION: pulumi.Output.from_input(args.quota).apply(str)},
-            },
-            pulumi.Output.from_input(args.quota).apply(
-                lambda q: cluster_queue_spec(FLAVOR, args.resource, int(q))
-            ),
-            pulumi.ResourceOptions.merge(
-                after_ready, pulumi.ResourceOptions(depends_on=[ready, self.flavor])
-            ),
-        )
-        self.local_queue = _custom(
-            f"{name}-local-queue",
-            "LocalQueue",
-            {"name": LOCAL_QUEUE, "namespace": args.namespace},
-            {"clusterQueue": CLUSTER_QUEUE},
-            pulumi.ResourceOptions.merge(
-                after_ready, pulumi.ResourceOptions(depends_on=[ready, self.cluster_queue])
-            ),
         )
 
 
