@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi_command import local
 
 from components.command import kube_command, parse_json_stdout
 from components.device_plugin import DevicePluginChartRelease
@@ -83,9 +84,6 @@ class FoundGpuStack(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpulab:fleet:FoundGpuStack", name, None, opts)
         fleet, installed = args.fleet, args.installed
-        install_args = (
-            ["--installed-in", PLUGIN_NAMESPACE, "--wait", str(args.install_timeout)] if installed else []
-        )
         self.access = kube_command(
             f"{name}-access",
             ["access", "--namespace", fleet.namespace],
@@ -101,42 +99,7 @@ class FoundGpuStack(pulumi.ComponentResource):
             fleet.namespace in args.adopted_namespaces,
             pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.access]),
         )
-        self.gate = kube_command(
-            f"{name}-gate",
-            [
-                "fleet",
-                "--namespace",
-                fleet.namespace,
-                "--smoke-image",
-                args.smoke_image,
-                *(["--compute-image", args.compute_image] if args.compute_image else []),
-                "--resource",
-                args.resource,
-                *(["--runtime-class", args.runtime_class] if args.runtime_class else []),
-                "--parallelism",
-                str(fleet.parallelism),
-                "--timeout",
-                str(args.timeout_seconds),
-                "--grace",
-                str(args.grace_seconds),
-                *fleet.pool_args(),
-                *(["--simulated"] if args.simulated else []),
-                "--profile",
-                args.profile,
-                *install_args,
-            ],
-            args.kubeconfig,
-            # Re-measured by make verify (ops.verify replaces the gate); re-run when the
-            # installed chart's release is upgraded.
-            triggers=[
-                fleet.namespace,
-                *([installed.release.status.apply(lambda s: s.revision if s else None)] if installed else []),
-            ],
-            timeout=args.timeout_seconds * 2 + 600 + (args.install_timeout if installed else 0),
-            opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[self.namespace, *([installed.release] if installed else [])]
-            ),
-        )
+        self.gate = self._gate(name, args)
         facts = parse_json_stdout(self.gate.stdout, "gpulab.kube fleet")
         self.chart_version = installed.chart_version if installed else pulumi.Output.from_input(None)
         self.chart_source = installed.chart_source if installed else pulumi.Output.from_input(None)
@@ -186,3 +149,53 @@ class FoundGpuStack(pulumi.ComponentResource):
                 "measuredAt": self.measured_at,
             }
         )
+
+    def _gate(self, name: str, args: FoundStackArgs) -> local.Command:
+        """The fleet command (``python -m gpulab.kube fleet``): every GPU node gated, then its
+        smoke and compute Pods; after the namespace (and the installed chart's release)."""
+        fleet, installed = args.fleet, args.installed
+        return kube_command(
+            f"{name}-gate",
+            _gate_argv(args),
+            args.kubeconfig,
+            # Re-measured by make verify (ops.verify replaces the gate); re-run when the
+            # installed chart's release is upgraded.
+            triggers=[
+                fleet.namespace,
+                *([installed.release.status.apply(lambda s: s.revision if s else None)] if installed else []),
+            ],
+            timeout=args.timeout_seconds * 2 + 600 + (args.install_timeout if installed else 0),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[self.namespace, *([installed.release] if installed else [])]
+            ),
+        )
+
+
+def _gate_argv(args: FoundStackArgs) -> list[str]:
+    """The fleet command's arguments after ``python -m gpulab.kube`` (gpulab.kube.cli.fleet_args)."""
+    fleet = args.fleet
+    install_args = (
+        ["--installed-in", PLUGIN_NAMESPACE, "--wait", str(args.install_timeout)] if args.installed else []
+    )
+    return [
+        "fleet",
+        "--namespace",
+        fleet.namespace,
+        "--smoke-image",
+        args.smoke_image,
+        *(["--compute-image", args.compute_image] if args.compute_image else []),
+        "--resource",
+        args.resource,
+        *(["--runtime-class", args.runtime_class] if args.runtime_class else []),
+        "--parallelism",
+        str(fleet.parallelism),
+        "--timeout",
+        str(args.timeout_seconds),
+        "--grace",
+        str(args.grace_seconds),
+        *fleet.pool_args(),
+        *(["--simulated"] if args.simulated else []),
+        "--profile",
+        args.profile,
+        *install_args,
+    ]

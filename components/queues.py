@@ -29,6 +29,7 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi_command import local
 
 from components.command import PYTHON, kube_command, lab_command, parse_json_stdout
 from components.namespace import lab_namespace
@@ -94,41 +95,9 @@ class QueueLayer(pulumi.ComponentResource):
         s = args.settings
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = lab_namespace(f"{name}-namespace", NAMESPACE, {}, False, k8s_opts)
-        # Destroyed after the release (which depends on it): the aggregated ClusterRoles that
-        # kube-controller-manager writes back after helm uninstall (gpulab.kube.queues.sweep).
-        self.sweep = lab_command(
-            f"{name}-sweep",
-            [PYTHON, "-m", "gpulab.kube", "queues-census"],
-            delete=[PYTHON, "-m", "gpulab.kube", "queues-sweep"],
-            environment=pulumi.Output.secret({KUBECONFIG_ENV: args.kubeconfig}),
-            timeout=120,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        self.release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name=RELEASE,
-            chart=s.path or CHART,
-            version=None if s.path else s.version,
-            repository_opts=None if s.path else k8s.helm.v3.RepositoryOptsArgs(repo=s.repo),
-            namespace=self.namespace.metadata["name"],
-            values=chart_values(controller_in_chart=args.controller is None),
-            timeout=args.timeout_seconds,
-            cleanup_on_fail=True,
-            skip_await=True,  # the controller's readiness is the webhook answering (below)
-            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.sweep])),
-        )
-        ready: pulumi.Resource = self.release
-        if args.controller is not None:
-            start, stop = args.controller
-            ready = lab_command(
-                f"{name}-controller",
-                start,
-                delete=stop,
-                # Another chart revision (its config, its webhooks) restarts the controller.
-                triggers=[self.release.status.apply(lambda st: st.revision if st else None)],
-                timeout=args.timeout_seconds,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
-            )
+        self.sweep = self._sweep(name, args.kubeconfig)
+        self.release = self._release(name, args, k8s_opts)
+        ready = self._controller(name, args)
         self.controller = ready
         # Kueue's webhooks admit these: created once the controller answers, deleted before it stops.
         after_ready = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[ready]))
@@ -165,23 +134,7 @@ class QueueLayer(pulumi.ComponentResource):
         quota = pulumi.Output.from_input(args.quota)
         self.proof = kube_command(
             f"{name}-proof",
-            [
-                "queues",
-                "--namespace",
-                args.namespace,
-                "--local-queue",
-                LOCAL_QUEUE,
-                "--cluster-queue",
-                CLUSTER_QUEUE,
-                "--resource",
-                args.resource,
-                "--quota",
-                quota.apply(str),
-                "--image",
-                args.image,
-                "--timeout",
-                str(args.timeout_seconds),
-            ],
+            _proof_argv(args, quota),
             args.kubeconfig,
             # Re-proven when the quota (the gate's measurement) or the queue changes.
             triggers=[quota, self.cluster_queue.id],
@@ -201,3 +154,69 @@ class QueueLayer(pulumi.ComponentResource):
         )
         self.measured_at = proof.apply(lambda p: p.get("measuredAt"))
         self.register_outputs({"queues": self.facts})
+
+    def _sweep(self, name: str, kubeconfig: pulumi.Input[str]) -> local.Command:
+        """Destroyed after the release (which depends on it): the aggregated ClusterRoles that
+        kube-controller-manager writes back after helm uninstall (gpulab.kube.queues.sweep)."""
+        return lab_command(
+            f"{name}-sweep",
+            [PYTHON, "-m", "gpulab.kube", "queues-census"],
+            delete=[PYTHON, "-m", "gpulab.kube", "queues-sweep"],
+            environment=pulumi.Output.secret({KUBECONFIG_ENV: kubeconfig}),
+            timeout=120,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _release(self, name: str, args: QueueArgs, k8s_opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
+        """Kueue's chart (the pinned version, or a local chart directory), after the sweep."""
+        s = args.settings
+        return k8s.helm.v3.Release(
+            f"{name}-release",
+            name=RELEASE,
+            chart=s.path or CHART,
+            version=None if s.path else s.version,
+            repository_opts=None if s.path else k8s.helm.v3.RepositoryOptsArgs(repo=s.repo),
+            namespace=self.namespace.metadata["name"],
+            values=chart_values(controller_in_chart=args.controller is None),
+            timeout=args.timeout_seconds,
+            cleanup_on_fail=True,
+            skip_await=True,  # the controller's readiness is the webhook answering (below)
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.sweep])),
+        )
+
+    def _controller(self, name: str, args: QueueArgs) -> pulumi.Resource:
+        """What says Kueue's controller is ready: the variant's command that starts it (and stops
+        it on destroy), else the release (the chart's Deployment runs it)."""
+        if args.controller is None:
+            return self.release
+        start, stop = args.controller
+        return lab_command(
+            f"{name}-controller",
+            start,
+            delete=stop,
+            # Another chart revision (its config, its webhooks) restarts the controller.
+            triggers=[self.release.status.apply(lambda st: st.revision if st else None)],
+            timeout=args.timeout_seconds,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+        )
+
+
+def _proof_argv(args: QueueArgs, quota: pulumi.Output[Any]) -> list[pulumi.Input[str]]:
+    """The proof's arguments after ``python -m gpulab.kube`` (gpulab.kube.cli's ``queues``)."""
+    return [
+        "queues",
+        "--namespace",
+        args.namespace,
+        "--local-queue",
+        LOCAL_QUEUE,
+        "--cluster-queue",
+        CLUSTER_QUEUE,
+        "--resource",
+        args.resource,
+        "--quota",
+        quota.apply(str),
+        "--image",
+        args.image,
+        "--timeout",
+        str(args.timeout_seconds),
+    ]

@@ -1,9 +1,11 @@
 """The Lab component: the whole lab, read top down.
 
 host probe -> the variant's cluster -> a Kubernetes provider built from its kubeconfig ->
-the GPU Operator and its readiness gate -> the smoke test -> the compute check (a CUDA
-kernel, ``computeCheck``), beside it the DCGM exporter's metrics (GPU labs with
-``dcgmExporter``) -> the optional TFLOPS benchmark Pod. Data flows through outputs
+the GPU stack (the GPU Operator, NVIDIA's device plugin or DRA driver chart, or a found one)
+and its readiness gate -> the smoke test -> the compute check (a CUDA kernel,
+``computeCheck``), beside it the DCGM exporter's metrics (GPU labs with ``dcgmExporter``) ->
+the optional TFLOPS benchmark Pod -> the optional queue layer (``queues``). ``Lab.__init__``
+is that list, one step a line, each a method named for it. Data flows through outputs
 (the provider from the cluster's kubeconfig, the gate's expected count from the probe);
 ``depends_on`` only orders side effects (the smoke Pod after the gate, one GPU Pod at a
 time after it: the compute Pod after the smoke check, the benchmark after the last). The
@@ -46,7 +48,7 @@ from gpulab.host.facts import HostFacts
 from gpulab.kube import gpu_isolation, identity
 from gpulab.tflops import report as tflops_report
 from program.edge import mig_plan, simulated_fields
-from variants.base import Variant
+from variants.base import GpuExpectation, Variant
 
 
 @dataclass(frozen=True)
@@ -63,11 +65,12 @@ class LabArgs:
 class Lab(pulumi.ComponentResource):
     """One GPU lab (see module docstring). Type token ``gpulab:lab:Lab``.
 
-    Attributes: ``probe``, ``cluster``, ``provider``, ``operator``, ``smoke``, ``compute``
-    (None unless ``computeCheck``), ``dcgm`` (None in a simulated lab or with ``dcgmExporter``
-    off) and ``benchmark`` (None unless ``benchmarkPod``): the
-    children; ``run_at``: when this run built the component (UTC ISO 8601); ``outputs``:
-    output key -> value, every key of gpulab.core.outputs this variant has.
+    Attributes: ``probe``, ``cluster``, ``provider``, ``device_plugin`` (None unless ``gpuStack:
+    device-plugin``), ``operator`` (the GPU stack: GpuOperator, FoundGpuStack or DraDriver),
+    ``smoke``, ``compute`` (None unless ``computeCheck``), ``dcgm`` (None in a simulated lab or
+    with ``dcgmExporter`` off), ``benchmark`` (None unless ``benchmarkPod``) and ``queues`` (None
+    unless ``queues``): the children; ``run_at``: when this run built the component (UTC ISO
+    8601); ``outputs``: output key -> value, every key of gpulab.core.outputs this variant has.
     """
 
     def __init__(self, name: str, args: LabArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -76,111 +79,166 @@ class Lab(pulumi.ComponentResource):
         # and the smoke check did not re-measure in this run are older (the card says so).
         self.run_at = datetime.now(UTC).isoformat(timespec="seconds")
         cfg, facts, variant = args.config, args.facts, args.variant
-        child = pulumi.ResourceOptions(parent=self)
-
-        self.probe = HostProbe("host", mode=cfg.effective_host_probe, facts=facts, opts=child)
-        self.cluster = variant.cluster(cfg, child)
+        self.probe = HostProbe("host", mode=cfg.effective_host_probe, facts=facts, opts=self._child())
+        self.cluster = variant.cluster(cfg, self._child())
         expect = variant.gpu_expectation(cfg, facts)
+        self._identify(variant.capabilities.owns_cluster)
+        self.provider = self._kubernetes_provider(variant.capabilities.owns_cluster)
+        self.mig_plan = self._mig_plan(cfg, facts, expect)
+        self.device_plugin = self._device_plugin_chart(cfg, variant)
+        self.operator = self._gpu_stack(cfg, variant)
+        smoke_args = self._smoke_args(cfg, facts, expect)
+        self.smoke = SmokeTest(
+            "smoke",
+            smoke_args,
+            provider=self.provider,
+            # The Pod must be scheduled only after the device plugin has registered the GPUs.
+            opts=self._child(self.operator.gate),
+        )
+        self.compute = self._compute(cfg, variant, smoke_args, _host_uuids(facts, expect.from_config))
+        self.dcgm = self._dcgm(cfg)
+        self.benchmark = self._benchmark(cfg)
+        self.queues = self._queues(cfg, variant)
+        self.outputs = self._outputs(
+            cfg,
+            variant,
+            expect.physical if expect.from_config else None,
+            expect.source,
+            not expect.from_config,
+        )
+        self.register_outputs(self.outputs)
+
+    def _child(self, *after: pulumi.Resource) -> pulumi.ResourceOptions:
+        """A child's options: parented to the Lab, created after ``after`` (side-effect order only)."""
+        return pulumi.ResourceOptions(parent=self, depends_on=list(after) or None)
+
+    def _identify(self, owns_cluster: bool) -> None:
+        """The cluster's identity (``identity_command``, ``identity``: its record) and the
+        kubeconfig every check gets (``check_kubeconfig``: carrying that identity; secret)."""
         # Which cluster: recorded once it answers, compared whenever the kubeconfig changes
         # (gpulab.kube.identity); every check below verifies it before it reads anything.
-        self.identity_command = identity_command(self.cluster, variant.capabilities.owns_cluster, child)
+        self.identity_command = identity_command(self.cluster, owns_cluster, self._child())
         self.identity = parse_json_stdout(self.identity_command.stdout, "gpulab.kube.identity record")
-        # What the checks get: the kubeconfig carrying that identity, which each verifies first.
         self.check_kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
             pulumi.Output.all(self.cluster.kubeconfig, self.identity).apply(
                 lambda a: identity.embed(a[0], a[1])
             )
         )
-        self.provider = k8s.Provider(
+
+    def _kubernetes_provider(self, owns_cluster: bool) -> k8s.Provider:
+        """The Kubernetes provider, built from the cluster's kubeconfig (data, not depends_on)."""
+        return k8s.Provider(
             "k8s",
             kubeconfig=self.cluster.kubeconfig,
             # A cluster the lab owns and that was deleted by hand must not block `pulumi
             # destroy` (make destroy first confirms it is gone: ops.teardown). Never for a
             # cluster somebody else runs: unreachable there means "not now", not "gone".
-            delete_unreachable=variant.capabilities.owns_cluster,
+            delete_unreachable=owns_cluster,
             # Nothing touches the cluster before its identity is known to be the stack's own.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.identity_command]),
+            opts=self._child(self.identity_command),
         )
-        # What the gate waits for and what the smoke Pod asks for (MIG: gpulab.config.mig).
-        self.mig_plan = mig_plan(cfg, facts, expect.physical)
-        if facts is not None:  # preflight's MIG line per GPU (the failures stopped it already)
+
+    def _mig_plan(self, cfg: LabConfig, facts: HostFacts | None, expect: GpuExpectation) -> mig.Plan:
+        """What the gate waits for and what the smoke Pod asks for (MIG: gpulab.config.mig);
+        preflight's MIG line per GPU is logged (the failures stopped it already)."""
+        plan = mig_plan(cfg, facts, expect.physical)
+        if facts is not None:
             for line in mig.mig_findings(facts.gpus, cfg.gpu.mig_strategy, facts.mig_devices):
                 pulumi.log.info(f"preflight [{line.id}] {line.observed}", resource=self.probe)
-        self.operator: GpuOperator | FoundGpuStack | DraDriver
-        self.device_plugin: DevicePluginChartRelease | None = None
-        if cfg.fleet.device_plugin:
-            # NVIDIA's device plugin chart alone, with GFD; then gated and checked per node.
-            self.device_plugin = DevicePluginChartRelease(
-                "device-plugin",
-                DevicePluginArgs(
-                    chart=cfg.device_plugin_chart,
-                    operator=cfg.operator,
-                    runtime_class=cfg.smoke_runtime_class,
-                    device_list=variant.operator.device_list_strategy(cfg.operator),
-                    release_after=tuple(self.cluster.release_after),
-                    adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
-                ),
-                provider=self.provider,
-                opts=child,
-            )
+        return plan
+
+    def _device_plugin_chart(self, cfg: LabConfig, variant: Variant) -> DevicePluginChartRelease | None:
+        """NVIDIA's device plugin chart alone, with GFD (``gpuStack: device-plugin``; then gated
+        and checked per node by the found stack's gate); None for the other stacks."""
+        if not cfg.fleet.device_plugin:
+            return None
+        return DevicePluginChartRelease(
+            "device-plugin",
+            DevicePluginArgs(
+                chart=cfg.device_plugin_chart,
+                operator=cfg.operator,
+                runtime_class=cfg.smoke_runtime_class,
+                device_list=variant.operator.device_list_strategy(cfg.operator),
+                release_after=tuple(self.cluster.release_after),
+                adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
+            ),
+            provider=self.provider,
+            opts=self._child(),
+        )
+
+    def _gpu_stack(self, cfg: LabConfig, variant: Variant) -> GpuOperator | FoundGpuStack | DraDriver:
+        """The GPU stack and its gate, by ``gpuStack``: NVIDIA's DRA driver, a found stack (or the
+        device plugin chart just installed) checked per node, else the GPU Operator."""
         if cfg.fleet.dra:
-            # NVIDIA's DRA driver: GPUs through ResourceClaims; gated on a slice per GPU node.
-            self.operator = DraDriver(
-                "dra",
-                DraArgs(
-                    chart=cfg.dra_chart,
-                    kubeconfig=self.check_kubeconfig,
-                    timeout_seconds=cfg.operator.timeout_seconds,
-                    release_after=tuple(self.cluster.release_after),
-                ),
-                provider=self.provider,
-                opts=child,
-            )
-        elif cfg.fleet.per_node:
-            # A GPU stack somebody else installed (read, never installed), or the device plugin
-            # chart just installed: every GPU node gated and checked.
-            self.operator = FoundGpuStack(
-                "gpu-stack",
-                FoundStackArgs(
-                    fleet=cfg.fleet,
-                    kubeconfig=self.check_kubeconfig,
-                    smoke_image=cfg.smoke_image,
-                    compute_image=cfg.compute_image if cfg.compute_check else None,
-                    resource=cfg.operator.gpu_resource,
-                    runtime_class=cfg.smoke_runtime_class,
-                    timeout_seconds=cfg.smoke_timeout_seconds,
-                    grace_seconds=cfg.gpu.grace_seconds,
-                    simulated=cfg.simulated,
-                    profile=cfg.profile,
-                    release_after=tuple(self.cluster.release_after),
-                    dcgm_exporter=cfg.operator.dcgm_exporter,
-                    installed=self.device_plugin,
-                    install_timeout=cfg.operator.timeout_seconds,
-                    chart_components=_chart_components(cfg, variant),
-                    adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
-                ),
-                provider=self.provider,
-                opts=child,
-            )
-        else:
-            self.operator = GpuOperator(
-                "gpu-operator",
-                GpuOperatorArgs(
-                    operator=cfg.operator,
-                    variant=variant.operator,
-                    kubeconfig=self.check_kubeconfig,
-                    device_plugin_owner=cfg.device_plugin_owner,
-                    simulate_operands=cfg.simulated,
-                    expect=self.mig_plan.expected,
-                    grace_seconds=cfg.gpu.grace_seconds,
-                    profile=cfg.profile,
-                    release_after=self.cluster.release_after,
-                    owns_cluster=variant.capabilities.owns_cluster,
-                    adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
-                ),
-                provider=self.provider,
-                opts=child,
-            )
+            return self._dra_driver(cfg)
+        if cfg.fleet.per_node:
+            return self._found_stack(cfg, variant)
+        return self._gpu_operator(cfg, variant)
+
+    def _dra_driver(self, cfg: LabConfig) -> DraDriver:
+        """NVIDIA's DRA driver: GPUs through ResourceClaims; gated on a slice per GPU node."""
+        return DraDriver(
+            "dra",
+            DraArgs(
+                chart=cfg.dra_chart,
+                kubeconfig=self.check_kubeconfig,
+                timeout_seconds=cfg.operator.timeout_seconds,
+                release_after=tuple(self.cluster.release_after),
+            ),
+            provider=self.provider,
+            opts=self._child(),
+        )
+
+    def _gpu_operator(self, cfg: LabConfig, variant: Variant) -> GpuOperator:
+        """The GPU Operator (its chart with the variant's values) and its readiness gate."""
+        return GpuOperator(
+            "gpu-operator",
+            GpuOperatorArgs(
+                operator=cfg.operator,
+                variant=variant.operator,
+                kubeconfig=self.check_kubeconfig,
+                device_plugin_owner=cfg.device_plugin_owner,
+                simulate_operands=cfg.simulated,
+                expect=self.mig_plan.expected,
+                grace_seconds=cfg.gpu.grace_seconds,
+                profile=cfg.profile,
+                release_after=self.cluster.release_after,
+                owns_cluster=variant.capabilities.owns_cluster,
+                adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
+            ),
+            provider=self.provider,
+            opts=self._child(),
+        )
+
+    def _found_stack(self, cfg: LabConfig, variant: Variant) -> FoundGpuStack:
+        """A GPU stack somebody else installed (read, never installed), or the device plugin
+        chart just installed: every GPU node gated and checked."""
+        return FoundGpuStack(
+            "gpu-stack",
+            FoundStackArgs(
+                fleet=cfg.fleet,
+                kubeconfig=self.check_kubeconfig,
+                smoke_image=cfg.smoke_image,
+                compute_image=cfg.compute_image if cfg.compute_check else None,
+                resource=cfg.operator.gpu_resource,
+                runtime_class=cfg.smoke_runtime_class,
+                timeout_seconds=cfg.smoke_timeout_seconds,
+                grace_seconds=cfg.gpu.grace_seconds,
+                simulated=cfg.simulated,
+                profile=cfg.profile,
+                release_after=tuple(self.cluster.release_after),
+                dcgm_exporter=cfg.operator.dcgm_exporter,
+                installed=self.device_plugin,
+                install_timeout=cfg.operator.timeout_seconds,
+                chart_components=_chart_components(cfg, variant),
+                adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
+            ),
+            provider=self.provider,
+            opts=self._child(),
+        )
+
+    def _smoke_args(self, cfg: LabConfig, facts: HostFacts | None, expect: GpuExpectation) -> GpuPodArgs:
+        """The smoke Pod's arguments (the compute Pod starts from them)."""
         # smokeGpus all: every GPU of this host where one Pod can hold them all. The smoke Pod
         # asks for them all; the compute Pod runs one vectorAdd container on each.
         pod_gpus = gpu_config.smoke_gpu_count(
@@ -190,7 +248,7 @@ class Lab(pulumi.ComponentResource):
             self.mig_plan.smoke_resource,
             cfg.gpu.mig_strategy,
         )
-        smoke_args = GpuPodArgs(
+        return GpuPodArgs(
             image=cfg.smoke_image,
             kubeconfig=self.check_kubeconfig,
             gpus=pod_gpus,
@@ -206,92 +264,85 @@ class Lab(pulumi.ComponentResource):
             dra_class=dra_config.DEVICE_CLASS if cfg.fleet.dra else None,
             dra_driver=dra_config.DRIVER if cfg.fleet.dra else None,
         )
-        self.smoke = SmokeTest(
-            "smoke",
-            smoke_args,
+
+    def _compute(
+        self, cfg: LabConfig, variant: Variant, smoke_args: GpuPodArgs, host_uuids: tuple[str, ...]
+    ) -> ComputeCheck | None:
+        """The compute check (``computeCheck``), else None: the smoke Pod's args, a container per GPU."""
+        if not cfg.compute_check:
+            return None
+        return ComputeCheck(
+            "compute",
+            replace(
+                smoke_args,
+                image=cfg.compute_image,
+                # What each container must see: one unit of the smoke Pod's resource, among
+                # this host's GPUs where the host is the cluster (gpulab.kube.gpu_isolation).
+                unit=gpu_isolation.unit_for(self.mig_plan.smoke_resource, cfg.operator.time_slicing_replicas),
+                host_gpu_uuids=host_uuids,
+                cluster=cfg.cluster,
+                device_list=variant.operator.device_list_strategy(cfg.operator),
+                device_list_reason=variant.operator.device_list_reason or None,
+            ),
             provider=self.provider,
-            # The Pod must be scheduled only after the device plugin has registered the GPUs.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.operator.gate]),
+            # One GPU at a time on a one-GPU lab: after the smoke Pod is done with it.
+            opts=self._child(self.smoke.check),
         )
-        self.compute: ComputeCheck | None = None
-        if cfg.compute_check:
-            self.compute = ComputeCheck(
-                "compute",
-                # The smoke Pod's resource, runtime and timeout; one container per GPU it held.
-                replace(
-                    smoke_args,
-                    image=cfg.compute_image,
-                    # What each container must see: one unit of the smoke Pod's resource, among
-                    # this host's GPUs where the host is the cluster (gpulab.kube.gpu_isolation).
-                    unit=gpu_isolation.unit_for(
-                        self.mig_plan.smoke_resource, cfg.operator.time_slicing_replicas
-                    ),
-                    host_gpu_uuids=_host_uuids(facts, expect.from_config),
-                    cluster=cfg.cluster,
-                    device_list=variant.operator.device_list_strategy(cfg.operator),
-                    device_list_reason=variant.operator.device_list_reason or None,
-                ),
-                provider=self.provider,
-                # One GPU at a time on a one-GPU lab: after the smoke Pod is done with it.
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),
-            )
-        self.dcgm: DcgmMetrics | None = None
-        if cfg.operator.dcgm_exporter and not cfg.simulated:
-            # After the smoke check and beside the compute check (no dependency on it): the
-            # engine runs both at once, so the exporter is read while the compute Pod runs.
-            self.dcgm = DcgmMetrics(
-                "dcgm",
-                DcgmArgs(kubeconfig=self.check_kubeconfig, rerun_when=self.smoke.measured_at),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.smoke.check]),
-            )
-        self.benchmark: TflopsBenchmark | None = None
-        if cfg.benchmark_pod:
-            self.benchmark = TflopsBenchmark(
-                "benchmark",
-                BenchmarkArgs(
-                    image=cfg.benchmark_image,
-                    kubeconfig=self.check_kubeconfig,
-                    resource=self.mig_plan.smoke_resource,
-                ),
-                provider=self.provider,
-                # One GPU at a time on a one-GPU lab: measure after the last GPU Pod is done.
-                opts=pulumi.ResourceOptions(
-                    parent=self, depends_on=[self.compute.check if self.compute else self.smoke.check]
-                ),
-            )
-        self.queues: QueueLayer | None = None
-        if cfg.queues.enabled:
-            # Kueue once the gate measured the quota; its proof after the last GPU Pod (one at a time).
-            last = (
-                self.benchmark.reader
-                if self.benchmark
-                else (self.compute.check if self.compute else self.smoke.check)
-            )
-            self.queues = QueueLayer(
-                "queues",
-                QueueArgs(
-                    settings=cfg.queues,
-                    kubeconfig=self.check_kubeconfig,
-                    resource=cfg.operator.gpu_resource,
-                    quota=self.operator.allocatable_gpus,
-                    namespace=cfg.fleet.namespace if cfg.fleet.per_node else names.WORKLOAD_NAMESPACE,
-                    image=cfg.smoke_image,
-                    controller=variant.local.queue_controller(cfg.profile),
-                    simulated=cfg.simulated,
-                    timeout_seconds=cfg.operator.timeout_seconds,
-                    after=(last,),
-                ),
-                provider=self.provider,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.operator.gate]),
-            )
-        self.outputs = self._outputs(
-            cfg,
-            variant,
-            expect.physical if expect.from_config else None,
-            expect.source,
-            not expect.from_config,
+
+    def _dcgm(self, cfg: LabConfig) -> DcgmMetrics | None:
+        """The DCGM exporter's metrics (``dcgmExporter``, not in a simulated lab), else None."""
+        if not cfg.operator.dcgm_exporter or cfg.simulated:
+            return None
+        # After the smoke check and beside the compute check (no dependency on it): the
+        # engine runs both at once, so the exporter is read while the compute Pod runs.
+        return DcgmMetrics(
+            "dcgm",
+            DcgmArgs(kubeconfig=self.check_kubeconfig, rerun_when=self.smoke.measured_at),
+            opts=self._child(self.smoke.check),
         )
-        self.register_outputs(self.outputs)
+
+    def _benchmark(self, cfg: LabConfig) -> TflopsBenchmark | None:
+        """The TFLOPS benchmark Pod (``benchmarkPod``), else None."""
+        if not cfg.benchmark_pod:
+            return None
+        return TflopsBenchmark(
+            "benchmark",
+            BenchmarkArgs(
+                image=cfg.benchmark_image,
+                kubeconfig=self.check_kubeconfig,
+                resource=self.mig_plan.smoke_resource,
+            ),
+            provider=self.provider,
+            # One GPU at a time on a one-GPU lab: measure after the last GPU Pod is done.
+            opts=self._child(self.compute.check if self.compute else self.smoke.check),
+        )
+
+    def _queues(self, cfg: LabConfig, variant: Variant) -> QueueLayer | None:
+        """Kueue (``queues``), else None: after the gate measured the quota; proven after the last GPU Pod."""
+        if not cfg.queues.enabled:
+            return None
+        last = (
+            self.benchmark.reader
+            if self.benchmark
+            else (self.compute.check if self.compute else self.smoke.check)
+        )
+        return QueueLayer(
+            "queues",
+            QueueArgs(
+                settings=cfg.queues,
+                kubeconfig=self.check_kubeconfig,
+                resource=cfg.operator.gpu_resource,
+                quota=self.operator.allocatable_gpus,
+                namespace=cfg.fleet.namespace if cfg.fleet.per_node else names.WORKLOAD_NAMESPACE,
+                image=cfg.smoke_image,
+                controller=variant.local.queue_controller(cfg.profile),
+                simulated=cfg.simulated,
+                timeout_seconds=cfg.operator.timeout_seconds,
+                after=(last,),
+            ),
+            provider=self.provider,
+            opts=self._child(self.operator.gate),
+        )
 
     def _outputs(
         self,

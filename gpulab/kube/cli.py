@@ -6,7 +6,9 @@ as YAML text in the ``GPULAB_KUBECONFIG`` environment variable (a secret; never 
 Each prints one JSON object on stdout (the facts the stack exports; ``gate`` and ``smoke`` with
 ``measuredAt``, UTC ISO 8601, when they were read) and exits 0, or prints a diagnosis on stderr and exits 1.
 
-Talks to the API server through the official ``kubernetes`` Python client.
+Talks to the API server through the official ``kubernetes`` Python client. The subcommands are
+one table, :data:`SUBCOMMANDS` (name → help, options, what it runs); :func:`main` parses, proves
+the cluster's identity and runs the chosen one.
 
 * ``gate`` (:mod:`gpulab.kube.gate`): waits until ClusterPolicy ``cluster-policy`` reports
   ``status.state == ready``, the device-plugin DaemonSet has every desired pod ready and the
@@ -30,6 +32,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
 
 from gpulab.core.errors import GpuLabError, os_error_fix
 from gpulab.core.names import (
@@ -59,158 +64,28 @@ from gpulab.kube import (
 from gpulab.kube.client import KUBECONFIG_ENV, load_clients, ping
 
 
+@dataclass(frozen=True)
+class Subcommand:
+    """One ``python -m gpulab.kube`` subcommand: its ``help`` line, ``options`` (adds its options
+    to its parser) and ``run`` (``run(api, args)``: the kubernetes ``ApiClient`` of
+    :func:`gpulab.kube.client.load_clients` and the parsed options → the JSON object it prints;
+    a failed check raises :class:`gpulab.core.errors.GpuLabError`, which names its cause)."""
+
+    help: str
+    options: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[Any, argparse.Namespace], dict[str, Any]]
+
+
 def main(argv: list[str] | None = None) -> int:
-    """CLI entry: ``gate`` or ``smoke``; prints JSON facts, or the diagnosis and exit 1."""
-    ap = argparse.ArgumentParser(prog="python -m gpulab.kube")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    g = sub.add_parser("gate", help="wait for the GPU Operator and read allocatable")
-    g.add_argument("--namespace", default=OPERATOR_NAMESPACE)
-    g.add_argument("--device-plugin-namespace", default=OPERATOR_NAMESPACE)
-    g.add_argument("--device-plugin-daemonset", default=DEVICE_PLUGIN_DS)
-    g.add_argument("--no-cluster-policy", action="store_true", help="skip the ClusterPolicy wait")
-    g.add_argument("--timeout", type=float, default=600)
-    g.add_argument("--grace", type=float, default=60, help="seconds a stuck state may last (gpuGraceSeconds)")
-    g.add_argument("--mig-strategy", choices=("none", "single", "mixed"), default="none")
-    g.add_argument("--expected-mig", action="append", default=[], help="mixed: PROFILE=COUNT (repeatable)")
-    s = sub.add_parser("smoke", help="wait for the smoke Pod and read its log and events")
-    s.add_argument("--namespace", default=WORKLOAD_NAMESPACE)
-    s.add_argument("--pod", default=SMOKE_POD)
-    s.add_argument("--timeout", type=float, default=300)
-    s.add_argument(
-        "--dra-claim", help="gpuStack dra: the Pod's resourceClaims entry whose allocation is checked"
-    )
-    s.add_argument(
-        "--dra-driver", default="gpu.nvidia.com", help="the DRA driver whose slices name the UUIDs"
-    )
-    dg = sub.add_parser("dra-gate", help="gpuStack dra: the DeviceClass and a ResourceSlice per GPU node")
-    dg.add_argument("--driver", default="gpu.nvidia.com")
-    dg.add_argument("--device-class", default="gpu.nvidia.com")
-    dg.add_argument("--timeout", type=float, default=600)
-    q = sub.add_parser(
-        "queues", help="queues: Kueue admits the whole quota to one Job at a time, all or nothing"
-    )
-    q.add_argument("--namespace", required=True, help="the LocalQueue's namespace")
-    q.add_argument("--local-queue", required=True)
-    q.add_argument("--cluster-queue", required=True)
-    q.add_argument("--resource", required=True, help="the GPU resource of the quota")
-    q.add_argument(
-        "--quota", type=int, required=True, help="what the gate measured (the ClusterQueue's quota)"
-    )
-    q.add_argument("--image", required=True, help="the proof Jobs' image")
-    q.add_argument("--timeout", type=float, default=300)
-    sub.add_parser("queues-census", help="what of Kueue is left in the cluster (after its layer was removed)")
-    sub.add_parser(
-        "queues-sweep",
-        help="after Kueue's release: delete its aggregated ClusterRoles re-created by the aggregator",
-    )
-    for sp in (g, s):
-        sp.add_argument("--expected-gpus", type=int, help="host GPUs x time-slicing replicas")
-        sp.add_argument("--host-max-cuda", help="newest CUDA the host driver supports")
-        sp.add_argument("--profile", default=DEFAULT_PROFILE, help="minikube profile named in fixes")
-    b = sub.add_parser("benchmark", help="wait for the TFLOPS benchmark Pod and read its result")
-    b.add_argument("--namespace", default="default")
-    b.add_argument("--pod", default="gpu-benchmark")
-    b.add_argument("--timeout", type=float, default=1800)
-    sub.add_parser(
-        "ping",
-        help="exit 0 when the API server answers and is ready, and is the recorded cluster, within 5 s each",
-    )
-    cp = sub.add_parser("compute", help="wait for the compute Pod, check its log")
-    compute.add_arguments(cp)
-    for sp in (s, b, cp):
-        sp.add_argument(
-            "--inputs",
-            help="the check-inputs digest the Pod must carry (gpulab.dev/check-inputs); another is refused",
-        )
-    for sp in (g, s, cp):
-        sp.add_argument(
-            "--gpu-resource",
-            choices=WHOLE_GPU_RESOURCES,
-            default=GPU_RESOURCE,
-            help="the whole-GPU resource counted (nvidia.com/gpu.shared: time-slicing's rename)",
-        )
-    dcgm.add_arguments(sub.add_parser("dcgm", help="sample the DCGM exporter's metrics per GPU"))
-    fleet_args(sub.add_parser("fleet", help="every GPU node: its gate, then smoke and compute Pods on it"))
-    acc = sub.add_parser(
-        "access", help="the permissions the lab needs, asked first (SelfSubjectAccessReview)"
-    )
-    acc.add_argument("--namespace", required=True, help="the lab's namespace (labNamespace)")
-    c = sub.add_parser("simulate-clusterpolicy", help="sim lab: set ClusterPolicy status")
-    c.add_argument("--state", default="ready")
-    args = ap.parse_args(argv)
+    """CLI entry: one of :data:`SUBCOMMANDS` (``argv``: its name and options; default
+    ``sys.argv[1:]``); prints its JSON facts on stdout and returns 0, or prints the diagnosis on
+    stderr and returns 1 (argparse exits 2 on a usage error)."""
+    args = parser().parse_args(argv)
     try:
         api = load_clients()
         # Every check first proves the cluster is the one the stack recorded at create.
         identity.check_identity(api, os.environ.get(KUBECONFIG_ENV, ""))
-        if args.cmd == "ping":
-            out = ping(api)
-        elif args.cmd == "simulate-clusterpolicy":
-            out = simulated.simulate_clusterpolicy(api, args.state)
-        elif args.cmd == "benchmark":
-            out = benchmark.benchmark(api, args.namespace, args.pod, args.timeout, inputs=args.inputs)
-        elif args.cmd == "access":
-            out = access.check(access.ssar(api), args.namespace)
-        elif args.cmd == "fleet":
-            out = fleet.run_fleet(api, fleet_spec(args))
-            print(fleet.table(out["nodes"]), file=sys.stderr)
-        elif args.cmd == "dcgm":
-            out = dcgm.from_args(api, args)
-        elif args.cmd == "compute":
-            ctx = Context(
-                args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource
-            )
-            out = compute.compute(
-                api,
-                args.namespace,
-                args.pod,
-                args.timeout,
-                ctx,
-                compute.isolation_from_args(args),
-                args.inputs,
-            )
-        elif args.cmd == "queues-sweep":
-            out = queues.sweep(api)
-        elif args.cmd == "queues-census":
-            out = queues.census(api)
-        elif args.cmd == "queues":
-            out = queues.prove(
-                api,
-                queues.ProofSpec(
-                    args.namespace,
-                    args.local_queue,
-                    args.cluster_queue,
-                    args.resource,
-                    args.quota,
-                    args.image,
-                    args.timeout,
-                ),
-            )
-        elif args.cmd == "dra-gate":
-            out = dra.gate(api, args.driver, args.device_class, args.timeout)
-        elif args.cmd == "gate":
-            spec = gate.spec_from_args(args)
-            out = gate.gate(api, spec, gate.context(spec, args.host_max_cuda))
-        else:
-            ctx = Context(
-                args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource
-            )
-            # DRA: the claim is read while it is allocated and reserved (it is gone once the Pod is done).
-            observed = (
-                dra.observe_claim(api, args.namespace, args.pod, pod_specs.CLAIM_GATE, args.timeout)
-                if args.dra_claim
-                else None
-            )
-            out = smoke.smoke(api, args.namespace, args.pod, args.timeout, ctx, args.inputs)
-            if observed is not None:  # which devices were allocated, and did the container see them
-                out["smokeClaim"] = dra.smoke_claim(
-                    api,
-                    args.namespace,
-                    args.pod,
-                    observed,
-                    args.dra_driver,
-                    args.dra_claim,
-                    out["smokeGpuUuids"],
-                )
+        out = SUBCOMMANDS[args.cmd].run(api, args)
     except GpuLabError as exc:
         # Every error the checks raise on purpose (GateError, a bad argument's) names its cause.
         print(str(exc), file=sys.stderr)
@@ -220,6 +95,167 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(json.dumps(out, sort_keys=True))
     return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``python -m gpulab.kube`` parser: one subparser per entry of :data:`SUBCOMMANDS`, in
+    its order; the chosen one's name is ``args.cmd``."""
+    ap = argparse.ArgumentParser(prog="python -m gpulab.kube")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name, command in SUBCOMMANDS.items():
+        command.options(sub.add_parser(name, help=command.help))
+    return ap
+
+
+def _host_options(p: argparse.ArgumentParser) -> None:
+    """What ``gate`` and ``smoke`` name in a diagnosis: the expected GPUs, the host's CUDA, the profile."""
+    p.add_argument("--expected-gpus", type=int, help="host GPUs x time-slicing replicas")
+    p.add_argument("--host-max-cuda", help="newest CUDA the host driver supports")
+    p.add_argument("--profile", default=DEFAULT_PROFILE, help="minikube profile named in fixes")
+
+
+def _inputs_option(p: argparse.ArgumentParser) -> None:
+    """``--inputs``: the check-inputs digest a Pod must carry (``smoke``, ``benchmark``, ``compute``)."""
+    p.add_argument(
+        "--inputs",
+        help="the check-inputs digest the Pod must carry (gpulab.dev/check-inputs); another is refused",
+    )
+
+
+def _gpu_resource_option(p: argparse.ArgumentParser) -> None:
+    """``--gpu-resource``: the whole-GPU resource counted (``gate``, ``smoke``, ``compute``)."""
+    p.add_argument(
+        "--gpu-resource",
+        choices=WHOLE_GPU_RESOURCES,
+        default=GPU_RESOURCE,
+        help="the whole-GPU resource counted (nvidia.com/gpu.shared: time-slicing's rename)",
+    )
+
+
+def _no_options(p: argparse.ArgumentParser) -> None:
+    """A subcommand without options."""
+
+
+def _gate_options(g: argparse.ArgumentParser) -> None:
+    g.add_argument("--namespace", default=OPERATOR_NAMESPACE)
+    g.add_argument("--device-plugin-namespace", default=OPERATOR_NAMESPACE)
+    g.add_argument("--device-plugin-daemonset", default=DEVICE_PLUGIN_DS)
+    g.add_argument("--no-cluster-policy", action="store_true", help="skip the ClusterPolicy wait")
+    g.add_argument("--timeout", type=float, default=600)
+    g.add_argument("--grace", type=float, default=60, help="seconds a stuck state may last (gpuGraceSeconds)")
+    g.add_argument("--mig-strategy", choices=("none", "single", "mixed"), default="none")
+    g.add_argument("--expected-mig", action="append", default=[], help="mixed: PROFILE=COUNT (repeatable)")
+    _host_options(g)
+    _gpu_resource_option(g)
+
+
+def _gate(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+    spec = gate.spec_from_args(args)
+    return gate.gate(api, spec, gate.context(spec, args.host_max_cuda))
+
+
+def _smoke_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--namespace", default=WORKLOAD_NAMESPACE)
+    s.add_argument("--pod", default=SMOKE_POD)
+    s.add_argument("--timeout", type=float, default=300)
+    s.add_argument(
+        "--dra-claim", help="gpuStack dra: the Pod's resourceClaims entry whose allocation is checked"
+    )
+    s.add_argument(
+        "--dra-driver", default="gpu.nvidia.com", help="the DRA driver whose slices name the UUIDs"
+    )
+    _host_options(s)
+    _inputs_option(s)
+    _gpu_resource_option(s)
+
+
+def _smoke(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+    ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource)
+    # DRA: the claim is read while it is allocated and reserved (it is gone once the Pod is done).
+    observed = (
+        dra.observe_claim(api, args.namespace, args.pod, pod_specs.CLAIM_GATE, args.timeout)
+        if args.dra_claim
+        else None
+    )
+    out = smoke.smoke(api, args.namespace, args.pod, args.timeout, ctx, args.inputs)
+    if observed is not None:  # which devices were allocated, and did the container see them
+        out["smokeClaim"] = dra.smoke_claim(
+            api,
+            args.namespace,
+            args.pod,
+            observed,
+            args.dra_driver,
+            args.dra_claim,
+            out["smokeGpuUuids"],
+        )
+    return out
+
+
+def _dra_gate_options(dg: argparse.ArgumentParser) -> None:
+    dg.add_argument("--driver", default="gpu.nvidia.com")
+    dg.add_argument("--device-class", default="gpu.nvidia.com")
+    dg.add_argument("--timeout", type=float, default=600)
+
+
+def _queues_options(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--namespace", required=True, help="the LocalQueue's namespace")
+    q.add_argument("--local-queue", required=True)
+    q.add_argument("--cluster-queue", required=True)
+    q.add_argument("--resource", required=True, help="the GPU resource of the quota")
+    q.add_argument(
+        "--quota", type=int, required=True, help="what the gate measured (the ClusterQueue's quota)"
+    )
+    q.add_argument("--image", required=True, help="the proof Jobs' image")
+    q.add_argument("--timeout", type=float, default=300)
+
+
+def _queues(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+    return queues.prove(
+        api,
+        queues.ProofSpec(
+            args.namespace,
+            args.local_queue,
+            args.cluster_queue,
+            args.resource,
+            args.quota,
+            args.image,
+            args.timeout,
+        ),
+    )
+
+
+def _benchmark_options(b: argparse.ArgumentParser) -> None:
+    b.add_argument("--namespace", default="default")
+    b.add_argument("--pod", default="gpu-benchmark")
+    b.add_argument("--timeout", type=float, default=1800)
+    _inputs_option(b)
+
+
+def _compute_options(cp: argparse.ArgumentParser) -> None:
+    compute.add_arguments(cp)
+    _inputs_option(cp)
+    _gpu_resource_option(cp)
+
+
+def _compute(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+    ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource)
+    return compute.compute(
+        api, args.namespace, args.pod, args.timeout, ctx, compute.isolation_from_args(args), args.inputs
+    )
+
+
+def _fleet(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+    out = fleet.run_fleet(api, fleet_spec(args))
+    print(fleet.table(out["nodes"]), file=sys.stderr)
+    return out
+
+
+def _access_options(acc: argparse.ArgumentParser) -> None:
+    acc.add_argument("--namespace", required=True, help="the lab's namespace (labNamespace)")
+
+
+def _simulate_options(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--state", default="ready")
 
 
 def fleet_args(p: argparse.ArgumentParser) -> None:
@@ -272,3 +308,57 @@ def fleet_spec(args: argparse.Namespace) -> fleet.FleetSpec:
         installed_in=args.installed_in,
         wait=max(0.0, args.wait),
     )
+
+
+#: Every subcommand by name, in ``--help``'s order.
+SUBCOMMANDS: Final[dict[str, Subcommand]] = {
+    "gate": Subcommand("wait for the GPU Operator and read allocatable", _gate_options, _gate),
+    "smoke": Subcommand("wait for the smoke Pod and read its log and events", _smoke_options, _smoke),
+    "dra-gate": Subcommand(
+        "gpuStack dra: the DeviceClass and a ResourceSlice per GPU node",
+        _dra_gate_options,
+        lambda api, args: dra.gate(api, args.driver, args.device_class, args.timeout),
+    ),
+    "queues": Subcommand(
+        "queues: Kueue admits the whole quota to one Job at a time, all or nothing", _queues_options, _queues
+    ),
+    "queues-census": Subcommand(
+        "what of Kueue is left in the cluster (after its layer was removed)",
+        _no_options,
+        lambda api, args: queues.census(api),
+    ),
+    "queues-sweep": Subcommand(
+        "after Kueue's release: delete its aggregated ClusterRoles re-created by the aggregator",
+        _no_options,
+        lambda api, args: queues.sweep(api),
+    ),
+    "benchmark": Subcommand(
+        "wait for the TFLOPS benchmark Pod and read its result",
+        _benchmark_options,
+        lambda api, args: benchmark.benchmark(
+            api, args.namespace, args.pod, args.timeout, inputs=args.inputs
+        ),
+    ),
+    "ping": Subcommand(
+        "exit 0 when the API server answers and is ready, and is the recorded cluster, within 5 s each",
+        _no_options,
+        lambda api, args: ping(api),
+    ),
+    "compute": Subcommand("wait for the compute Pod, check its log", _compute_options, _compute),
+    "dcgm": Subcommand(
+        "sample the DCGM exporter's metrics per GPU",
+        dcgm.add_arguments,
+        lambda api, args: dcgm.from_args(api, args),
+    ),
+    "fleet": Subcommand("every GPU node: its gate, then smoke and compute Pods on it", fleet_args, _fleet),
+    "access": Subcommand(
+        "the permissions the lab needs, asked first (SelfSubjectAccessReview)",
+        _access_options,
+        lambda api, args: access.check(access.ssar(api), args.namespace),
+    ),
+    "simulate-clusterpolicy": Subcommand(
+        "sim lab: set ClusterPolicy status",
+        _simulate_options,
+        lambda api, args: simulated.simulate_clusterpolicy(api, args.state),
+    ),
+}
