@@ -150,3 +150,11 @@ def test_cli_says_what_this_machine_knows_when_the_cluster_does_not_answer(
     err = capsys.readouterr().err
     assert "gpu-lab: could not read cluster:" in err
     assert "gpu-lab: this machine says: the sim cluster 'p': etcd stopped" in err
+
+
+def test_the_bundle_finds_the_project_root() -> None:
+    """ROOT is the checkout (where Pulumi.yaml and scripts/ are), wherever ops/ sits in it."""
+    from ops import bundle
+
+    assert (bundle.ROOT / "Pulumi.yaml").is_file()
+    assert (bundle.ROOT / "scripts" / "lab").is_file()
