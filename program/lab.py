@@ -79,11 +79,11 @@ class Lab(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
 
         self.probe = HostProbe("host", mode=cfg.effective_host_probe, facts=facts, opts=child)
-        self.cluster = variant.cluster(cfg, child)
+        self.cluster = variant.create(cfg, child)
         expect = variant.gpu_expectation(cfg, facts)
         # Which cluster: recorded once it answers, compared whenever the kubeconfig changes
         # (gpulab.kube.identity); every check below verifies it before it reads anything.
-        self.identity_command = identity_command(self.cluster, variant.capabilities.owns_cluster, child)
+        self.identity_command = identity_command(self.cluster, variant.spec.owns_cluster, child)
         self.identity = parse_json_stdout(self.identity_command.stdout, "gpulab.kube.identity record")
         # What the checks get: the kubeconfig carrying that identity, which each verifies first.
         self.check_kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
@@ -97,7 +97,7 @@ class Lab(pulumi.ComponentResource):
             # A cluster the lab owns and that was deleted by hand must not block `pulumi
             # destroy` (make destroy first confirms it is gone: ops.teardown). Never for a
             # cluster somebody else runs: unreachable there means "not now", not "gone".
-            delete_unreachable=variant.capabilities.owns_cluster,
+            delete_unreachable=variant.spec.owns_cluster,
             # Nothing touches the cluster before its identity is known to be the stack's own.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.identity_command]),
         )
@@ -116,7 +116,7 @@ class Lab(pulumi.ComponentResource):
                     chart=cfg.device_plugin_chart,
                     operator=cfg.operator,
                     runtime_class=cfg.smoke_runtime_class,
-                    device_list=variant.operator.device_list_strategy(cfg.operator),
+                    device_list=variant.spec.device_list_strategy(cfg.operator.nri_plugin),
                     release_after=tuple(self.cluster.release_after),
                     adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
                 ),
@@ -167,7 +167,7 @@ class Lab(pulumi.ComponentResource):
                 "gpu-operator",
                 GpuOperatorArgs(
                     operator=cfg.operator,
-                    variant=variant.operator,
+                    variant=variant.spec,
                     kubeconfig=self.check_kubeconfig,
                     device_plugin_owner=cfg.device_plugin_owner,
                     simulate_operands=cfg.simulated,
@@ -175,7 +175,7 @@ class Lab(pulumi.ComponentResource):
                     grace_seconds=cfg.gpu.grace_seconds,
                     profile=cfg.profile,
                     release_after=self.cluster.release_after,
-                    owns_cluster=variant.capabilities.owns_cluster,
+                    owns_cluster=variant.spec.owns_cluster,
                     adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
                 ),
                 provider=self.provider,
@@ -228,8 +228,8 @@ class Lab(pulumi.ComponentResource):
                     ),
                     host_gpu_uuids=_host_uuids(facts, expect.from_config),
                     cluster=cfg.cluster,
-                    device_list=variant.operator.device_list_strategy(cfg.operator),
-                    device_list_reason=variant.operator.device_list_reason or None,
+                    device_list=variant.spec.device_list_strategy(cfg.operator.nri_plugin),
+                    device_list_reason=variant.spec.device_list_reason or None,
                 ),
                 provider=self.provider,
                 # One GPU at a time on a one-GPU lab: after the smoke Pod is done with it.
@@ -276,7 +276,7 @@ class Lab(pulumi.ComponentResource):
                     quota=self.operator.allocatable_gpus,
                     namespace=cfg.fleet.namespace if cfg.fleet.per_node else names.WORKLOAD_NAMESPACE,
                     image=cfg.smoke_image,
-                    controller=variant.local.queue_controller(cfg.profile),
+                    controller=variant.spec.queue_controller_argv(cfg.profile),
                     simulated=cfg.simulated,
                     timeout_seconds=cfg.operator.timeout_seconds,
                     after=(last,),
@@ -319,7 +319,7 @@ class Lab(pulumi.ComponentResource):
             ],
             "kubeconfig": self.cluster.kubeconfig,
             "cluster_identity": self.identity,
-            "owns_cluster_flag": variant.capabilities.owns_cluster,
+            "owns_cluster_flag": variant.spec.owns_cluster,
             "host_is_cluster_flag": host_is_cluster,
             "host_gpu_count": config_gpus if config_gpus is not None else self._found_gpus(probe),
             "host_gpu_models": probe.gpu_models,
@@ -432,7 +432,7 @@ def _chart_components(cfg: LabConfig, variant: Variant) -> dict[str, bool | int 
     op = cfg.operator
     return {
         "nfd": op.nfd,
-        "deviceListStrategy": variant.operator.device_list_strategy(op),
+        "deviceListStrategy": variant.spec.device_list_strategy(op.nri_plugin),
         "timeSlicingReplicas": op.time_slicing_replicas,
         "timeSlicingRename": op.time_slicing_rename,
         "timeSlicingFailRequestsGreaterThanOne": op.time_slicing_fail_requests_greater_than_one,

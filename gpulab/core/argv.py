@@ -30,7 +30,7 @@ from gpulab.core.errors import GpuLabError
 INTERPRETER: Final = [".venv/bin/python", "-m", "gpulab.core.argv"]
 
 #: (module, subcommand) -> the step's stable name, for the lab's shared helpers; each
-#: variant names its own helper's steps (``Lifecycle.steps``).
+#: variant names its own helper's steps (``VariantSpec.steps``).
 STEPS: Final[dict[tuple[str, str], str]] = {
     ("gpulab.kube", "gate"): "operator-gate",
     ("gpulab.kube", "smoke"): "smoke-check",
@@ -72,7 +72,7 @@ def decode(text: str) -> list[str]:
 
 #: ``(module or tool, subcommand) -> step name or None``: the variants' steps, of their helper
 #: modules (``variants.kind.ctl``, ``up``) and of tools a program might run directly
-#: (``minikube``, ``start``: ``Lifecycle.direct_steps``).
+#: (``minikube``, ``start``: ``VariantSpec.direct_steps``).
 VariantSteps = Callable[[str, str], "str | None"]
 
 

@@ -90,7 +90,7 @@ def test_every_value_the_lab_sets_is_a_value_of_the_chart(chart: Path, raw: dict
     values = yaml.safe_load((chart / "values.yaml").read_text())
     templates = "".join(f.read_text() for f in (chart / "templates").glob("*.yaml"))
     cfg = parse_config(raw, env={})
-    lab = helm_values(cfg.operator, registry.get(cfg.cluster).operator)
+    lab = helm_values(cfg.operator, registry.get(cfg.cluster).spec)
     missing = [
         ".".join(p) for p in _paths(lab) if not _has(values, p) and f".Values.{'.'.join(p)} " not in templates
     ]
@@ -178,6 +178,6 @@ def test_device_plugin_device_list_strategies() -> None:
     assert names.DEVICE_LIST_ENVVAR == "envvar"
     for cluster in ("minikube", "kind", "k3s"):
         values = helm_values(
-            parse_config({"gpu-lab:cluster": cluster}, env={}).operator, registry.get(cluster).operator
+            parse_config({"gpu-lab:cluster": cluster}, env={}).operator, registry.get(cluster).spec
         )
         assert values["devicePlugin"]["env"] == [{"name": "DEVICE_LIST_STRATEGY", "value": "envvar"}]
