@@ -92,9 +92,24 @@ def test_lint_imports_passes_here_and_fails_on_a_cycle_or_a_floor_crossed(tmp_pa
     names = tmp_path / "gpulab" / "core" / "names.py"
     late = "\n\ndef _late() -> None:\n    from gpulab.verdict import checklist  # noqa\n"
     names.write_text(names.read_text() + late)
+    # One variant importing another: the variants' contract names none, and catches it.
+    kind = tmp_path / "variants" / "kind" / "settings.py"
+    kind.write_text(
+        kind.read_text() + "\n\ndef _other() -> None:\n    from variants.minikube import settings  # noqa\n"
+    )
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0
     assert "BROKEN" in broken.stdout and "gpulab.core.names -> gpulab.verdict.checklist" in broken.stdout
+    assert "variants.kind.settings -> variants.minikube.settings" in broken.stdout
+
+
+def test_the_import_contracts_name_no_variant() -> None:
+    """A new variant is its folder: the contracts cover ``variants.*`` without naming one."""
+    text = (ROOT / "pyproject.toml").read_text()
+    from variants.registry import NAMES
+
+    contracts = text[text.index("[tool.importlinter]") :]
+    assert not [n for n in NAMES if f"variants.{n}" in contracts]
 
 
 def test_the_test_sandboxes_copy_every_package_of_the_program() -> None:

@@ -82,7 +82,7 @@ def test_the_compute_pods_keys_are_simulated_where_the_smoke_pods_are() -> None:
 
 
 # --- the config seam: each variant parses and reads its own settings ------------------------
-#: The settings type of each variant (variants/<name>/settings.py).
+#: The settings type of the variants this module names (variants/<name>/settings.py).
 SETTINGS = {
     "minikube": MinikubeSettings,
     "kind": KindSettings,
@@ -92,8 +92,12 @@ SETTINGS = {
 }
 
 
-def test_every_variant_declares_its_settings_type() -> None:
-    assert set(SETTINGS) == set(registry.NAMES)
+@pytest.mark.parametrize("name", registry.NAMES)
+def test_every_variant_s_settings_type_is_its_own(name: str) -> None:
+    own = registry.get(name).spec.settings
+    assert issubclass(own, VariantSettings)
+    assert own is VariantSettings or own.__module__ == f"variants.{name}.settings"
+    assert SETTINGS.get(name, own) is own
 
 
 @pytest.mark.parametrize("name", ["minikube", "kind", "k3s", "sim"])
@@ -143,7 +147,6 @@ def test_each_variant_s_record_is_its_own(name: str) -> None:
     v = registry.get(name)
     assert isinstance(v.spec, VariantSpec) and v.name == v.spec.name == name
     assert v.spec.ctl == f"variants.{name}.ctl"
-    assert issubclass(v.spec.settings, VariantSettings) and v.spec.settings is SETTINGS[name]
 
 
 def test_a_variant_that_declares_nothing_gets_the_defaults() -> None:
