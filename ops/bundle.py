@@ -63,7 +63,7 @@ from ops.redact import Redactor
 from variants import base, registry
 from variants.registry import parse_config
 
-ROOT: Final = Path(__file__).resolve().parents[2]
+ROOT: Final = Path(__file__).resolve().parents[1]
 NAMESPACES: Final = ("gpu-operator", "default", "kube-system")
 #: Tool -> argv printing its version (the first lines are kept): the tools every lab may use;
 #: each variant adds its own (``VariantSpec.bundle_tools``: :func:`tool_versions`).

@@ -14,14 +14,17 @@ with its ``check`` (format and bounds, whichever variant is chosen) and ``resolv
 checks that apply when it is chosen, and the settings parsed). ``LabConfig.variant_settings``
 carries the chosen variant's; only that variant reads them (``LabConfig.settings``).
 
-No Pulumi, no I/O.
+No Pulumi, no I/O; a variant's policies are plain checks (:class:`CommandPolicy`), which the
+policy pack wraps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
+
+from gpulab.core.findings import Finding
 
 #: ``get(key)``: a config key's parsed value, or its default (Pulumi.yaml).
 Getter = Callable[[str], object]
@@ -67,6 +70,26 @@ class Tool:
 
     name: str
     fix: str
+
+
+@dataclass(frozen=True)
+class CommandPolicy:
+    """A policy a variant brings on the command of one of its steps (the policy pack runs it on
+    every ``command:local:Command`` of that step: policy/validators/variant_policies.py).
+
+    Attributes:
+        name: the policy's stable kebab-case name; description: its imperative sentence.
+        step: the step whose command it reads (one of the record's ``steps`` or ``direct_steps``).
+        check: ``(the Command's create: its JSON-encoded argv, the policy's settings) -> findings``
+            (gpulab.core.findings.Finding, one per item; not evaluated when unreadable).
+        properties: the policy's config schema (JSON schema by key; defaults = expected values).
+    """
+
+    name: str
+    description: str
+    step: str
+    check: Callable[[Sequence[str] | str, Mapping[str, Any]], list[Finding]]
+    properties: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 #: :attr:`VariantSpec.endpoint_fix` of a variant that declares none.
@@ -138,6 +161,8 @@ class VariantSpec:
         queue_controller: the helper's subcommands ``(start, stop)`` that run Kueue's controller
             as a process of the cluster (the sim), given ``--name`` and ``--workdir``; None: the
             chart's Pod runs it.
+        policies: its policies on its own steps' commands (:class:`CommandPolicy`), which the
+            policy pack runs beside its own.
     """
 
     name: str
@@ -168,6 +193,7 @@ class VariantSpec:
     endpoint_fix: str = DEFAULT_ENDPOINT_FIX
     start_or_delete_hint: str = "make the API server reachable"
     queue_controller: tuple[str, str] | None = None
+    policies: tuple[CommandPolicy, ...] = ()
 
     @property
     def ctl(self) -> str:

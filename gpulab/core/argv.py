@@ -76,6 +76,19 @@ def decode(text: str) -> list[str]:
 VariantSteps = Callable[[str, str], "str | None"]
 
 
+def command_argv(create: Sequence[str] | str | None) -> list[str] | None:
+    """A Command's argv: its create string decoded (:func:`decode`), or a list as is; None if
+    unreadable (the policies read commands this way)."""
+    if create is None:
+        return None
+    if isinstance(create, str):
+        try:
+            return decode(create)
+        except ArgvError:
+            return None
+    return [str(a) for a in create]
+
+
 def step_of(command: str | None, variant_steps: VariantSteps = lambda module, sub: None) -> str | None:
     """The step name of an encoded command (``"minikube-start"``), or None: :data:`STEPS` for the
     lab's shared helpers, else ``variant_steps`` for a ``variants.*`` helper module or a tool

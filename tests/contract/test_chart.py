@@ -163,7 +163,7 @@ def test_operator_facts_read_from_source() -> None:
     assert names.DEVICE_PLUGIN_DS == "nvidia-device-plugin-daemonset"
     assert names.DEVICE_LIST_STRATEGY_ENV == "DEVICE_LIST_STRATEGY"
     assert names.OPERATOR_NAMESPACE == names.OPERATOR_RELEASE == "gpu-operator"
-    from variants.k3s.ctl import RUNTIME_CLASS
+    from variants.k3s.node import RUNTIME_CLASS
 
     assert RUNTIME_CLASS == "nvidia"
 

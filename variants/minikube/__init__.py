@@ -3,7 +3,8 @@
 Folder: ``settings.py`` (its own config keys, ``cpus``, ``memoryMiB``, ``dockerSelfTest``:
 MinikubeSettings), ``component.py`` (MinikubeCluster), ``ctl.py`` (the helper the commands
 run: check-then-act ``minikube start``/``delete`` scoped to the profile), ``host.py``
-(Docker, resources and minikube version on this host).
+(Docker, resources and minikube version on this host), ``policies.py`` (its policies on the
+``minikube start`` it runs).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from variants.base import (
     run_quietly,
     started_record,
 )
-from variants.minikube import settings
+from variants.minikube import policies, settings
 from variants.minikube.settings import NO_CDI, MinikubeSettings
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ class Minikube(Variant):
         ),
         steps={"up": "minikube-start", "addon": "minikube-addon"},
         direct_steps={("minikube", "start"): "minikube-start", ("minikube", "addons"): "minikube-addon"},
+        policies=policies.POLICIES,  # on its minikube start: GPUs, driver, runtime, resources
     )
 
     def preflight(self, cfg: LabConfig) -> Sequence[Finding]:
