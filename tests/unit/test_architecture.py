@@ -234,3 +234,29 @@ def test_architecture_md_names_only_files_and_modules_that_exist() -> None:
 
     assert missing == [] and [m for m in sorted(modules) if not exists(m)] == []
     assert paths and modules  # the check reads what it should
+
+
+def _protocols(folder: str) -> list[str]:
+    """``path:Class`` of every class in ``folder`` that subclasses ``Protocol``."""
+    found = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                (isinstance(b, ast.Name) and b.id == "Protocol")
+                or (isinstance(b, ast.Attribute) and b.attr == "Protocol")
+                for b in node.bases
+            ):
+                found.append(f"{path.relative_to(ROOT)}:{node.name}")
+    return found
+
+
+def test_the_variant_seam_is_declared_once() -> None:
+    """The variant's record is gpulab.config.variant.VariantSpec, and no layer below the
+    variants mirrors the seam as a protocol of its own: config parsing and the components take
+    the record (a protocol there would be a second declaration)."""
+    from gpulab.config.variant import VariantSpec
+    from variants.base import Variant
+
+    assert Variant.__annotations__["spec"] in ("ClassVar[VariantSpec]", VariantSpec)
+    assert _protocols("gpulab/config") == [] and _protocols("components") == []
+    assert _protocols("program") == [] and _protocols("ops") == []
