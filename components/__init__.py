@@ -4,8 +4,8 @@
 (what a cluster yields, and the command-made clusters' shape), :mod:`~components.host_probe`,
 :mod:`~components.gpu_operator`, :mod:`~components.smoke`, :mod:`~components.compute`,
 :mod:`~components.dcgm` and :mod:`~components.benchmark`. A component that needs something of
-the variant declares it as a protocol over one facet (``gpu_operator.OperatorVariant``: the
-operator facet) and gets that facet passed in.
+the variant takes its record (gpulab.config.variant.VariantSpec: data, declared once below
+here), or the one value of it it needs, passed in; none declares a protocol of its own.
 
 May import: ``gpulab`` (not :mod:`ops`). Never ``variants`` or ``program`` (above it).
 """

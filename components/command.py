@@ -260,7 +260,7 @@ class GpuPodArgs:
             ``shared``, ``mig``), ``host_gpu_uuids`` the host's GPU UUIDs (empty: not known),
             ``cluster`` the variant, ``device_list`` the device plugin's
             ``DEVICE_LIST_STRATEGY`` the lab set and ``device_list_reason`` why the variant
-            needs it (``OperatorNeeds.device_list_reason``): what the compute check compares the GPUs
+            needs it (``VariantSpec.device_list_reason``): what the compute check compares the GPUs
             each container saw with, and names in its diagnosis.
     """
 

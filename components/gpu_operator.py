@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -35,6 +35,7 @@ from components.namespace import lab_namespace
 from gpulab.config import mig, time_slicing
 from gpulab.config.lab import OperatorConfig
 from gpulab.config.mig import Expected
+from gpulab.config.variant import VariantSpec
 from gpulab.core import names
 from gpulab.kube.client import KUBECONFIG_ENV
 
@@ -46,23 +47,14 @@ SIMULATED_ANNOTATION = names.SIMULATED_ANNOTATION
 DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 
 
-class OperatorVariant(Protocol):
-    """What the operator component asks of the cluster variant: its operator facet
-    (``variants.base.OperatorNeeds`` answers it; the edge passes the chosen variant's in).
-    Whether the lab owns the cluster rides in :class:`GpuOperatorArgs` as a plain fact."""
-
-    def helm_values(self, values: dict[str, Any], op: OperatorConfig) -> None: ...
-    def device_list_strategy(self, op: OperatorConfig) -> str | None: ...
-
-
-def helm_values(op: OperatorConfig, variant: OperatorVariant) -> dict[str, Any]:
+def helm_values(op: OperatorConfig, variant: VariantSpec) -> dict[str, Any]:
     """The chart values the lab sets (everything else is the chart's default).
 
-    ``driver.enabled`` is always false: the host provides the driver. The ``variant``
-    adjusts them to its node runtime (``OperatorNeeds.helm_values``: kind keeps
-    the operator's toolkit off; k3s points the toolkit at k3s's containerd, or enables the
-    NRI plugin) and names the device plugin's ``DEVICE_LIST_STRATEGY`` its node runtime honours
-    (``OperatorNeeds.device_list_strategy``: ``envvar`` on minikube, kind and k3s). With
+    ``driver.enabled`` is always false: the host provides the driver. The ``variant``'s record
+    fits them to its node runtime: the toolkit's environment when it is on
+    (``VariantSpec.toolkit_env``: k3s points it at k3s's containerd), and the device plugin's
+    ``DEVICE_LIST_STRATEGY`` its node runtime honours (``VariantSpec.device_list_strategy``:
+    ``envvar`` on minikube, kind and k3s); ``k3sNriPlugin`` turns on the operator's NRI plugin. With
     ``time_slicing_replicas > 1`` the device plugin gets a time-slicing config, so
     allocatable becomes physical GPUs x replicas. An operand image pinned in config
     (``op.operand_images``) sets ``<operand>.repository/image/version``.
@@ -79,12 +71,16 @@ def helm_values(op: OperatorConfig, variant: OperatorVariant) -> dict[str, Any]:
         # chart's own default is single, not the lab's none.
         "mig": {"strategy": op.mig_strategy},
     }
-    # The node runtime's needs (kind: toolkit off; k3s: its containerd, or the NRI plugin).
-    variant.helm_values(values, op)
-    strategy = variant.device_list_strategy(op)
+    if op.toolkit and variant.toolkit_env:
+        # The node runtime's containerd where it is the distribution's own (k3s).
+        values["toolkit"]["env"] = [{"name": k, "value": v} for k, v in variant.toolkit_env]
+    if op.nri_plugin:
+        # GPUs injected by the operator's NRI plugin (containerd >= 2.1), no runtime class.
+        values["cdi"]["nriPluginEnabled"] = True
+    strategy = variant.device_list_strategy(op.nri_plugin)
     if strategy:
         # How allocated GPUs reach the container, as the node's runtime reads them
-        # (OperatorNeeds.device_list_reason). The ClusterPolicy sets devicePlugin.env after its CDI
+        # (VariantSpec.device_list_reason). The ClusterPolicy sets devicePlugin.env after its CDI
         # transform (NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go), so this wins.
         values["devicePlugin"]["env"] = [{"name": names.DEVICE_LIST_STRATEGY_ENV, "value": strategy}]
     for pinned in op.operand_images:
@@ -156,7 +152,7 @@ def crd_check_args(op: OperatorConfig, owns_cluster: bool, values_json: str = "{
     ]
 
 
-def operator_components(op: OperatorConfig, variant: OperatorVariant) -> dict[str, Any]:
+def operator_components(op: OperatorConfig, variant: VariantSpec) -> dict[str, Any]:
     """The ``operatorComponents`` output: each operand on or off (``driver`` always off), the
     device list strategy the variant sets (None: the chart's choice) and the time-slicing
     settings (``timeSlicingReplicas``: int >= 1, read by gpulab.core.outputs.LabOutputs)."""
@@ -168,7 +164,7 @@ def operator_components(op: OperatorConfig, variant: OperatorVariant) -> dict[st
         "nfd": op.nfd,
         "cdi": op.cdi,
         # How allocated GPUs reach a container (None: the chart's choice).
-        "deviceListStrategy": variant.device_list_strategy(op),
+        "deviceListStrategy": variant.device_list_strategy(op.nri_plugin),
         "timeSlicingReplicas": op.time_slicing_replicas,
         "timeSlicingRename": op.time_slicing_rename,
         "timeSlicingFailRequestsGreaterThanOne": op.time_slicing_fail_requests_greater_than_one,
@@ -181,8 +177,8 @@ class GpuOperatorArgs:
 
     Attributes:
         operator: chart settings (gpulab.config.lab.OperatorConfig).
-        variant: the operator facet of the cluster variant the chart goes into
-            (:class:`OperatorVariant`).
+        variant: the record of the cluster variant the chart goes into
+            (gpulab.config.variant.VariantSpec).
         kubeconfig: the cluster's kubeconfig (secret), for the gate.
         device_plugin_owner: ``"operator"`` or ``"minikube-addon"``; decides which
             DaemonSet the gate waits for.
@@ -194,14 +190,14 @@ class GpuOperatorArgs:
         profile: the cluster's profile name, named in the diagnosis' fixes.
         release_after: resources that must exist before the release is installed and
             outlive it on destroy (an existing cluster's CRD census and clean-up).
-        owns_cluster: the lab creates and deletes the cluster (``Capabilities.owns_cluster``):
+        owns_cluster: the lab creates and deletes the cluster (``VariantSpec.owns_cluster``):
             the chart's CRDs of another version may be upgraded there.
         adopted_namespaces: namespaces named in ``adoptExisting`` (gpulab.config.adopt): the
             operator's is patched, not created, when it is one of them.
     """
 
     operator: OperatorConfig
-    variant: OperatorVariant
+    variant: VariantSpec
     kubeconfig: pulumi.Input[str]
     device_plugin_owner: str = "operator"
     simulate_operands: bool = False
@@ -337,7 +333,7 @@ class GpuOperator(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=after or None)),
         )
 
-    def _outputs(self, op: OperatorConfig, variant: OperatorVariant, facts: pulumi.Output[Any]) -> None:
+    def _outputs(self, op: OperatorConfig, variant: VariantSpec, facts: pulumi.Output[Any]) -> None:
         """The component's outputs: the chart's settings and what the gate read (``facts``)."""
         self.chart_version = pulumi.Output.from_input(op.chart_version)
         self.chart_source = pulumi.Output.from_input(chart_source(op))

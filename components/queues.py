@@ -9,7 +9,7 @@ Children:
   directory, offline) with gpulab.config.queues.chart_values; its CRDs are templates of the chart
   (templates/crd/), so uninstalling the release removes them. ``skip_await``: readiness is the
   controller's (below).
-* Where the variant runs Kueue's controller itself (``Lifecycle.queue_controller``: the sim, a
+* Where the variant runs Kueue's controller itself (``VariantSpec.queue_controller``: the sim, a
   process of its cluster), the command that starts it and waits until the API server reaches its
   webhooks, and stops it on destroy (after the queue objects are gone: they depend on it).
 * ResourceFlavor ``gpu-lab-gpu`` (the GPU nodes: ``nvidia.com/gpu.present=true``), ClusterQueue

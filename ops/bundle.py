@@ -44,7 +44,7 @@ import platform
 import sys
 import tarfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -60,13 +60,13 @@ from gpulab.host.preflight import PreflightError
 from gpulab.host.probe import probe_capture, probe_nvidia_smi
 from gpulab.kube.client import is_transient, load_clients, ping
 from ops.redact import Redactor
-from variants import registry
+from variants import base, registry
 from variants.registry import parse_config
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 NAMESPACES: Final = ("gpu-operator", "default", "kube-system")
 #: Tool -> argv printing its version (the first lines are kept): the tools every lab may use;
-#: each variant adds its own (``HostNeeds.bundle_tools``: :func:`tool_versions`).
+#: each variant adds its own (``VariantSpec.bundle_tools``: :func:`tool_versions`).
 TOOLS: Final[dict[str, list[str]]] = {
     "kubectl": ["kubectl", "version", "--client"],
     "helm": ["helm", "version", "--short"],
@@ -81,7 +81,7 @@ def tool_versions() -> dict[str, list[str]]:
     ``bundle_tools`` in registry order (a bundle may be asked about any lab's tools)."""
     found = {name: list(argv) for name, argv in TOOLS.items()}
     for variant in registry.REGISTRY.values():
-        for name, argv in variant.host.bundle_tools.items():
+        for name, argv in variant.spec.bundle_tools.items():
             found.setdefault(name, list(argv))
     return found
 
@@ -360,8 +360,8 @@ def read_host(stack: Stack, bundle: Bundle) -> None:
     findings = bundle.attempt(
         "host: preflight",
         lambda: [
-            *registry.get(cfg.cluster).host.missing_tools(),
-            *registry.get(cfg.cluster).host.host_findings(cfg),
+            *base.missing_tools(registry.get(cfg.cluster).spec),
+            *registry.get(cfg.cluster).preflight(cfg),
         ],
     )
     if findings is not None:
@@ -439,21 +439,21 @@ def collect(stack_name: str, log_lines: int = 200) -> tuple[Bundle, Redactor]:
 
 def read_local(stack: Stack, bundle: Bundle, lines: int = 200) -> None:
     """What this machine says about the cluster whatever the API server does (``local/``):
-    the variant's status line (``Lifecycle.local_status``: the sim lab's processes, why its
-    supervisor took it down) and the last lines of its own log files (``Lifecycle.local_files``:
-    the sim control plane's component logs)."""
+    the variant's status line (``Variant.status``'s ``note``: the sim lab's processes, why its
+    supervisor took it down) and the last lines of its own log files (its ``files``: the sim
+    control plane's component logs)."""
     config = bundle.attempt("local: stack config", lambda: stack.json("config", "--json"))
     raw = {k: str(v["value"]) for k, v in (config or {}).items() if isinstance(v, dict) and "value" in v}
     cfg = bundle.attempt("local: config", lambda: parse_config(raw))
     if cfg is None:
         return
     variant = registry.get(cfg.cluster)
-    status = bundle.attempt("local: status", lambda: variant.local.local_status(cfg.profile, ROOT))
-    if status:
-        bundle.files["local/status.txt"] = status + "\n"
-    files: dict[str, Path] = (
-        bundle.attempt("local: files", lambda: variant.local.local_files(cfg.profile, ROOT)) or {}
-    )
+    status = bundle.attempt("local: status", lambda: variant.status(cfg.profile, ROOT))
+    if status is None:
+        return
+    if status.note:
+        bundle.files["local/status.txt"] = status.note + "\n"
+    files: Mapping[str, Path] = status.files
     for name, path in files.items():
         text = bundle.attempt(f"local: {name}", partial(path.read_text, encoding="utf-8", errors="replace"))
         if text is not None:

@@ -7,9 +7,9 @@ same (the same ``kube-system`` UID): a minikube restart publishes the API server
 host port, a kubeconfig is rewritten to another address of the same server. ``make lab``,
 ``make verify`` (ops.repair, the liveness check) and ``make destroy``
 (ops.teardown) ask the variant where its cluster answers now
-(``Lifecycle.live_kubeconfig``: what a fresh read would give) and, when that is another
+(``Variant.kubeconfig``: what a fresh read would give) and, when that is another
 endpoint of the recorded cluster, name the value, both endpoints and the variant's fix
-(``Lifecycle.moved_fix``), and change nothing.
+(``VariantSpec.moved_fix``), and change nothing.
 
 Another cluster at the variant's address is not decided here: the stack's own kubeconfig
 is compared with the recorded identity (gpulab.kube.identity), and the ``cluster-identity``
@@ -58,7 +58,7 @@ def moved(
         return None
     try:
         before = identity.Identity.from_json(recorded)
-        live_kubeconfig = variant.local.live_kubeconfig(profile, root, get)
+        live_kubeconfig = variant.kubeconfig(profile, root, get)
         if not live_kubeconfig:
             return None
         server, _ = identity.from_kubeconfig(live_kubeconfig)
@@ -70,7 +70,7 @@ def moved(
     if not before.moved(live):
         return None
     return identity.EndpointChangedError(
-        before, live, variant.local.moved_fix(profile, stack, before.server, live.server)
+        before, live, variant.spec.moved_fix(profile, stack, before.server, live.server)
     )
 
 

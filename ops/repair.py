@@ -34,7 +34,7 @@ printed (``GPULAB_STACK=<stack> make repair YES=1``).
 The liveness check (``alive``) of ``make lab`` and ``make verify``: the cluster the stack
 recorded (its ``clusterIdentity``) answers, is ready, and is that cluster; otherwise it says
 which component did not answer, or names both clusters, and prints the fix. And it answers
-where the stack recorded it: when the variant's own read (``Lifecycle.live_kubeconfig``)
+where the stack recorded it: when the variant's own read (``Variant.kubeconfig``)
 finds the recorded cluster at another API server endpoint, both endpoints and the variant's
 fix are named and nothing runs (ops.endpoint).
 
@@ -395,7 +395,7 @@ def alive(stack: Stack, action: str) -> str | None:
                 f"the stack's objects are in the recorded cluster, which this kubeconfig no longer "
                 f"reaches; remove the stack's records without touching either cluster with "
                 f"`{env} make destroy FORGET=1`, then `{env} make lab`",
-                variant.local.moved_fix(profile, stack.name, before.server, now.server),
+                variant.spec.moved_fix(profile, stack.name, before.server, now.server),
             )
     except identity.IdentityMismatchError as exc:
         return f"the {stack.name} lab's kubeconfig reaches another cluster: {exc}"
@@ -406,14 +406,13 @@ def alive(stack: Stack, action: str) -> str | None:
         if moved is not None:
             return f"the {stack.name} lab's cluster no longer answers at the recorded address: {moved}"
         why = str(exc).splitlines()[0]
-        local = variant.local.local_status(profile, stack.root)
-        if local:
-            why = f"{why}; {local}"
-        if variant.capabilities.owns_cluster:
+        status = variant.status(profile, stack.root)
+        if status.note:
+            why = f"{why}; {status.note}"
+        if variant.spec.owns_cluster:
             fix = f"rebuild it: `{env} make destroy && {env} make lab`"
-            gone, _ = variant.local.gone(profile, stack.root)
-            if gone is False:  # present, only not answering: the variant says what else to do
-                fix += f" (the cluster still exists: {variant.local.start_or_delete_hint(profile)})"
+            if status.gone is False:  # present, only not answering: the variant says what else to do
+                fix += f" (the cluster still exists: {variant.spec.hint(profile)})"
         else:
             fix = (
                 "make it answer again and rerun, or drop the release from the stack's state (it stays "

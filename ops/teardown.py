@@ -23,7 +23,7 @@ leaves it running. ``make destroy`` therefore runs, around ``pulumi destroy``:
      (ops.endpoint): as below, the message naming both addresses and the fix;
    * it does not answer (down, stopped, etcd frozen) and the lab owns it: the stack's
      Kubernetes resources are removed from the state (``stack import``), with what the
-     variant can tell (``Lifecycle.gone``, ``Lifecycle.local_status``) and the count printed;
+     variant can tell (``Variant.status``) and the count printed;
      ``pulumi destroy`` then runs the cluster's own delete command, which removes it whole;
    * the lab does not own it (``existing``), or the kubeconfig reaches **another** cluster:
      nothing is touched, the message names the cause (both clusters), and ``--forget``
@@ -31,7 +31,7 @@ leaves it running. ``make destroy`` therefore runs, around ``pulumi destroy``:
      touching any cluster.
 
 ``python -m ops.teardown --stack S --after`` (after a destroy that succeeded, and when there
-is no stack at all): the variant's own record of what it started (``Lifecycle.leftover``: the
+is no stack at all): the variant's own record of what it started (``Variant.delete``: the
 sim cluster's directory) is removed with the variant's delete command, and it says so; and
 the private temporary directories of runs that are gone (``.state/tmp``, where the Kubernetes
 provider writes its kubeconfig files: scripts/pulumi) are removed.
@@ -62,6 +62,7 @@ from gpulab.kube import identity
 from gpulab.kube.client import load_clients, ping
 from ops import endpoint, repair, stackstate
 from variants import registry
+from variants.base import Status
 
 #: Resource types the prune removes: Kubernetes objects, not the provider itself.
 K8S_PREFIX: Final = "kubernetes:"
@@ -140,7 +141,7 @@ def plan(
             f"touching either cluster with {forget_fix}; what the lab put in the recorded cluster "
             "(the gpu-operator release) stays there"
         )
-    if verdict == SILENT and not variant.capabilities.owns_cluster and not forget:
+    if verdict == SILENT and not variant.spec.owns_cluster and not forget:
         raise TeardownError(
             f"the {kind} cluster does not answer ({detail}); the lab does not own it, so it cannot "
             f"remove the gpu-operator release from it now.\n  fix: make the cluster answer and run "
@@ -150,11 +151,16 @@ def plan(
     new, removed = prune_kubernetes(deployment)
     if verdict == ANOTHER:
         return new, removed, f"forgetting the recorded cluster ({detail})"
-    if forget and not variant.capabilities.owns_cluster:
+    if forget and not variant.spec.owns_cluster:
         return new, removed, f"forgetting the {kind} cluster that does not answer ({detail})"
     is_gone, evidence = gone()
     state = "is gone" if is_gone else "does not answer"
     return new, removed, f"the {kind} cluster {profile!r} {state} ({evidence}; {detail})"
+
+
+def _gone(status: Status) -> tuple[bool | None, str]:
+    """``(gone?, evidence)`` of the variant's status (:func:`plan`'s ``gone``)."""
+    return status.gone, status.evidence
 
 
 def ask_cluster(deployment: Mapping[str, Any], kubeconfig: str | None) -> tuple[str, str]:
@@ -226,7 +232,7 @@ def before(stack: repair.Stack, root: Path, forget: bool) -> int:
         profile,
         deployment,
         ask,
-        lambda: registry.get(kind).local.gone(profile, root),
+        lambda: _gone(registry.get(kind).status(profile, root)),
         forget=forget,
         stack=stack.name,
     )
@@ -248,7 +254,7 @@ def after(stack: repair.Stack, root: Path) -> int:
     """The variant's own leftovers and the engine's temporary files (module docstring)."""
     kind, profile = _profile_of(stack, root)
     code = 0
-    left = registry.get(kind).local.leftover(profile, root)
+    left = registry.get(kind).delete(profile, root)
     if left is not None:
         argv, what = left
         argv = [sys.executable if argv[0] == "python" else argv[0], *argv[1:]]

@@ -6,7 +6,14 @@ The engine sends it in ``Analyzer.ConfigureStack`` (``AnalyzerStackConfigureRequ
 ``pkg/resource/plugin/analyzer_plugin.go`` in pulumi v3.274. pulumi-policy 1.21 receives
 the request and keeps only the stack tags, and because the engine starts a Python pack
 through the language host's ``RunPlugin`` it also sets no ``PULUMI_CONFIG`` /
-``PULUMI_DRY_RUN`` environment for it. Two policies need that information:
+``PULUMI_DRY_RUN`` environment for it. Its public API has no other way in: a policy is given
+``ResourceValidationArgs`` / ``StackValidationArgs`` (the resource or the stack's resources,
+``stack_tags``, and ``get_config()``, which is the pack's own policy config, not the stack's),
+and its runtime settings (``pulumi.runtime.is_dry_run``) are configured only from that absent
+environment (pulumi_policy 1.21.0 policy.py: ``ConfigureStack`` stores ``request.tags`` and
+nothing else; ``_configure_runtime_settings``). So the one private name below stays until the
+SDK exposes the request (tests/unit/policy/test_stack_context.py fails when it does). Two
+policies need that information:
 
 * ``no-plaintext-secrets`` must know which config values are secret;
 * the checklist's stack policies must know whether this is a preview ("not evaluated:

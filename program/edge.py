@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
@@ -21,7 +22,8 @@ from components import benchmark
 from gpulab.config import device_plugin as plugin_config
 from gpulab.config import dra as dra_config
 from gpulab.config import mig
-from gpulab.config.lab import ConfigError, LabConfig
+from gpulab.config.lab import ConfigError, LabConfig, getter
+from gpulab.config.variant import Getter
 from gpulab.core import names
 from gpulab.core.findings import Finding
 from gpulab.host import preflight
@@ -31,8 +33,12 @@ from gpulab.host.probe import probe_capture, probe_host, with_node_runtime
 from gpulab.kube import takeover
 from gpulab.kube.client import load_clients
 from gpulab.kube.takeover import Planned
+from variants import base
 from variants.base import Variant
 from variants.registry import parse_config
+
+#: The project directory (where the variants' helpers keep their files, ``.state/``).
+ROOT: Final = Path(__file__).resolve().parents[1]
 
 #: What the program says when SIGINT stops it, in place of a Python traceback.
 INTERRUPTED: Final = (
@@ -62,6 +68,12 @@ def stop_quietly_on_interrupt() -> None:
     nothing else: the program would end all the same, and the engine has its own record.
     """
     signal.signal(signal.SIGINT, _stop_quietly)
+
+
+def stack_config() -> Getter:
+    """The stack's ``gpu-lab:*`` config as read, each key's value or its default (Pulumi.yaml):
+    what a variant's verbs read (gpulab.config.lab.getter)."""
+    return getter({k: str(v) for k, v in dict(CONFIG.get()).items()})
 
 
 def load_config() -> LabConfig:
@@ -154,7 +166,7 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None, variant: Variant
     """
     if cfg.host_probe == "off":
         return
-    failed: list[Finding] = variant.host.missing_tools()
+    failed: list[Finding] = base.missing_tools(variant.spec)
     plugin = cfg.device_plugin_chart
     if cfg.fleet.device_plugin and plugin.path is None:  # NVIDIA's device plugin chart alone
         failed += chart_findings(
@@ -175,7 +187,7 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None, variant: Variant
             )
     elif cfg.operator.chart_path is None and not cfg.fleet.per_node:  # found: no chart at all
         failed += chart_findings(cfg.operator.chart_repo, cfg.operator.chart_version)
-    failed += [f for f in variant.host.host_findings(cfg) if not f.ok]
+    failed += [f for f in variant.preflight(cfg) if not f.ok]
     if failed:
         raise PreflightError(failed)
 
@@ -199,7 +211,7 @@ def probe_and_preflight(cfg: LabConfig, variant: Variant) -> HostFacts | None:
             facts = probe_host()
             # The node below NVML where this host is the node (a cluster the lab makes here);
             # an existing cluster's nodes are other machines (gpulab.host.node_runtime).
-            if variant.capabilities.owns_cluster:
+            if variant.spec.owns_cluster:
                 facts = with_node_runtime(facts)
         elif mode == "capture":
             facts = probe_capture(cfg.effective_capture)
@@ -259,15 +271,21 @@ def planned_objects(cfg: LabConfig) -> list[Planned]:
     return planned
 
 
-def takeover_failures(cfg: LabConfig, variant: Variant, read: Any = None) -> list[Finding]:
+def takeover_failures(
+    cfg: LabConfig, variant: Variant, read: Any = None, get: Getter | None = None
+) -> list[Finding]:
     """Failed findings for every object of :func:`planned_objects` that exists on a cluster the
     lab does not own and is not the lab's, and for every ``adoptExisting`` item that cannot be
     adopted (gpulab.kube.takeover.conflicts); ``[]`` where the lab makes its cluster
-    (``variant.local.foreign_kubeconfig``). ``read(api, planned)``: the reader (default
+    (``VariantSpec.owns_cluster``: nothing of anyone else's is in it). The cluster is read with
+    the variant's kubeconfig (``Variant.kubeconfig``; ``get`` reads the stack's config, default
+    :func:`stack_config`). ``read(api, planned)``: the reader (default
     gpulab.kube.takeover.read), injectable for tests. A cluster that cannot be read is a failed
     finding too: nothing may be created on it unchecked."""
+    if variant.spec.owns_cluster:
+        return []
     try:
-        kubeconfig = variant.local.foreign_kubeconfig(cfg)
+        kubeconfig = variant.kubeconfig(cfg.profile, ROOT, get or stack_config())
         if kubeconfig is None:
             return []
         api = load_clients(kubeconfig)
@@ -343,4 +361,4 @@ def mig_failures(cfg: LabConfig, facts: HostFacts | None, variant: Variant) -> l
 def simulated_fields(cfg: LabConfig, variant: Variant) -> list[str]:
     """Output keys whose values are simulated in this lab (empty for a real GPU lab): the
     variant decides (variants/<name>/)."""
-    return variant.config.simulated_fields(cfg)
+    return list(variant.spec.simulated_fields) if cfg.simulated else []

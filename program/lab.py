@@ -80,10 +80,10 @@ class Lab(pulumi.ComponentResource):
         self.run_at = datetime.now(UTC).isoformat(timespec="seconds")
         cfg, facts, variant = args.config, args.facts, args.variant
         self.probe = HostProbe("host", mode=cfg.effective_host_probe, facts=facts, opts=self._child())
-        self.cluster = variant.cluster(cfg, self._child())
+        self.cluster = variant.create(cfg, self._child())
         expect = variant.gpu_expectation(cfg, facts)
-        self._identify(variant.capabilities.owns_cluster)
-        self.provider = self._kubernetes_provider(variant.capabilities.owns_cluster)
+        self._identify(variant.spec.owns_cluster)
+        self.provider = self._kubernetes_provider(variant.spec.owns_cluster)
         self.mig_plan = self._mig_plan(cfg, facts, expect)
         self.device_plugin = self._device_plugin_chart(cfg, variant)
         self.operator = self._gpu_stack(cfg, variant)
@@ -158,7 +158,7 @@ class Lab(pulumi.ComponentResource):
                 chart=cfg.device_plugin_chart,
                 operator=cfg.operator,
                 runtime_class=cfg.smoke_runtime_class,
-                device_list=variant.operator.device_list_strategy(cfg.operator),
+                device_list=variant.spec.device_list_strategy(cfg.operator.nri_plugin),
                 release_after=tuple(self.cluster.release_after),
                 adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
             ),
@@ -195,7 +195,7 @@ class Lab(pulumi.ComponentResource):
             "gpu-operator",
             GpuOperatorArgs(
                 operator=cfg.operator,
-                variant=variant.operator,
+                variant=variant.spec,
                 kubeconfig=self.check_kubeconfig,
                 device_plugin_owner=cfg.device_plugin_owner,
                 simulate_operands=cfg.simulated,
@@ -203,7 +203,7 @@ class Lab(pulumi.ComponentResource):
                 grace_seconds=cfg.gpu.grace_seconds,
                 profile=cfg.profile,
                 release_after=self.cluster.release_after,
-                owns_cluster=variant.capabilities.owns_cluster,
+                owns_cluster=variant.spec.owns_cluster,
                 adopted_namespaces=adopt.namespaces(cfg.adopt_existing),
             ),
             provider=self.provider,
@@ -281,8 +281,8 @@ class Lab(pulumi.ComponentResource):
                 unit=gpu_isolation.unit_for(self.mig_plan.smoke_resource, cfg.operator.time_slicing_replicas),
                 host_gpu_uuids=host_uuids,
                 cluster=cfg.cluster,
-                device_list=variant.operator.device_list_strategy(cfg.operator),
-                device_list_reason=variant.operator.device_list_reason or None,
+                device_list=variant.spec.device_list_strategy(cfg.operator.nri_plugin),
+                device_list_reason=variant.spec.device_list_reason or None,
             ),
             provider=self.provider,
             # One GPU at a time on a one-GPU lab: after the smoke Pod is done with it.
@@ -335,7 +335,7 @@ class Lab(pulumi.ComponentResource):
                 quota=self.operator.allocatable_gpus,
                 namespace=cfg.fleet.namespace if cfg.fleet.per_node else names.WORKLOAD_NAMESPACE,
                 image=cfg.smoke_image,
-                controller=variant.local.queue_controller(cfg.profile),
+                controller=variant.spec.queue_controller_argv(cfg.profile),
                 simulated=cfg.simulated,
                 timeout_seconds=cfg.operator.timeout_seconds,
                 after=(last,),
@@ -370,7 +370,7 @@ class Lab(pulumi.ComponentResource):
             ],
             "kubeconfig": self.cluster.kubeconfig,
             "cluster_identity": self.identity,
-            "owns_cluster_flag": variant.capabilities.owns_cluster,
+            "owns_cluster_flag": variant.spec.owns_cluster,
             "host_is_cluster_flag": host_is_cluster,
             "host_gpu_count": config_gpus if config_gpus is not None else self._found_gpus(probe),
             "host_gpu_models": probe.gpu_models,
@@ -483,7 +483,7 @@ def _chart_components(cfg: LabConfig, variant: Variant) -> dict[str, bool | int 
     op = cfg.operator
     return {
         "nfd": op.nfd,
-        "deviceListStrategy": variant.operator.device_list_strategy(op),
+        "deviceListStrategy": variant.spec.device_list_strategy(op.nri_plugin),
         "timeSlicingReplicas": op.time_slicing_replicas,
         "timeSlicingRename": op.time_slicing_rename,
         "timeSlicingFailRequestsGreaterThanOne": op.time_slicing_fail_requests_greater_than_one,

@@ -38,12 +38,12 @@ def get(name: str) -> Variant:
 
 def step_of_module(module: str, subcommand: str) -> str | None:
     """The step name of ``python -m <module> <subcommand>`` when it is a variant's helper, or
-    of ``<tool> <subcommand>`` run directly when a variant names it (``Lifecycle.direct_steps``)."""
+    of ``<tool> <subcommand>`` run directly when a variant names it (``VariantSpec.direct_steps``)."""
     for v in REGISTRY.values():
-        if module == v.local.ctl:
-            return v.local.steps.get(subcommand)
+        if module == v.spec.ctl:
+            return v.spec.steps.get(subcommand)
     for v in REGISTRY.values():
-        step = v.local.direct_steps.get((module, subcommand))
+        step = v.spec.direct_steps.get((module, subcommand))
         if step:
             return step
     return None
@@ -56,9 +56,9 @@ def step_of(command: str | None) -> str | None:
 
 
 def parse_config(raw: Mapping[str, str], env: Mapping[str, str] | None = None) -> lab.LabConfig:
-    """:func:`gpulab.config.lab.parse_config` with every variant of the registry.
+    """:func:`gpulab.config.lab.parse_config` with every variant's record (``spec``) of the registry.
 
     Raises:
         gpulab.config.lab.ConfigError: every problem at once.
     """
-    return lab.parse_config(raw, REGISTRY.values(), env)
+    return lab.parse_config(raw, [v.spec for v in REGISTRY.values()], env)

@@ -7,11 +7,12 @@ program calls it before registering any resource, so a bad value never leaves a 
 lab. Defaults live here only; ``Pulumi.yaml`` documents the same keys and defaults, and a
 unit test keeps the two in step.
 
-No Pulumi import here: this module is tested without the engine. The variants' own keys are
-checked by the variants passed in (:class:`VariantRules`: ``variants.registry.parse_config``
-passes them all), and the chosen one parses its own settings (``variants/<name>/settings.py``),
-which :class:`LabConfig` carries as one field, :attr:`LabConfig.variant_settings`, without
-reading it; this module knows no variant by name, nor any variant's keys.
+No Pulumi import here: this module is tested without the engine. The variants are passed in
+as their records (gpulab.config.variant.VariantSpec: ``variants.registry.parse_config`` passes
+them all); each record's settings type checks its own keys, and the chosen one's resolves its
+settings (``variants/<name>/settings.py``), which :class:`LabConfig` carries as one field,
+:attr:`LabConfig.variant_settings`, without reading it; this module knows no variant by name,
+nor any variant's keys.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Final, Protocol, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
 
 from gpulab.config import adopt, operand_images, schema
 from gpulab.config import device_plugin as plugin_config
@@ -29,6 +30,7 @@ from gpulab.config import fleet as fleet_config
 from gpulab.config import gpus as gpu_config
 from gpulab.config import queues as queue_config
 from gpulab.config import time_slicing as slicing
+from gpulab.config.variant import NO_SETTINGS, Getter, VariantSettings, VariantSpec
 from gpulab.core.errors import GpuLabError
 from gpulab.core.names import DEFAULT_COMPUTE_IMAGE, DEFAULT_PROBE_IMAGE, PROJECT
 
@@ -80,7 +82,7 @@ class OperatorConfig:
     ``toolkit.enabled``, ``devicePlugin.enabled``, ``dcgmExporter.enabled``, ``nfd.enabled``
     and ``cdi.enabled``; ``driver.enabled`` is always false (the host provides the driver).
     ``toolkit`` is the variant's decision on ``gpu-lab:toolkit`` (``auto``: off where the
-    node's runtime already injects GPUs, minikube and kind; see ``OperatorNeeds.operator_toolkit``).
+    node's runtime already injects GPUs, minikube and kind; see ``VariantSpec.toolkit``).
     ``operand_images``: the operand images pinned in config (gpulab.config.operand_images), each
     mapped to the chart's ``<operand>.repository/image/version``.
     """
@@ -94,7 +96,7 @@ class OperatorConfig:
     dcgm_exporter: bool = schema.default("dcgmExporter")
     nfd: bool = schema.default("nfd")
     #: Off for the default cluster, minikube: its node runtime reads no CDI (the variant
-    #: decides from ``gpu-lab:cdi``, default ``auto``: ``OperatorNeeds.operator_cdi``; the chart's
+    #: decides from ``gpu-lab:cdi``, default ``auto``: ``VariantSpec.cdi_enabled``; the chart's
     #: default is on).
     cdi: bool = False
     time_slicing_replicas: int = schema.default("timeSlicingReplicas")
@@ -128,20 +130,6 @@ class OperatorConfig:
         return self.time_slicing.resource
 
 
-class VariantSettings(Protocol):
-    """A cluster variant's own settings: a frozen dataclass in ``variants/<name>/settings.py``
-    of the keys that mean something for that variant only (typed, with units and sources).
-
-    Deliberately empty: config parsing and the rest of the lab hold the object and never read
-    it; only its variant does (:meth:`LabConfig.settings`)."""
-
-
-@dataclass(frozen=True)
-class NoSettings:
-    """The settings of a variant with no keys of its own (and of a bare ``LabConfig()``)."""
-
-
-NO_SETTINGS: Final = NoSettings()
 S = TypeVar("S")
 
 
@@ -161,7 +149,7 @@ class LabConfig:
     device_plugin_owner: str = schema.default("devicePluginOwner")
     host_probe: str = schema.default("hostProbe")
     #: The capture ``hostProbe: capture`` reads (gpulab/host/captures): ``capture`` as set,
-    #: else the variant's choice (``ConfigRules.default_capture``: the sim lab's matches simGpus).
+    #: else the variant's choice (its settings' ``capture``: the sim lab's matches simGpus).
     capture: str = "h200-1gpu"
     smoke_image: str = schema.default("smokeImage")
     smoke_gpus: int = 0  # smokeGpus: 0 is "all" (gpulab.config.gpus.smoke_gpu_count)
@@ -174,7 +162,7 @@ class LabConfig:
     benchmark_pod: bool = schema.default("benchmarkPod")
     benchmark_image: str = schema.default("benchmarkImage")
     #: True when the operator's work is simulated (the sim variant, or an existing cluster
-    #: with ``simulatedOperands``): decided by the variant (``ConfigRules.simulated``).
+    #: with ``simulatedOperands``): decided by the variant's settings (``simulated``).
     simulated: bool = False
     operator: OperatorConfig = field(default_factory=OperatorConfig)
     #: The gate's grace, MIG and the smoke Pod's resource (gpulab.config.gpus).
@@ -201,7 +189,7 @@ class LabConfig:
     #: (``nvidia`` on kind and k3s, whose containerd keeps runc the default; None elsewhere).
     smoke_runtime_class: str | None = None
     #: The chosen variant's own settings (its ``settings.py``: e.g. ``variants.kind.settings.
-    #: KindSettings``), parsed by the variant (``ConfigRules.resolve``). Nothing outside that
+    #: KindSettings``), resolved by their type (``VariantSettings.resolve``). Nothing outside that
     #: variant reads them; it does through :meth:`settings`.
     variant_settings: VariantSettings = NO_SETTINGS
 
@@ -219,7 +207,7 @@ class LabConfig:
             TypeError: they are of another type (a LabConfig parsed for another variant).
         """
         own = self.variant_settings
-        if isinstance(own, NoSettings):
+        if type(own) is VariantSettings:
             return kind()  # a LabConfig built bare (no parse): the variant's defaults, Pulumi.yaml's
         if not isinstance(own, kind):
             raise TypeError(
@@ -240,8 +228,8 @@ SCHEMA: Final[dict[str, tuple[str, object]]] = {k: (key.kind, key.default) for k
 #: each highest. The upper bounds keep a typo from reaching the lab: a huge replica count or
 #: timeout is accepted by the API server and then makes a start that never ends, silently.
 #: ``smokeGpus`` is ``all`` or a count in its range.
-#: A variant's own numeric keys are bounded by the variant (``ConfigRules.bounds``, checked in its
-#: ``check_keys`` with :func:`bound_problems`).
+#: A variant's own numeric keys are bounded by the variant (``VariantSpec.bounds``, checked by its
+#: settings' ``check`` with :func:`bound_problems`).
 BOUNDS: Final[dict[str, tuple[int, int]]] = {
     "smokeTimeoutSeconds": (1, 7200),  # a first pull of a large CUDA image included
     "clusterTimeoutSeconds": (1, 7200),
@@ -260,7 +248,7 @@ def bound_problems(
     is above its highest allowed value (:func:`above_maximum`); a value that is not a whole
     number (unset, or refused by its own check) gives none. The lowest values are checked with
     their reasons where each key is parsed. A variant checks its own keys' bounds with this too
-    (``ConfigRules.bounds``)."""
+    (``VariantSpec.bounds``)."""
     problems = []
     for key, (_, highest) in bounds.items():
         value = value_of(key)
@@ -275,67 +263,6 @@ def above_maximum(key: str, value: int, highest: int) -> list[str]:
     """The one line saying ``key=value`` is above ``highest`` (empty when it is not): the text
     of every bound, the variants' own keys' included."""
     return [f"{NAMESPACE}:{key}={value} is above its maximum {highest}"] if value > highest else []
-
-
-#: ``get(key)``: a config key's parsed value, or its default.
-Getter = Callable[[str], object]
-
-
-class ConfigFacet(Protocol):
-    """A variant's config keys, as config parsing asks them (``variants.base.ConfigRules``
-    answers it): which keys and settings are its own, their checks, its settings, and the
-    defaults it resolves (the capture, the host probe, whether its operator is simulated)."""
-
-    @property
-    def exclusive_keys(self) -> tuple[str, ...]: ...
-    @property
-    def exclusive_settings(self) -> tuple[tuple[str, object], ...]: ...
-    def check_keys(self, get: Getter, problems: list[str]) -> None: ...
-    def resolve(
-        self, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
-    ) -> VariantSettings: ...
-    def default_capture(self, get: Getter) -> str: ...
-    def simulated(self, get: Getter) -> bool: ...
-    def default_host_probe(self) -> str: ...
-
-
-class OperatorChoices(Protocol):
-    """The operator settings a variant's node runtime decides (``variants.base.OperatorNeeds``
-    answers it): the toolkit and CDI given ``gpu-lab:toolkit``/``gpu-lab:cdi``, the smoke Pod's
-    runtime class."""
-
-    def operator_toolkit(self, requested: bool | None) -> bool: ...
-    def operator_cdi(self, requested: bool | None, get: Getter) -> bool: ...
-    def runtime_class(self, cfg: LabConfig) -> str | None: ...
-
-
-class StackFinder(Protocol):
-    """Which ``gpuStack`` values a variant offers, and why not the others; whether it offers the
-    queue layer, and why not (``variants.base.Capabilities`` answers it)."""
-
-    @property
-    def gpu_stacks(self) -> tuple[str, ...]: ...
-    @property
-    def gpu_stack_note(self) -> str: ...
-    @property
-    def queues(self) -> bool: ...
-    @property
-    def queues_note(self) -> str: ...
-    def refusal(self, stack: str) -> str: ...
-
-
-class VariantRules(Protocol):
-    """What config parsing asks of a cluster variant (``variants.base.Variant`` answers it):
-    its name, and three of its facets."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def config(self) -> ConfigFacet: ...
-    @property
-    def operator(self) -> OperatorChoices: ...
-    @property
-    def capabilities(self) -> StackFinder: ...
 
 
 def _strip_ns(key: str) -> str:
@@ -384,6 +311,11 @@ class _Reader:
         """:meth:`get` of a boolean key."""
         return bool(self.get(key))
 
+    def choice(self, key: str) -> bool | None:
+        """``toolkit`` or ``cdi`` as set, true or false; None when unset (``auto``)."""
+        value = self.values.get(key)
+        return value if isinstance(value, bool) else None
+
     def pos_int(self, key: str) -> int:
         """:meth:`number`, with a problem when it is not > 0."""
         v = self.number(key)
@@ -392,8 +324,15 @@ class _Reader:
         return v
 
 
-def _cluster(r: _Reader, known: Mapping[str, VariantRules]) -> tuple[str, VariantRules | None]:
-    """Section ``cluster``: the variant's name and the variant (None when unknown)."""
+def getter(raw: Mapping[str, str]) -> Getter:
+    """``get(key)`` over raw stack config (as :func:`parse_config` takes it): each key's value
+    coerced to its kind, else its default (Pulumi.yaml); what a variant's verbs read config
+    with. Nothing is checked: a bad value reads as its default."""
+    return _Reader(raw).get
+
+
+def _cluster(r: _Reader, known: Mapping[str, VariantSpec]) -> tuple[str, VariantSpec | None]:
+    """Section ``cluster``: the variant's name and its record (None when unknown)."""
     cluster = r.text("cluster")
     if cluster not in known:
         r.problems.append(f"{NAMESPACE}:cluster={cluster!r} is unknown; allowed: {', '.join(known)}")
@@ -437,16 +376,19 @@ def _device_plugin(r: _Reader) -> tuple[str, bool]:
     return owner, device_plugin
 
 
-def _host(r: _Reader, chosen: VariantRules | None) -> dict[str, Any]:
-    """Section host probe: ``hostProbe`` and ``capture`` (empty: the chosen variant's
-    ``default_capture``, the sim lab's the one matching simGpus); LabConfig fields."""
+def _host(r: _Reader, chosen: VariantSpec | None, own: VariantSettings) -> dict[str, Any]:
+    """Section host probe: ``hostProbe`` (``auto``: the chosen variant's ``default_host_probe``)
+    and ``capture`` (empty: the variant's settings' ``capture``, the sim lab's the one matching
+    simGpus); LabConfig fields."""
     probe = r.text("hostProbe")
     if probe not in HOST_PROBES:
         r.problems.append(f"{NAMESPACE}:hostProbe={probe!r} is unknown; allowed: {', '.join(HOST_PROBES)}")
-    capture = r.text("capture") or (chosen.config.default_capture(r.get) if chosen else CAPTURES[0])
+    capture = r.text("capture") or own.capture or CAPTURES[0]
     if capture not in CAPTURES:
         r.problems.append(f"{NAMESPACE}:capture={capture!r} is unknown; allowed: {', '.join(CAPTURES)}")
-    return {"host_probe": probe, "capture": capture}
+    auto = chosen.default_host_probe if chosen else "nvidia-smi"
+    effective = auto if probe == "auto" else probe
+    return {"host_probe": probe, "capture": capture, "effective_host_probe": effective}
 
 
 def _images(r: _Reader) -> dict[str, Any]:
@@ -502,53 +444,49 @@ def _sharing(r: _Reader, owner: str) -> tuple[int, slicing.TimeSlicing]:
     return smoke_gpus, sharing
 
 
-def parse_config(
-    raw: Mapping[str, str], variants: Iterable[VariantRules], env: Mapping[str, str] | None = None
-) -> LabConfig:
-    """Validate raw stack config into a :class:`LabConfig`, section by section against the
-    schema (Pulumi.yaml's config block: :data:`SCHEMA`).
-
-    Args:
-        raw: config values as strings, keys with or without the ``gpu-lab:`` namespace
-            (``{"gpu-lab:cpus": "8"}``); keys of other namespaces are ignored.
-        variants: every cluster variant, in the order errors list them (the registry's).
-        env: environment for the ``GPULAB_CHART_PATH`` override (default ``os.environ``).
-
-    Raises:
-        ConfigError: every problem at once: unknown keys, bad types, values above
-            :data:`BOUNDS`, unsafe names, a chart version not ``vMAJOR.MINOR.PATCH``, an image
-            without a pinned tag or digest, timeouts <= 0, an unknown cluster kind; what the
-            variants refuse of their own keys (minikube's cpus < 4 or memory < 8192 MiB, a kind
-            node image without a digest, a k3s version not ``v1.x.y+k3sN``, for ``existing`` a
-            kubeconfig or context that cannot be used, each above its variant's bounds); a
-            variant-only key set for another variant (see :func:`_variant_settings`).
-    """
-    env = os.environ if env is None else env
-    known = {v.name: v for v in variants}
-    r = _Reader(raw)
-    cluster, chosen = _cluster(r, known)
-    node = _node(r)
-    owner, device_plugin = _device_plugin(r)
-    host = _host(r, chosen)
-    images = _images(r)
+def _operator(
+    r: _Reader, chosen: VariantSpec | None, env: Mapping[str, str], owner: str, mig_strategy: str
+) -> tuple[OperatorConfig, int]:
+    """Sections chart, device plugin, sharing and operands: the GPU Operator's settings (toolkit
+    and CDI as the chosen variant's node runtime decides them from ``toolkit`` and ``cdi``, None
+    when unset), and ``smokeGpus`` parsed (checked with the time-slicing keys)."""
     chart = _chart(r, env)
     smoke_gpus, sharing = _sharing(r, owner)
-    own_settings = _variant_settings(known.values(), chosen, r.values, r.get, r.problems, env)
-    sharing_config_map = slicing.parse_config_map(
-        r.text("sharingConfigMap"), sharing.replicas, r.problems, NAMESPACE
-    )
-    timeouts = {
-        k: r.pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds", "operatorTimeoutSeconds")
-    }
-    pinned_operands = operand_images.parse(r.get, r.problems, NAMESPACE)
-    gpu = gpu_config.parse(r.get, r.problems, NAMESPACE)
+    spec = chosen or VariantSpec("")
+    nri = r.flag("k3sNriPlugin")
+    return OperatorConfig(
+        **chart,
+        nri_plugin=nri,
+        toolkit=spec.toolkit(r.choice("toolkit")),
+        device_plugin=r.flag("devicePlugin"),
+        dcgm_exporter=r.flag("dcgmExporter"),
+        nfd=r.flag("nfd"),
+        cdi=spec.cdi_enabled(r.choice("cdi"), nri),
+        time_slicing_replicas=sharing.replicas,
+        time_slicing_rename=sharing.rename,
+        time_slicing_fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
+        sharing_config_map=slicing.parse_config_map(
+            r.text("sharingConfigMap"), sharing.replicas, r.problems, NAMESPACE
+        ),
+        timeout_seconds=r.pos_int("operatorTimeoutSeconds"),
+        operand_images=operand_images.parse(r.get, r.problems, NAMESPACE),
+        mig_strategy=mig_strategy,
+    ), smoke_gpus
+
+
+def _gpu_stack(
+    r: _Reader, chosen: VariantSpec | None, env: Mapping[str, str], gpu: gpu_config.GpuSettings
+) -> dict[str, Any]:
+    """Sections GPU stack, adopt and queues: ``gpuStack`` as the chosen variant offers it, the
+    charts it installs, ``adoptExisting``, the queue layer where it can be proven; LabConfig
+    fields."""
     fleet = fleet_config.parse(r.get, r.problems, NAMESPACE)
     adopted = adopt.parse(r.get, r.problems, NAMESPACE)
-    offered = chosen.capabilities.gpu_stacks if chosen is not None else fleet_config.GPU_STACKS
+    offered = chosen.gpu_stacks if chosen is not None else fleet_config.GPU_STACKS
     if fleet.stack not in offered:
-        note = chosen.capabilities.refusal(fleet.stack) if chosen is not None else ""
+        note = chosen.refusal(fleet.stack) if chosen is not None else ""
         r.problems.append(
-            f"{NAMESPACE}:gpuStack={fleet.stack} is not offered on cluster={cluster} (it offers "
+            f"{NAMESPACE}:gpuStack={fleet.stack} is not offered on cluster={r.text('cluster')} (it offers "
             f"{', '.join(offered)}){': ' + note if note else ''}; unset gpuStack"
         )
     plugin_chart = plugin_config.parse(r.get, r.problems, env, NAMESPACE, installs=fleet.device_plugin)
@@ -561,16 +499,54 @@ def parse_config(
     queues = queue_config.parse(r.get, r.problems, env, NAMESPACE)
     if queues.enabled:
         _queue_problems(r, chosen, fleet, gpu)
-    simulated = chosen.config.simulated(r.get) if chosen else False
-    if r.flag("benchmarkPod") and simulated:
+    return {
+        "fleet": fleet,
+        "adopt_existing": adopted,
+        "device_plugin_chart": plugin_chart,
+        "dra_chart": dra_chart,
+        "queues": queues,
+    }
+
+
+def parse_config(
+    raw: Mapping[str, str], variants: Iterable[VariantSpec], env: Mapping[str, str] | None = None
+) -> LabConfig:
+    """Validate raw stack config into a :class:`LabConfig`, section by section against the
+    schema (Pulumi.yaml's config block: :data:`SCHEMA`).
+
+    Args:
+        raw: config values as strings, keys with or without the ``gpu-lab:`` namespace
+            (``{"gpu-lab:cpus": "8"}``); keys of other namespaces are ignored.
+        variants: every cluster variant's record, in the order errors list them (the registry's).
+        env: environment for the ``GPULAB_CHART_PATH`` override (default ``os.environ``).
+
+    Raises:
+        ConfigError: every problem at once: unknown keys, bad types, values above
+            :data:`BOUNDS`, unsafe names, a chart version not ``vMAJOR.MINOR.PATCH``, an image
+            without a pinned tag or digest, timeouts <= 0, an unknown cluster kind, a
+            ``gpuStack`` or queue layer the variant does not offer; what the variants' settings
+            refuse of their own keys (:func:`_variant_settings`: each variant's ``check``, the
+            chosen one's ``resolve``), and a variant-only key set for another variant.
+    """
+    env = os.environ if env is None else env
+    r, known = _Reader(raw), {v.name: v for v in variants}
+    cluster, chosen = _cluster(r, known)
+    node, (owner, _) = _node(r), _device_plugin(r)
+    own = _variant_settings(known.values(), chosen, r, env)
+    host = _host(r, chosen, own)
+    images = _images(r)
+    gpu = gpu_config.parse(r.get, r.problems, NAMESPACE)
+    operator, smoke_gpus = _operator(r, chosen, env, owner, gpu.mig_strategy)
+    timeouts = {k: r.pos_int(k) for k in ("smokeTimeoutSeconds", "clusterTimeoutSeconds")}
+    stack = _gpu_stack(r, chosen, env, gpu)
+    if r.flag("benchmarkPod") and own.simulated:
         r.problems.append(
             f"{NAMESPACE}:benchmarkPod=true in a simulated lab: there is no GPU to measure, and a "
             "simulated figure must never pass for a measured one; set benchmarkPod=false"
         )
-    if r.problems:
+    if r.problems or chosen is None:  # an unknown cluster is one of the problems
         raise ConfigError(r.problems)
-    assert chosen is not None  # an unknown cluster is a problem above
-    cfg = LabConfig(
+    return LabConfig(
         cluster=cluster,
         **node,
         device_plugin_owner=owner,
@@ -581,48 +557,27 @@ def parse_config(
         compute_check=r.flag("computeCheck"),
         cluster_timeout_seconds=timeouts["clusterTimeoutSeconds"],
         benchmark_pod=r.flag("benchmarkPod"),
-        simulated=simulated,
-        operator=OperatorConfig(
-            **chart,
-            nri_plugin=r.flag("k3sNriPlugin"),
-            toolkit=_operator_toolkit(chosen, r.values),
-            device_plugin=device_plugin,
-            dcgm_exporter=r.flag("dcgmExporter"),
-            nfd=r.flag("nfd"),
-            cdi=_operator_cdi(chosen, r.values, r.get),
-            time_slicing_replicas=sharing.replicas,
-            time_slicing_rename=sharing.rename,
-            time_slicing_fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
-            sharing_config_map=sharing_config_map,
-            timeout_seconds=timeouts["operatorTimeoutSeconds"],
-            operand_images=pinned_operands,
-            mig_strategy=gpu.mig_strategy,
-        ),
+        simulated=own.simulated,
+        operator=operator,
         gpu=gpu,
-        fleet=fleet,
-        adopt_existing=adopted,
-        device_plugin_chart=plugin_chart,
-        dra_chart=dra_chart,
-        queues=queues,
-        effective_host_probe=host["host_probe"]
-        if host["host_probe"] != "auto"
-        else chosen.config.default_host_probe(),
-        variant_settings=own_settings,
+        **stack,
+        # runtimeClass when set, else the variant's node runtime decides.
+        smoke_runtime_class=stack["device_plugin_chart"].runtime_class
+        or chosen.smoke_runtime_class(operator.nri_plugin),
+        variant_settings=own,
     )
-    # runtimeClass when set, else the variant's node runtime decides.
-    return replace(cfg, smoke_runtime_class=plugin_chart.runtime_class or chosen.operator.runtime_class(cfg))
 
 
 def _queue_problems(
-    r: _Reader, chosen: VariantRules | None, fleet: fleet_config.FleetSettings, gpu: gpu_config.GpuSettings
+    r: _Reader, chosen: VariantSpec | None, fleet: fleet_config.FleetSettings, gpu: gpu_config.GpuSettings
 ) -> None:
     """``queues: true`` where it cannot be proven: a variant that does not offer it (its reason),
     ``gpuStack: dra`` (no counted GPU resource to give a quota of), MIG ``mixed`` (a quota per
     MIG profile is not what the proof covers)."""
-    if chosen is not None and not chosen.capabilities.queues:
+    if chosen is not None and not chosen.queues:
         r.problems.append(
             f"{NAMESPACE}:queues=true is not offered on cluster={chosen.name}: "
-            f"{chosen.capabilities.queues_note}; unset queues"
+            f"{chosen.queues_note}; unset queues"
         )
     if fleet.dra:
         r.problems.append(
@@ -652,28 +607,6 @@ def _auto_choice(key: str, values: dict[str, object], problems: list[str]) -> No
         problems.append(f"{NAMESPACE}:{key}={choice!r} is not one of auto, true, false")
 
 
-def _operator_toolkit(chosen: VariantRules | None, values: Mapping[str, object]) -> bool:
-    """The operator's toolkit on or off: the variant decides from ``toolkit`` (None: unset)."""
-    requested = values.get("toolkit")
-    explicit = requested if isinstance(requested, bool) else None
-    if chosen is None:
-        return explicit is not False
-    return chosen.operator.operator_toolkit(explicit)
-
-
-def _operator_cdi(
-    chosen: VariantRules | None, values: Mapping[str, object], get: Callable[[str], object]
-) -> bool:
-    """The chart's ``cdi.enabled``: the variant decides from ``cdi`` (None: unset), as it does
-    for the toolkit (minikube, kind and k3s without NRI default it off: their node runtime
-    reads no CDI)."""
-    requested = values.get("cdi")
-    explicit = requested if isinstance(requested, bool) else None
-    if chosen is None:
-        return explicit is not False
-    return chosen.operator.operator_cdi(explicit, get)
-
-
 def _check_pinned(key: str, image: str, example: str, problems: list[str]) -> None:
     """A line in ``problems`` unless ``image`` is a reference pinned by a tag (not latest) or a digest."""
     m = IMAGE.match(image)
@@ -690,37 +623,32 @@ def _check_pinned(key: str, image: str, example: str, problems: list[str]) -> No
 
 
 def _variant_settings(
-    variants: Iterable[VariantRules],
-    chosen: VariantRules | None,
-    values: Mapping[str, object],
-    get: Callable[[str], object],
-    problems: list[str],
-    env: Mapping[str, str],
+    variants: Iterable[VariantSpec], chosen: VariantSpec | None, r: _Reader, env: Mapping[str, str]
 ) -> VariantSettings:
-    """The variants' own keys: each variant checks the format and bounds of its keys (one
-    stack file may carry several), a setting that means something for one variant only is
-    refused for the others, and the chosen variant parses its settings and resolves what it
-    needs (e.g. the kubeconfig).
+    """The variants' own keys: each variant's settings check the format and bounds of its keys
+    (one stack file may carry several), a setting that means something for one variant only is
+    refused for the others, and the chosen variant's settings are resolved (its checks that
+    apply only then, e.g. the kubeconfig read).
 
     Returns the chosen variant's settings (:data:`NO_SETTINGS` when the cluster is unknown).
     """
-    cluster = chosen.name if chosen else str(get("cluster"))
+    cluster = chosen.name if chosen else r.text("cluster")
     for v in variants:
-        v.config.check_keys(get, problems)
+        v.settings.check(r.get, r.problems)
         if v is chosen:
             continue
-        for key in v.config.exclusive_keys:
-            if get(key) not in ("", None):
-                problems.append(
+        for key in v.exclusive_keys:
+            if r.get(key) not in ("", None):
+                r.problems.append(
                     f"{NAMESPACE}:{key} applies to cluster={v.name} only (got cluster={cluster!r})"
                 )
-        for key, value in v.config.exclusive_settings:
-            if get(key) == value:
+        for key, value in v.exclusive_settings:
+            if r.get(key) == value:
                 shown = str(value).lower() if isinstance(value, bool) else value
-                problems.append(
+                r.problems.append(
                     f"{NAMESPACE}:{key}={shown} applies to cluster={v.name} only (got cluster={cluster!r})"
                 )
-    return chosen.config.resolve(get, values, problems, env) if chosen else NO_SETTINGS
+    return chosen.settings.resolve(r.get, r.values, r.problems, env) if chosen else NO_SETTINGS
 
 
 def _coerce(kind: str, text: str) -> object:

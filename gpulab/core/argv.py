@@ -30,7 +30,7 @@ from gpulab.core.errors import GpuLabError
 INTERPRETER: Final = [".venv/bin/python", "-m", "gpulab.core.argv"]
 
 #: (module, subcommand) -> the step's stable name, for the lab's shared helpers; each
-#: variant names its own helper's steps (``Lifecycle.steps``).
+#: variant names its own helper's steps (``VariantSpec.steps``).
 STEPS: Final[dict[tuple[str, str], str]] = {
     ("gpulab.kube", "gate"): "operator-gate",
     ("gpulab.kube", "smoke"): "smoke-check",
@@ -72,8 +72,21 @@ def decode(text: str) -> list[str]:
 
 #: ``(module or tool, subcommand) -> step name or None``: the variants' steps, of their helper
 #: modules (``variants.kind.ctl``, ``up``) and of tools a program might run directly
-#: (``minikube``, ``start``: ``Lifecycle.direct_steps``).
+#: (``minikube``, ``start``: ``VariantSpec.direct_steps``).
 VariantSteps = Callable[[str, str], "str | None"]
+
+
+def command_argv(create: Sequence[str] | str | None) -> list[str] | None:
+    """A Command's argv: its create string decoded (:func:`decode`), or a list as is; None if
+    unreadable (the policies read commands this way)."""
+    if create is None:
+        return None
+    if isinstance(create, str):
+        try:
+            return decode(create)
+        except ArgvError:
+            return None
+    return [str(a) for a in create]
 
 
 def step_of(command: str | None, variant_steps: VariantSteps = lambda module, sub: None) -> str | None:

@@ -48,7 +48,7 @@ KUBECONFIG: Final = "kubeconfig"
 #: ``{"server": URL, "caSha256": hex|None, "kubeSystemUid": str|None, "createdAt": ISO 8601}``.
 CLUSTER_IDENTITY: Final = "clusterIdentity"
 
-#: ``True`` when the lab created the cluster and deletes it whole (``Capabilities.owns_cluster``);
+#: ``True`` when the lab created the cluster and deletes it whole (``VariantSpec.owns_cluster``);
 #: ``False`` on a cluster somebody else runs (destroy removes only what the lab put there and
 #: lists the rest in ``leftovers``).
 OWNS_CLUSTER: Final = "ownsCluster"

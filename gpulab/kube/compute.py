@@ -151,7 +151,7 @@ class Isolation:
         device_list: the device plugin's ``DEVICE_LIST_STRATEGY`` the lab set (None: the
             chart's choice).
         device_list_reason: why the variant's node runtime needs that strategy
-            (``OperatorNeeds.device_list_reason``), quoted by the diagnosis; None when not given.
+            (``VariantSpec.device_list_reason``), quoted by the diagnosis; None when not given.
     """
 
     unit: str = gpu_isolation.UNIT_GPU

@@ -329,7 +329,7 @@ def mismatch_fix(stack: str | None) -> str:
 
 def moved_fix(stack: str | None, recorded_server: str) -> str:
     """The fix an endpoint change prints where the variant is not known (the record and the
-    checks; ``make lab``'s liveness check prints the variant's own, ``Lifecycle.moved_fix``):
+    checks; ``make lab``'s liveness check prints the variant's own, ``VariantSpec.moved_fix``):
     the recorded address again, or the lab's objects made anew at the new one."""
     env = f"GPULAB_STACK={stack or '<stack>'}"
     return (

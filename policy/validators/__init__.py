@@ -7,12 +7,14 @@ lists the policies, their levels and the pack config.
 Layout: one policy per module, under a folder that says what it governs:
 ``release/`` (the GPU Operator's Helm release: ``chart_pinned``, ``driver_disabled``,
 ``namespace``, ``chart_source``, ``toolkit_fits_runtime``), ``smoke/`` (the smoke Pod:
-``gpu_limit``, ``restart_never``, ``image_pinned``, ``cuda_fits_host``), ``minikube/``
-(``start_gpu``, ``start_resources``), ``secrets/`` (``no_plaintext_secrets``),
+``gpu_limit``, ``restart_never``, ``image_pinned``, ``cuda_fits_host``), ``secrets/``
+(``no_plaintext_secrets``),
 ``device_plugin/`` (``single_owner``), ``compute/`` (the compute Pod: ``check_configured``),
 ``release/`` also ``toolkit_redundant`` (advisory) and ``operand_images_pinned``; each defines
 its check and its ``SPEC``. The six checklist items share one check factory in
-:mod:`~policy.validators.checklist_items`.
+:mod:`~policy.validators.checklist_items`. A variant's own policies come from the variant
+(``VariantSpec.policies``: minikube's on its ``minikube start``, variants/minikube/policies.py),
+wrapped by :mod:`~policy.validators.variant_policies`.
 :mod:`~policy.validators.pack` orders the specs and builds the pulumi-policy objects.
 Shared: :mod:`~policy.validators.findings` (statuses, :class:`Finding`, the ledger),
 :mod:`~policy.validators.props` (reading props; unknown values, "not evaluated"),
@@ -65,7 +67,6 @@ command, argument and env value; the message names the config key, never the val
 
 from policy.validators.adapters import validate_resource, validate_stack
 from policy.validators.findings import FAIL, LEDGER, NOT_EVALUATED, NOT_OBSERVABLE, PASS, UNKNOWN, Finding
-from policy.validators.minikube.start_command import memory_mib, minikube_start_argv
 from policy.validators.pack import (
     PACK_NAME,
     SPECS,
@@ -117,8 +118,6 @@ __all__ = [
     "check_toolkit_runtime",
     "derive_max_cuda",
     "has_unknown",
-    "memory_mib",
-    "minikube_start_argv",
     "plain",
     "spec",
     "validate_resource",

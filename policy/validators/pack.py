@@ -20,7 +20,6 @@ from policy.validators.adapters import validate_resource, validate_stack
 from policy.validators.compute import check_configured
 from policy.validators.device_plugin import single_owner
 from policy.validators.findings import LEDGER
-from policy.validators.minikube import start_gpu, start_resources
 from policy.validators.queues import quota_within_allocatable
 from policy.validators.release import (
     chart_pinned,
@@ -35,6 +34,7 @@ from policy.validators.release import (
 from policy.validators.secrets import no_plaintext_secrets
 from policy.validators.smoke import cuda_fits_host, dra_claim, gpu_limit, image_pinned, restart_never
 from policy.validators.spec import Spec
+from policy.validators.variant_policies import SPECS as VARIANT_SPECS
 
 PACK_NAME: Final = "gpu-lab-checklist"
 
@@ -52,8 +52,7 @@ SPECS: Final[tuple[Spec, ...]] = (
     dra_claim.SPEC,
     restart_never.SPEC,
     image_pinned.SPEC,
-    start_gpu.SPEC,
-    start_resources.SPEC,
+    *VARIANT_SPECS,  # each variant's own (minikube's start command: GPUs, resources)
     no_plaintext_secrets.SPEC,
     single_owner.SPEC,
     cuda_fits_host.SPEC,

@@ -90,7 +90,7 @@ def test_every_value_the_lab_sets_is_a_value_of_the_chart(chart: Path, raw: dict
     values = yaml.safe_load((chart / "values.yaml").read_text())
     templates = "".join(f.read_text() for f in (chart / "templates").glob("*.yaml"))
     cfg = parse_config(raw, env={})
-    lab = helm_values(cfg.operator, registry.get(cfg.cluster).operator)
+    lab = helm_values(cfg.operator, registry.get(cfg.cluster).spec)
     missing = [
         ".".join(p) for p in _paths(lab) if not _has(values, p) and f".Values.{'.'.join(p)} " not in templates
     ]
@@ -163,7 +163,7 @@ def test_operator_facts_read_from_source() -> None:
     assert names.DEVICE_PLUGIN_DS == "nvidia-device-plugin-daemonset"
     assert names.DEVICE_LIST_STRATEGY_ENV == "DEVICE_LIST_STRATEGY"
     assert names.OPERATOR_NAMESPACE == names.OPERATOR_RELEASE == "gpu-operator"
-    from variants.k3s.ctl import RUNTIME_CLASS
+    from variants.k3s.node import RUNTIME_CLASS
 
     assert RUNTIME_CLASS == "nvidia"
 
@@ -178,6 +178,6 @@ def test_device_plugin_device_list_strategies() -> None:
     assert names.DEVICE_LIST_ENVVAR == "envvar"
     for cluster in ("minikube", "kind", "k3s"):
         values = helm_values(
-            parse_config({"gpu-lab:cluster": cluster}, env={}).operator, registry.get(cluster).operator
+            parse_config({"gpu-lab:cluster": cluster}, env={}).operator, registry.get(cluster).spec
         )
         assert values["devicePlugin"]["env"] == [{"name": "DEVICE_LIST_STRATEGY", "value": "envvar"}]

@@ -7,8 +7,7 @@ the source tools here can fetch, so files were read at the commits the code inde
 
 from __future__ import annotations
 
-from gpulab.config.lab import OperatorConfig
-from variants.k3s import ctl
+from variants.k3s import ctl, node
 from variants.k3s.settings import K3sSettings
 
 
@@ -44,14 +43,14 @@ def test_kubeconfig_containerd_and_the_nvidia_runtime() -> None:
     and CDI annotations never reach the runtime: the device plugin passes ``envvar`` and CDI
     stays off unless the NRI plugin injects."""
     assert str(ctl.KUBECONFIG) == "/etc/rancher/k3s/k3s.yaml"
-    assert ctl.CONTAINERD_CONFIG == "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
-    assert ctl.CONTAINERD_SOCKET == "/run/k3s/containerd/containerd.sock"
-    assert ctl.RUNTIME_CLASS == "nvidia"
+    assert node.CONTAINERD_CONFIG == "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
+    assert node.CONTAINERD_SOCKET == "/run/k3s/containerd/containerd.sock"
+    assert node.RUNTIME_CLASS == "nvidia"
     from variants import registry
 
-    k3s = registry.get("k3s")
-    assert k3s.operator.device_list_strategy(OperatorConfig()) == "envvar"
-    assert k3s.operator.device_list_strategy(OperatorConfig(nri_plugin=True)) is None
+    k3s = registry.get("k3s").spec
+    assert k3s.device_list_strategy(nri_plugin=False) == "envvar"
+    assert k3s.device_list_strategy(nri_plugin=True) is None
 
 
 def test_root_steps_through_a_sudo_that_never_prompts() -> None:

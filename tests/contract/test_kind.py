@@ -111,7 +111,6 @@ def test_the_node_s_containerd_handler_from_the_file_with_the_chart_s_toolkit() 
     ]
     assert ctl.NODE_TOOLKIT_VERSION == "1.20.0-1"
     assert "nvidia-container-toolkit=1.20.0-1" in ctl.NODE_INSTALL_TOOLKIT
-    from gpulab.config.lab import OperatorConfig
     from variants import registry
 
-    assert registry.get("kind").operator.device_list_strategy(OperatorConfig()) == "envvar"
+    assert registry.get("kind").spec.device_list_strategy(nri_plugin=False) == "envvar"

@@ -91,10 +91,9 @@ def test_gpus_all_makes_nvidia_docker_s_default_runtime_in_the_node() -> None:
     release (Mirantis/cri-dockerd v0.4.3 core/container_create.go reads no ``CDIDevices``; the
     support added by commit 896bf0aa, #522, is on master only), so the device plugin must pass
     ``NVIDIA_VISIBLE_DEVICES`` (``envvar``)."""
-    from gpulab.config.lab import OperatorConfig
     from variants import registry
 
     v = registry.get("minikube")
-    assert v.operator.runtime_injects_gpus and v.operator.node_runtime == "docker"
-    assert v.operator.device_list_strategy(OperatorConfig()) == "envvar"
-    assert v.operator.operator_cdi(None, lambda k: None) is False
+    assert v.spec.runtime_injects_gpus and v.spec.node_runtime == "docker"
+    assert v.spec.device_list_strategy(nri_plugin=False) == "envvar"
+    assert v.spec.cdi_enabled(None, nri_plugin=False) is False

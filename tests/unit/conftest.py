@@ -44,7 +44,7 @@ def restore_runtime() -> Iterator[None]:
 @pytest.fixture
 def no_host_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine has neither minikube nor a GPU: the host checks are tested elsewhere."""
-    monkeypatch.setattr(variants.base.HostNeeds, "missing_tools", lambda self, *_: [])
+    monkeypatch.setattr(variants.base, "missing_tools", lambda spec, *_: [])
     monkeypatch.delenv("GPULAB_CHART_PATH", raising=False)
     monkeypatch.setattr(variants.minikube.host, "minikube_host_findings", lambda cfg: [])
 

@@ -92,9 +92,24 @@ def test_lint_imports_passes_here_and_fails_on_a_cycle_or_a_floor_crossed(tmp_pa
     names = tmp_path / "gpulab" / "core" / "names.py"
     late = "\n\ndef _late() -> None:\n    from gpulab.verdict import checklist  # noqa\n"
     names.write_text(names.read_text() + late)
+    # One variant importing another: the variants' contract names none, and catches it.
+    kind = tmp_path / "variants" / "kind" / "settings.py"
+    kind.write_text(
+        kind.read_text() + "\n\ndef _other() -> None:\n    from variants.minikube import settings  # noqa\n"
+    )
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0
     assert "BROKEN" in broken.stdout and "gpulab.core.names -> gpulab.verdict.checklist" in broken.stdout
+    assert "variants.kind.settings -> variants.minikube.settings" in broken.stdout
+
+
+def test_the_import_contracts_name_no_variant() -> None:
+    """A new variant is its folder: the contracts cover ``variants.*`` without naming one."""
+    text = (ROOT / "pyproject.toml").read_text()
+    from variants.registry import NAMES
+
+    contracts = text[text.index("[tool.importlinter]") :]
+    assert not [n for n in NAMES if f"variants.{n}" in contracts]
 
 
 def test_the_test_sandboxes_copy_every_package_of_the_program() -> None:
@@ -219,3 +234,29 @@ def test_architecture_md_names_only_files_and_modules_that_exist() -> None:
 
     assert missing == [] and [m for m in sorted(modules) if not exists(m)] == []
     assert paths and modules  # the check reads what it should
+
+
+def _protocols(folder: str) -> list[str]:
+    """``path:Class`` of every class in ``folder`` that subclasses ``Protocol``."""
+    found = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                (isinstance(b, ast.Name) and b.id == "Protocol")
+                or (isinstance(b, ast.Attribute) and b.attr == "Protocol")
+                for b in node.bases
+            ):
+                found.append(f"{path.relative_to(ROOT)}:{node.name}")
+    return found
+
+
+def test_the_variant_seam_is_declared_once() -> None:
+    """The variant's record is gpulab.config.variant.VariantSpec, and no layer below the
+    variants mirrors the seam as a protocol of its own: config parsing and the components take
+    the record (a protocol there would be a second declaration)."""
+    from gpulab.config.variant import VariantSpec
+    from variants.base import Variant
+
+    assert Variant.__annotations__["spec"] in ("ClassVar[VariantSpec]", VariantSpec)
+    assert _protocols("gpulab/config") == [] and _protocols("components") == []
+    assert _protocols("program") == [] and _protocols("ops") == []

@@ -1,14 +1,20 @@
 """The existing variant's kubeconfig: which file and context reach the cluster, read now
-(its other settings: variants/existing/settings.py)."""
+(its other settings: variants/existing/settings.py, whose ``resolve`` calls it)."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
+from typing import Final
 
 from gpulab.config.lab import NAMESPACE
 from variants.existing.ctl import KubeconfigError, load_kubeconfig
-from variants.existing.settings import KUBE_CONTEXT, SAFE_PATH
+
+#: A kubeconfig context name: EKS (arn:aws:eks:...:cluster/x), GKE (gke_p_z_x), kind-x, ...
+KUBE_CONTEXT: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+=-]{0,252}$")
+#: A file path without whitespace, quotes or shell metacharacters.
+SAFE_PATH: Final = re.compile(r"^[A-Za-z0-9._/~+@=:-]{1,4096}$")
 
 
 def resolve_kubeconfig(

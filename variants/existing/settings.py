@@ -7,19 +7,15 @@ are here. The kubeconfig file and context are resolved and read when the variant
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from gpulab.config import schema
 from gpulab.config.lab import NAMESPACE, bound_problems
+from gpulab.config.variant import VariantSettings
 from variants.base import Getter, get_flag, get_int
 
-#: A kubeconfig context name: EKS (arn:aws:eks:...:cluster/x), GKE (gke_p_z_x), kind-x, ...
-KUBE_CONTEXT: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+=-]{0,252}$")
-#: A file path without whitespace, quotes or shell metacharacters.
-SAFE_PATH: Final = re.compile(r"^[A-Za-z0-9._/~+@=:-]{1,4096}$")
 #: The allowed range of the existing variant's numeric keys, inclusive (Pulumi.yaml states it).
 BOUNDS: Final[Mapping[str, tuple[int, int]]] = {
     "expectedGpus": (0, 10_000),  # every GPU node of a cluster, summed
@@ -27,7 +23,7 @@ BOUNDS: Final[Mapping[str, tuple[int, int]]] = {
 
 
 @dataclass(frozen=True)
-class ExistingSettings:
+class ExistingSettings(VariantSettings):
     """How the lab reaches a cluster somebody else runs, and what it expects there.
 
     Attributes:
@@ -48,14 +44,46 @@ class ExistingSettings:
     remove_crds: bool = schema.default("removeCrds")
     simulated_operands: bool = schema.default("simulatedOperands")
 
+    @property
+    def simulated(self) -> bool:
+        """A cluster where no operator process runs (e.g. a kwok cluster): stand-ins, labelled."""
+        return self.simulated_operands
 
-def check(get: Getter, problems: list[str]) -> None:
-    """One line per bad ``expectedGpus`` (negative, above :data:`BOUNDS`), whichever variant is
-    chosen."""
-    expected = get_int(get, "expectedGpus")
-    if expected < 0:
-        problems.append(f"{NAMESPACE}:expectedGpus={expected} must be >= 0")
-    problems += bound_problems(get, BOUNDS)
+    @classmethod
+    def check(cls, get: Getter, problems: list[str]) -> None:
+        """One line per bad ``expectedGpus`` (negative, above :data:`BOUNDS`), whichever variant is
+        chosen."""
+        expected = get_int(get, "expectedGpus")
+        if expected < 0:
+            problems.append(f"{NAMESPACE}:expectedGpus={expected} must be >= 0")
+        problems += bound_problems(get, BOUNDS)
+
+    @classmethod
+    def resolve(
+        cls, get: Getter, values: Mapping[str, object], problems: list[str], env: Mapping[str, str]
+    ) -> ExistingSettings:
+        """:func:`parse` with the kubeconfig file and context resolved and read now
+        (variants/existing/config.py), ``expectedGpus`` >= 1 unless the GPU stack is found (each
+        node's labels then say), and no ``removeCrds`` with a found stack (no chart of the lab's)."""
+        # Here, not at the top: it imports the helper, which `python -m variants.existing.ctl`
+        # would otherwise run twice.
+        from variants.existing.config import resolve_kubeconfig
+
+        expected = get_int(get, "expectedGpus")
+        found = get("gpuStack") == "found"
+        if found and bool(get("removeCrds")):
+            problems.append(
+                "gpu-lab:removeCrds=true with gpuStack=found: the lab installs no chart, so it has no CRD "
+                "of its own to remove (the found stack's are someone else's); unset removeCrds"
+            )
+        # A found stack: each node's expectation comes from its labels (gpulab.kube.fleet).
+        if expected < 1 and not found:
+            problems.append(
+                f"gpu-lab:expectedGpus={expected}: cluster=existing needs the number of physical GPUs its "
+                "nodes should advertise in total (>= 1); allocatable is compared with it"
+            )
+        reached = resolve_kubeconfig(str(get("kubeconfigPath")), str(get("kubeContext")), env, problems)
+        return parse(get, reached["kubeconfig_path"], reached["kube_context"])
 
 
 def parse(get: Getter, kubeconfig_path: str, kube_context: str) -> ExistingSettings:

@@ -26,7 +26,7 @@ runtime handler to its containerd config when it finds ``nvidia-container-runtim
 start (also under ``/usr/local/nvidia/toolkit``, where the GPU Operator's toolkit installs
 it) and ships a ``nvidia`` RuntimeClass; runc stays the default, so GPU Pods set
 ``runtimeClassName: nvidia``. The operator's toolkit is pointed at k3s's containerd config
-and socket (:data:`CONTAINERD_CONFIG`, :data:`CONTAINERD_SOCKET`).
+and socket (variants/k3s/node.py: ``CONTAINERD_CONFIG``, ``CONTAINERD_SOCKET``).
 """
 
 from __future__ import annotations
@@ -58,11 +58,6 @@ UNINSTALL_SCRIPT: Final = Path("/usr/local/bin/k3s-uninstall.sh")
 KUBECONFIG: Final = Path("/etc/rancher/k3s/k3s.yaml")
 #: Written when the lab installs k3s; k3s-uninstall.sh removes /etc/rancher/k3s with it.
 MARKER: Final = Path("/etc/rancher/k3s/gpulab-installed.json")
-#: k3s renders its containerd config here on every start (docs.k3s.io "Configuring containerd").
-CONTAINERD_DIR: Final = "/var/lib/rancher/k3s/agent/etc/containerd/"
-CONTAINERD_CONFIG: Final = CONTAINERD_DIR + "config.toml"
-CONTAINERD_SOCKET: Final = "/run/k3s/containerd/containerd.sock"
-RUNTIME_CLASS: Final = "nvidia"
 CHECK_SUDO: Final = "k3s-sudo"
 CHECK_NOT_UNDER_SUDO: Final = "k3s-not-under-sudo"
 #: Proxy settings the installer's downloads need, passed on through sudo's reset environment.

@@ -9,11 +9,11 @@ from typing import Any, Final
 
 from gpulab.config import lab as labconfig
 from gpulab.core import fixes
+from gpulab.core.argv import command_argv
 from gpulab.core.outputs import LabOutputs, OutputsError
 from gpulab.verdict import checklist
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
-from policy.validators.minikube.start_command import cli_flags, command_argv, minikube_start_argv
 from policy.validators.props import UNKNOWN, dig, has_unknown, show
 from policy.validators.release.operator_release import is_operator_release
 from policy.validators.spec import MANDATORY, Settings, Spec
@@ -23,6 +23,7 @@ from policy.validators.tokens import (
     T_GPU_OPERATOR,
     T_RELEASE,
 )
+from variants.minikube.policies import cli_flags, minikube_start_argv
 from variants.registry import step_of
 
 

@@ -16,16 +16,12 @@ RKE2_CONTAINERD_CONFIG_DIR: Final = "/var/lib/rancher/rke2/agent/etc/containerd/
 #: RKE2 shares k3s's agent: its containerd listens where k3s's does.
 RKE2_CONTAINERD_SOCKET: Final = "/run/k3s/containerd/containerd.sock"
 #: Runtimes whose containerd is the distribution's own: runtime -> (config dir, socket). The
-#: lab's variants say theirs (``OperatorNeeds.containerd_paths``: k3s, whose variant points the
+#: lab's variants say theirs (``VariantSpec.containerd``: k3s, whose variant points the
 #: operator's toolkit there) and win; RKE2 is not a lab variant but a cluster an existing lab
 #: may use.
 EMBEDDED_CONTAINERD: Final[dict[str, tuple[str, str]]] = {
     "rke2": (RKE2_CONTAINERD_CONFIG_DIR, RKE2_CONTAINERD_SOCKET),
-    **{
-        v.operator.node_runtime: paths
-        for v in registry.REGISTRY.values()
-        if (paths := v.operator.containerd_paths())
-    },
+    **{v.spec.node_runtime: paths for v in registry.REGISTRY.values() if (paths := v.spec.containerd)},
 }
 RUNTIMES: Final = ("docker", "containerd", "cri-o", *sorted(EMBEDDED_CONTAINERD), "none")
 CONTAINERD_VARS: Final = ("CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "CONTAINERD_RUNTIME_CLASS")
@@ -44,9 +40,9 @@ def cluster_runtime(cfg: Settings, ctx: StackContext) -> tuple[str | None, str]:
             "the cluster's runtime is unknown: the pack received no stack config; set pack config "
             "clusterRuntime (docker, containerd, cri-o, k3s, rke2 or none)"
         )
-    # The runtime each lab variant's node runs: the variant says (``OperatorNeeds.node_runtime``).
+    # The runtime each lab variant's node runs: the variant says (``VariantSpec.node_runtime``).
     variant = registry.REGISTRY.get(kind)
-    runtime = variant.operator.node_runtime if variant else None
+    runtime = variant.spec.node_runtime if variant else None
     if runtime is None or runtime == "unknown":
         return None, f"gpu-lab:cluster={kind!r} has no known runtime; set pack config clusterRuntime"
     return runtime, f"gpu-lab:cluster={kind}"

@@ -6,7 +6,7 @@ nvidia`` (``/usr/bin/nvidia-container-runtime``, preinstalled in the kicbase ima
 pkg/minikube/cruntime/docker.go, ``configureDocker``); kind gets the host's toolkit the nvkind
 way. There the operator's toolkit DaemonSet installs and configures a second NVIDIA runtime
 in the node and restarts its container runtime: redundant, and a source of restarts. The
-variant says where (``OperatorNeeds.runtime_injects_gpus``); the lab leaves the toolkit off there
+variant says where (``VariantSpec.runtime_injects_gpus``); the lab leaves the toolkit off there
 unless ``gpu-lab:toolkit=true``, which this policy flags without blocking.
 """
 
@@ -47,9 +47,9 @@ def check_toolkit_redundant(
     # The chart's default for an unset toolkit.enabled is true.
     on = enabled is not False
     observed = f"toolkit.enabled={show(enabled)} on gpu-lab:cluster={kind}"
-    if variant.operator.runtime_injects_gpus:
+    if variant.spec.runtime_injects_gpus:
         observed += " (its node's runtime already injects GPUs)"
-    return [_finding(ITEM, not (on and variant.operator.runtime_injects_gpus), observed, expected, FIX)]
+    return [_finding(ITEM, not (on and variant.spec.runtime_injects_gpus), observed, expected, FIX)]
 
 
 SPEC: Final = Spec(

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from gpulab.core.argv import command_argv
 from policy.stack_context import StackContext
 from policy.validators.findings import NOT_EVALUATED, Finding, _finding
-from policy.validators.minikube.start_command import command_argv
 from policy.validators.props import dig
 from policy.validators.spec import MANDATORY, Settings, Spec, _int
 from policy.validators.tokens import (

@@ -11,7 +11,7 @@ from variants import registry
 
 def test_the_gate_waits_for_the_operator_s_device_plugin_and_the_expected_count() -> None:
     args = GpuOperatorArgs(
-        OperatorConfig(), registry.get("sim").operator, "kc", expect=Expected(gpus=2), profile="p"
+        OperatorConfig(), registry.get("sim").spec, "kc", expect=Expected(gpus=2), profile="p"
     )
     assert gate_args(args) == [
         "gate",
@@ -33,7 +33,7 @@ def test_the_gate_waits_for_the_operator_s_device_plugin_and_the_expected_count(
 def test_the_gate_of_minikube_s_addon_without_the_operator_s_plugin() -> None:
     args = GpuOperatorArgs(
         OperatorConfig(device_plugin=False),
-        registry.get("minikube").operator,
+        registry.get("minikube").spec,
         "kc",
         device_plugin_owner="minikube-addon",
     )
@@ -44,7 +44,7 @@ def test_the_gate_of_minikube_s_addon_without_the_operator_s_plugin() -> None:
 
 def test_the_gate_of_a_renamed_resource_and_mig() -> None:
     expect = Expected(gpus=None, resource="nvidia.com/gpu.shared")
-    argv = gate_args(GpuOperatorArgs(OperatorConfig(), registry.get("sim").operator, "kc", expect=expect))
+    argv = gate_args(GpuOperatorArgs(OperatorConfig(), registry.get("sim").spec, "kc", expect=expect))
     assert argv[argv.index("--gpu-resource") + 1] == "nvidia.com/gpu.shared"
 
 
@@ -58,6 +58,6 @@ def test_the_crd_check_applies_only_on_a_cluster_the_lab_owns() -> None:
 
 
 def test_operator_components_record_the_settings() -> None:
-    comps = operator_components(OperatorConfig(time_slicing_replicas=4), registry.get("kind").operator)
+    comps = operator_components(OperatorConfig(time_slicing_replicas=4), registry.get("kind").spec)
     assert comps["driver"] is False and comps["timeSlicingReplicas"] == 4
     assert comps["deviceListStrategy"] == "envvar"

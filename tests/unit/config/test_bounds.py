@@ -1,5 +1,5 @@
 """Every numeric config key has a documented upper bound, enforced before anything is created:
-the shared keys' in gpulab.config.lab.BOUNDS, a variant's own keys' in its ``ConfigRules.bounds``."""
+the shared keys' in gpulab.config.lab.BOUNDS, a variant's own keys' in its ``VariantSpec.bounds``."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[3]
 #: Every bound: the shared keys' and each variant's own (no key bounded twice).
 ALL_BOUNDS = {
     **config.BOUNDS,
-    **{k: b for v in registry.REGISTRY.values() for k, b in v.config.bounds.items()},
+    **{k: b for v in registry.REGISTRY.values() for k, b in v.spec.bounds.items()},
 }
 
 
@@ -29,7 +29,7 @@ def _descriptions() -> dict[str, str]:
 def test_every_numeric_key_has_a_bound() -> None:
     numeric = {k for k, (kind, _) in config.SCHEMA.items() if kind == "int"} | {"smokeGpus"}
     assert numeric == set(ALL_BOUNDS), "a numeric key without a bound, or a bound without a key"
-    variant_keys = [k for v in registry.REGISTRY.values() for k in v.config.bounds]
+    variant_keys = [k for v in registry.REGISTRY.values() for k in v.spec.bounds]
     assert len(variant_keys) == len(set(variant_keys)) and not set(variant_keys) & set(config.BOUNDS)
 
 

@@ -14,20 +14,20 @@ from variants.registry import parse_config
 def test_the_configmap_and_its_key_reach_the_chart_values_and_the_chart_makes_none() -> None:
     cfg = parse_config({"gpu-lab:sharingConfigMap": "lab-sharing:any"}, env={})
     assert cfg.operator.sharing_config_map == ("lab-sharing", "any")
-    values = helm_values(cfg.operator, registry.get(cfg.cluster).operator)["devicePlugin"]["config"]
+    values = helm_values(cfg.operator, registry.get(cfg.cluster).spec)["devicePlugin"]["config"]
     assert values == {"name": "lab-sharing", "create": False, "default": "any"}
 
 
 def test_without_a_key_the_default_is_left_to_the_chart() -> None:
     cfg = parse_config({"gpu-lab:sharingConfigMap": "lab-sharing"}, env={})
-    values = helm_values(cfg.operator, registry.get(cfg.cluster).operator)["devicePlugin"]["config"]
+    values = helm_values(cfg.operator, registry.get(cfg.cluster).spec)["devicePlugin"]["config"]
     assert values == {"name": "lab-sharing", "create": False}
 
 
 def test_unset_names_nothing() -> None:
     cfg = parse_config({}, env={})
     assert cfg.operator.sharing_config_map is None
-    assert "config" not in helm_values(cfg.operator, registry.get(cfg.cluster).operator)["devicePlugin"]
+    assert "config" not in helm_values(cfg.operator, registry.get(cfg.cluster).spec)["devicePlugin"]
 
 
 @pytest.mark.parametrize(

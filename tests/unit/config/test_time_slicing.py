@@ -67,7 +67,7 @@ def test_config_keys_reach_the_operator_and_its_chart_values() -> None:
         env={},
     )
     assert cfg.operator.gpu_resource == SHARED
-    data = helm_values(cfg.operator, registry.get(cfg.cluster).operator)["devicePlugin"]["config"]
+    data = helm_values(cfg.operator, registry.get(cfg.cluster).spec)["devicePlugin"]["config"]
     assert data["name"] == "time-slicing-config" and data["default"] == "any"
     assert sharing.renamed(data["data"]["any"])
 

@@ -12,8 +12,8 @@ from gpulab.core.outputs import LabOutputs
 from gpulab.diagnose.record import Diagnosis
 from gpulab.host import preflight
 from gpulab.verdict import checklist
-from policy.validators.minikube.start_gpu import FIX_MINIKUBE_GPU
 from variants.minikube.diagnose import diagnose_minikube_start
+from variants.minikube.policies import FIX_MINIKUBE_GPU
 
 CTK = "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"
 

@@ -20,7 +20,7 @@ NS = "gpu-operator"
 
 def chart_config(replicas: int = 4) -> dict[str, Any]:
     cfg: dict[str, Any] = helm_values(
-        OperatorConfig(time_slicing_replicas=replicas), registry.get("sim").operator
+        OperatorConfig(time_slicing_replicas=replicas), registry.get("sim").spec
     )["devicePlugin"]["config"]
     return cfg
 

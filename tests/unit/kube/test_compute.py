@@ -180,7 +180,7 @@ def test_two_containers_that_saw_the_same_gpu_fail_with_the_runtime_diagnosis(
                 host=tuple(UUIDS),
                 cluster="kind",
                 device_list="envvar",
-                device_list_reason=registry.get("kind").operator.device_list_reason,
+                device_list_reason=registry.get("kind").spec.device_list_reason,
             ),
         )
     text = str(err.value)
@@ -206,7 +206,7 @@ def test_a_container_that_saw_two_gpus_fails(cluster: dict[str, Any]) -> None:
             "gpu-compute",
             5,
             isolation=kube_compute.Isolation(
-                cluster="minikube", device_list_reason=registry.get("minikube").operator.device_list_reason
+                cluster="minikube", device_list_reason=registry.get("minikube").spec.device_list_reason
             ),
         )
     text = str(err.value)

@@ -153,9 +153,9 @@ def test_time_slicing_not_applied_says_so_in_the_mismatch() -> None:
 
 
 def test_time_slicing_applied_but_not_yet_advertised_shows_the_config_and_labels() -> None:
-    values = helm_values(OperatorConfig(time_slicing_replicas=4), registry.get("sim").operator)[
-        "devicePlugin"
-    ]["config"]
+    values = helm_values(OperatorConfig(time_slicing_replicas=4), registry.get("sim").spec)["devicePlugin"][
+        "config"
+    ]
     policy = {
         **READY_POLICY,
         "spec": {"devicePlugin": {"config": {"name": values["name"], "default": "any"}}},

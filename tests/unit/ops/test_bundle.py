@@ -140,11 +140,13 @@ def test_cli_says_what_this_machine_knows_when_the_cluster_does_not_answer(
 ) -> None:
     # A frozen etcd (SIGSTOP) or a control plane its supervisor took down: the API server's
     # answer (or its silence) cannot say which; the variant's local status can.
+    from variants.base import Status
     from variants.sim import VARIANT
 
-    lifecycle = type(VARIANT.local)
     monkeypatch.setattr(
-        lifecycle, "local_status", lambda self, profile, root: "the sim cluster 'p': etcd stopped"
+        type(VARIANT),
+        "status",
+        lambda self, profile, root: Status(False, "", "the sim cluster 'p': etcd stopped"),
     )
     assert bundle.main(["--stack", "sim", "--out-dir", str(tmp_path)]) == 0
     err = capsys.readouterr().err

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from gpulab.core import run as cmd
+from gpulab.core.errors import GpuLabError
 from gpulab.kube import identity
 from ops import endpoint
 from variants import registry
@@ -55,14 +56,14 @@ def test_minikube_reads_the_profile_s_context_as_its_cluster_command_did(
     advises when it finds the context ``Misconfigured`` (pkg/minikube/cluster/status.go)."""
     monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
     calls: list[list[str]] = []
-    local = registry.get("minikube").local
-    live = local.live_kubeconfig(
+    local = registry.get("minikube")
+    live = local.kubeconfig(
         "gpu-lab", Path("/x"), lambda k: "", runner(kubeconfig("https://127.0.0.1:40123"), log=calls)
     )
     assert calls == [["kubectl", "config", "view", "--flatten", "--minify", "--context", "gpu-lab"]]
     assert live is not None and "https://127.0.0.1:40123" in live
-    assert local.live_kubeconfig("gpu-lab", Path("/x"), lambda k: "", runner("", 1)) is None
-    fix = local.moved_fix("gpu-lab", "minikube", "https://127.0.0.1:32771", "https://127.0.0.1:40123")
+    assert local.kubeconfig("gpu-lab", Path("/x"), lambda k: "", runner("", 1)) is None
+    fix = local.spec.moved_fix("gpu-lab", "minikube", "https://127.0.0.1:32771", "https://127.0.0.1:40123")
     assert "`minikube update-context -p gpu-lab`" in fix
     assert "`GPULAB_STACK=minikube make destroy && GPULAB_STACK=minikube make lab`" in fix
 
@@ -75,20 +76,20 @@ def test_kind_reads_kind_get_kubeconfig(monkeypatch: pytest.MonkeyPatch) -> None
     ``kind export kubeconfig`` merges the same into kubectl's file (``Export``)."""
     monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
     calls: list[list[str]] = []
-    local = registry.get("kind").local
-    live = local.live_kubeconfig(
+    local = registry.get("kind")
+    live = local.kubeconfig(
         "lab", Path("/x"), lambda k: "", runner(kubeconfig("https://127.0.0.1:41000"), log=calls)
     )
     assert calls == [["kind", "get", "kubeconfig", "--name", "lab"]]
     assert live is not None and "41000" in live
-    assert "`kind export kubeconfig --name lab`" in local.moved_fix("lab", "kind", "a", "b")
+    assert "`kind export kubeconfig --name lab`" in local.spec.moved_fix("lab", "kind", "a", "b")
 
 
 def test_k3s_reads_its_file_without_asking_for_a_password() -> None:
     calls: list[list[str]] = []
-    local = registry.get("k3s").local
+    local = registry.get("k3s")
     assert (
-        local.live_kubeconfig("p", Path("/x"), lambda k: "", runner("sudo: a password is required", 1, calls))
+        local.kubeconfig("p", Path("/x"), lambda k: "", runner("sudo: a password is required", 1, calls))
         is None
     )
     assert calls[0][-2:] == ["cat", "/etc/rancher/k3s/k3s.yaml"]
@@ -98,12 +99,13 @@ def test_k3s_reads_its_file_without_asking_for_a_password() -> None:
 def test_existing_reads_the_configured_context(tmp_path: Path) -> None:
     users = tmp_path / "config"
     users.write_text(kubeconfig("https://10.0.0.1:6443"))
-    local = registry.get("existing").local
+    local = registry.get("existing")
     values = {"kubeconfigPath": str(users), "kubeContext": ""}
-    live = local.live_kubeconfig("p", tmp_path, values.__getitem__)
+    live = local.kubeconfig("p", tmp_path, values.__getitem__)
     assert live is not None and identity.from_kubeconfig(live)[0] == "https://10.0.0.1:6443"
     values["kubeconfigPath"] = str(tmp_path / "absent")
-    assert local.live_kubeconfig("p", tmp_path, values.__getitem__) is None
+    with pytest.raises(GpuLabError, match="cannot be used"):  # endpoint.moved: "cannot tell"
+        local.kubeconfig("p", tmp_path, values.__getitem__)
 
 
 def test_moved_only_for_the_recorded_cluster_at_another_endpoint(tmp_path: Path) -> None:

@@ -177,7 +177,7 @@ def test_the_recorded_cluster_at_another_endpoint_is_named_with_both_values_and_
 ) -> None:
     """The stack's kubeconfig (read at create) no longer answers, and the variant's own read
     finds the same cluster (its kube-system UID) elsewhere: not "does not answer", but both
-    endpoints and the variant's fix (``Lifecycle.endpoint_fix``)."""
+    endpoints and the variant's fix (``VariantSpec.endpoint_fix``)."""
     recorded = {"server": silent, "caSha256": None, "kubeSystemUid": "mine", "stack": "sim"}
     _sim_kubeconfig_now(tmp_path, "https://localhost:32766")
     asked: list[str] = []

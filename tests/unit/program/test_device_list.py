@@ -28,24 +28,24 @@ ENVVAR = [{"name": "DEVICE_LIST_STRATEGY", "value": "envvar"}]
 @pytest.mark.parametrize("cluster", ["minikube", "kind", "k3s"])
 def test_gpu_variants_pass_the_allocation_as_envvar_with_cdi_off(cluster: str) -> None:
     cfg = parse_config({"gpu-lab:cluster": cluster}, env={})
-    values = helm_values(cfg.operator, registry.get(cfg.cluster).operator)
+    values = helm_values(cfg.operator, registry.get(cfg.cluster).spec)
     assert cfg.operator.cdi is False and values["cdi"]["enabled"] is False
     assert values["devicePlugin"]["env"] == ENVVAR
-    assert registry.get(cluster).operator.device_list_reason  # the variant says why
+    assert registry.get(cluster).spec.device_list_reason  # the variant says why
 
 
 def test_k3s_with_the_nri_plugin_keeps_cdi_and_the_chart_s_device_list() -> None:
     cfg = parse_config({"gpu-lab:cluster": "k3s", "gpu-lab:k3sNriPlugin": "true"}, env={})
-    values = helm_values(cfg.operator, registry.get(cfg.cluster).operator)
+    values = helm_values(cfg.operator, registry.get(cfg.cluster).spec)
     assert cfg.operator.cdi is True and values["cdi"] == {"enabled": True, "nriPluginEnabled": True}
     assert "env" not in values["devicePlugin"]
 
 
 @pytest.mark.parametrize("cluster", ["sim", "existing"])
 def test_variants_that_do_not_know_the_node_runtime_leave_the_chart_s_choice(cluster: str) -> None:
-    values = helm_values(OperatorConfig(cdi=True), registry.get(cluster).operator)
+    values = helm_values(OperatorConfig(cdi=True), registry.get(cluster).spec)
     assert values["cdi"]["enabled"] is True and "env" not in values["devicePlugin"]
-    assert registry.get(cluster).operator.device_list_strategy(OperatorConfig()) is None
+    assert registry.get(cluster).spec.device_list_strategy(nri_plugin=False) is None
 
 
 @pytest.mark.parametrize(

@@ -323,9 +323,9 @@ def test_each_config_error_stops_before_any_resource(config: dict[str, Any], nee
 
 def test_missing_host_tools_stop_before_any_resource(monkeypatch: pytest.MonkeyPatch, chart: str) -> None:
     monkeypatch.setattr(
-        variants.base.HostNeeds,
+        variants.base,
         "missing_tools",
-        lambda self, *_: [Finding("tool-kwokctl", False, "kwokctl is not on PATH", "run `make toolchain`")],
+        lambda spec, *_: [Finding("tool-kwokctl", False, "kwokctl is not on PATH", "run `make toolchain`")],
     )
     run = run_program(sim(chart))
     assert isinstance(run.error, PreflightError)
@@ -404,9 +404,9 @@ def test_preflight_reports_the_missing_driver_and_every_missing_tool_together(
 
     monkeypatch.setattr(program.edge, "probe_host", no_driver)
     monkeypatch.setattr(
-        variants.base.HostNeeds,
+        variants.base,
         "missing_tools",
-        lambda self, *_: [Finding("tool-minikube", False, "minikube is not on PATH", "install minikube")],
+        lambda spec, *_: [Finding("tool-minikube", False, "minikube is not on PATH", "install minikube")],
     )
     run = run_program({"cluster": "minikube"})
     assert isinstance(run.error, PreflightError)

@@ -49,9 +49,7 @@ def test_the_compute_pod_runs_nvidias_vectoradd_once_on_one_gpu_after_the_smoke_
     assert argv[argv.index("--host-gpu-uuid") + 1].startswith("GPU-")
     assert argv[argv.index("--cluster") + 1] == "minikube"
     assert argv[argv.index("--device-list-strategy") + 1] == "envvar"
-    assert (
-        argv[argv.index("--device-list-reason") + 1] == registry.get("minikube").operator.device_list_reason
-    )
+    assert argv[argv.index("--device-list-reason") + 1] == registry.get("minikube").spec.device_list_reason
 
 
 def test_two_gpus_two_vectoradd_containers_one_gpu_each(chart: str) -> None:

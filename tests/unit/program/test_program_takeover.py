@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gpulab.config.lab import getter
 from gpulab.core import names
 from gpulab.core import outputs as out
 from gpulab.host.preflight import PreflightError
@@ -172,12 +173,13 @@ def test_the_plan_names_every_object_the_lab_creates_itself(
 
 
 def test_a_cluster_that_cannot_be_read_is_a_failed_check_not_a_pass(kubeconfig: Path, chart: str) -> None:
-    cfg = parse_config({k: str(v) for k, v in existing(kubeconfig, chart).items()}, {})
+    raw = {k: str(v) for k, v in existing(kubeconfig, chart).items()}
+    cfg = parse_config(raw, {})
 
     def unreachable(api: Any, p: takeover.Planned) -> None:
         raise ConnectionRefusedError("connection refused")
 
-    (f,) = edge.takeover_failures(cfg, registry.get("existing"), read=unreachable)
+    (f,) = edge.takeover_failures(cfg, registry.get("existing"), read=unreachable, get=getter(raw))
     assert f.id == takeover.CHECK and not f.ok and "connection refused" in f.observed
     assert "get namespaces must work" in f.fix
 
@@ -199,18 +201,19 @@ def test_an_object_this_identity_may_not_read_is_left_to_the_access_check(
     ``test_a_guest_missing_a_permission_is_told_which_before_anything_is_created``)."""
     from kubernetes.client.rest import ApiException
 
-    cfg = parse_config({k: str(v) for k, v in existing(kubeconfig, chart).items()}, {})
+    raw = {k: str(v) for k, v in existing(kubeconfig, chart).items()}
+    cfg, get = parse_config(raw, {}), getter(raw)
     seen: list[str] = []
 
     def forbidden(api: Any, p: takeover.Planned) -> None:
         seen.append(p.ref)
         raise ApiException(status=403, reason="Forbidden")
 
-    assert edge.takeover_failures(cfg, registry.get("existing"), read=forbidden) == []
+    assert edge.takeover_failures(cfg, registry.get("existing"), read=forbidden, get=get) == []
     assert seen == [p.ref for p in edge.planned_objects(cfg)]
 
     def broken(api: Any, p: takeover.Planned) -> None:
         raise ApiException(status=500, reason="Internal Server Error")
 
-    (f,) = edge.takeover_failures(cfg, registry.get("existing"), read=broken)
+    (f,) = edge.takeover_failures(cfg, registry.get("existing"), read=broken, get=get)
     assert not f.ok and "500" in f.observed

@@ -66,7 +66,7 @@ ORIGINAL_FAKE_STDOUT = program_harness.fake_stdout
 def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     """No host here has kind, k3s or a GPU: host checks are tested on recorded output elsewhere."""
     monkeypatch.setattr(program_harness, "fake_stdout", _fake_stdout)
-    monkeypatch.setattr(variants.base.HostNeeds, "missing_tools", lambda self, *_: [])
+    monkeypatch.setattr(variants.base, "missing_tools", lambda spec, *_: [])
     monkeypatch.setattr(variants.minikube.host, "minikube_host_findings", lambda cfg: [])
     monkeypatch.setattr(variants.kind.ctl, "host_findings", lambda: [])
     monkeypatch.setattr(variants.k3s.ctl, "host_findings", lambda version: [])

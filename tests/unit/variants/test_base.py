@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from components.cluster import ClusterOutputs
-from gpulab.config.lab import NO_SETTINGS, ConfigError, LabConfig
+from gpulab.config.lab import ConfigError, LabConfig
+from gpulab.config.variant import NO_SETTINGS, VariantSettings, VariantSpec
 from gpulab.core import outputs as out
 from gpulab.core.errors import GpuLabError
 from gpulab.core.names import MIN_CPUS
@@ -17,13 +18,10 @@ from variants import registry
 from variants.base import (
     HOST_FIELDS,
     OPERATOR_FIELDS,
-    Capabilities,
-    ConfigRules,
-    HostNeeds,
-    Lifecycle,
-    OperatorNeeds,
+    Status,
     Variant,
     ctl_main,
+    named_cluster,
 )
 from variants.existing.settings import ExistingSettings
 from variants.k3s.settings import K3sSettings
@@ -52,9 +50,9 @@ def test_ctl_main_prints_a_lab_error_with_its_tag(capsys: pytest.CaptureFixture[
 
 def test_a_helper_made_cluster_lives_in_the_variants_work_dir() -> None:
     kind = registry.get("kind")
-    assert kind.local.workdir("lab") == ".state/kind/lab"
+    assert kind.spec.workdir("lab") == ".state/kind/lab"
     cfg = parse_config({"cluster": "sim", "profile": "lab"}, env={})
-    assert registry.get("sim").local.named_cluster(cfg) == {
+    assert named_cluster(registry.get("sim").spec, cfg) == {
         "name": "lab",
         "workdir": ".state/sim/lab",
         "timeout_seconds": cfg.cluster_timeout_seconds,
@@ -62,21 +60,20 @@ def test_a_helper_made_cluster_lives_in_the_variants_work_dir() -> None:
 
 
 def test_simulated_fields_are_the_host_and_operator_keys() -> None:
-    sim = parse_config({"cluster": "sim"}, env={})
-    assert registry.get("sim").config.simulated_fields(sim) == [*HOST_FIELDS, *OPERATOR_FIELDS]
+    assert registry.get("sim").spec.simulated_fields == (*HOST_FIELDS, *OPERATOR_FIELDS)
+    assert registry.get("existing").spec.simulated_fields == OPERATOR_FIELDS
     assert out.ALLOCATABLE_GPUS in OPERATOR_FIELDS and out.HOST_GPU_COUNT in HOST_FIELDS
 
 
 @pytest.mark.parametrize("name", registry.NAMES)
 def test_the_operator_toolkit_defaults_off_only_where_the_node_runtime_injects_gpus(name: str) -> None:
-    v = registry.get(name)
-    assert v.operator.operator_toolkit(None) is (not v.operator.runtime_injects_gpus)
-    assert v.operator.operator_toolkit(False) is False
-    if name != "kind":  # kind's node gets the host's toolkit, always (true is refused in config)
-        assert v.operator.operator_toolkit(True) is True
+    v = registry.get(name).spec
+    assert v.toolkit(None) is (not v.runtime_injects_gpus)
+    assert v.toolkit(False) is False and v.toolkit(True) is True  # kind's true is refused in config
+    if name != "existing":  # its config needs a kubeconfig (tests/unit/config)
+        assert parse_config({"cluster": name}, env={}).operator.toolkit is v.toolkit(None)
     assert (
-        registry.get("minikube").operator.runtime_injects_gpus
-        and registry.get("kind").operator.runtime_injects_gpus
+        registry.get("minikube").spec.runtime_injects_gpus and registry.get("kind").spec.runtime_injects_gpus
     )
 
 
@@ -85,7 +82,7 @@ def test_the_compute_pods_keys_are_simulated_where_the_smoke_pods_are() -> None:
 
 
 # --- the config seam: each variant parses and reads its own settings ------------------------
-#: The settings type of each variant (variants/<name>/settings.py).
+#: The settings type of the variants this module names (variants/<name>/settings.py).
 SETTINGS = {
     "minikube": MinikubeSettings,
     "kind": KindSettings,
@@ -95,8 +92,12 @@ SETTINGS = {
 }
 
 
-def test_every_variant_declares_its_settings_type() -> None:
-    assert set(SETTINGS) == set(registry.NAMES)
+@pytest.mark.parametrize("name", registry.NAMES)
+def test_every_variant_s_settings_type_is_its_own(name: str) -> None:
+    own = registry.get(name).spec.settings
+    assert issubclass(own, VariantSettings)
+    assert own is VariantSettings or own.__module__ == f"variants.{name}.settings"
+    assert SETTINGS.get(name, own) is own
 
 
 @pytest.mark.parametrize("name", ["minikube", "kind", "k3s", "sim"])
@@ -115,61 +116,50 @@ def test_a_bare_lab_config_reads_each_variant_s_defaults() -> None:
     assert LabConfig().settings(MinikubeSettings).cpus == MIN_CPUS
 
 
+class Bare(Variant):
+    """A variant that declares nothing but its name and its component."""
+
+    spec = VariantSpec("bare")
+
+    def create(self, cfg: LabConfig, opts: object = None) -> ClusterOutputs:
+        raise NotImplementedError
+
+
 def test_a_variant_without_settings_of_its_own_gets_none_and_the_default_capture() -> None:
-    class Bare(Variant):
-        name = "bare"
-
-        def cluster(self, cfg: LabConfig, opts: object = None) -> ClusterOutputs:
-            raise NotImplementedError
-
     problems: list[str] = []
-    assert Bare().config.resolve(lambda k: None, {}, problems, {}) is NO_SETTINGS and problems == []
-    assert Bare().config.default_capture(lambda k: 2) == "h200-1gpu"
-    assert registry.get("sim").config.default_capture(lambda k: 2) == "h200-2gpu"
+    assert Bare.spec.settings.resolve(lambda k: None, {}, problems, {}) == NO_SETTINGS and problems == []
+    assert NO_SETTINGS.capture is None and not NO_SETTINGS.simulated
+    assert SimSettings(gpus=2).capture == "h200-2gpu" and SimSettings(gpus=1).capture == "h200-1gpu"
+    assert parse_config({"cluster": "sim", "simGpus": "2"}, env={}).capture == "h200-2gpu"
 
 
-# --- the seam's shape: a name, five facets, the component and the GPU expectation ------------
+# --- the seam's shape: one record and six verbs ----------------------------------------------
 
 
-def test_the_variant_seam_is_narrow() -> None:
+def test_the_variant_seam_is_one_record_and_six_verbs() -> None:
     members = {n for n in dir(Variant) if not n.startswith("_")} | set(Variant.__annotations__)
-    assert members == {
-        "name",
-        "capabilities",
-        "config",
-        "operator",
-        "host",
-        "local",
-        "cluster",
-        "gpu_expectation",
-    }
+    verbs = {"preflight", "create", "status", "delete", "kubeconfig", "gpu_expectation"}
+    assert members == {"spec", "name", *verbs}
 
 
 @pytest.mark.parametrize("name", registry.NAMES)
-def test_each_variant_s_facets_are_its_own_and_named_after_it(name: str) -> None:
+def test_each_variant_s_record_is_its_own(name: str) -> None:
     v = registry.get(name)
-    assert v.name == name
-    assert isinstance(v.capabilities, Capabilities) and isinstance(v.operator, OperatorNeeds)
-    assert isinstance(v.config, ConfigRules) and v.config.name == name
-    assert isinstance(v.host, HostNeeds) and v.host.name == name
-    assert isinstance(v.local, Lifecycle) and v.local.name == name
-    assert v.local.ctl == f"variants.{name}.ctl"
+    assert isinstance(v.spec, VariantSpec) and v.name == v.spec.name == name
+    assert v.spec.ctl == f"variants.{name}.ctl"
 
 
-def test_a_variant_that_declares_no_facet_gets_the_defaults_named_after_it() -> None:
-    class Bare(Variant):
-        name = "bare"
-
-        def cluster(self, cfg: LabConfig, opts: object = None) -> ClusterOutputs:
-            raise NotImplementedError
-
-    assert (
-        Bare.config == ConfigRules("bare")
-        and Bare.host == HostNeeds("bare")
-        and Bare.local == Lifecycle("bare")
+def test_a_variant_that_declares_nothing_gets_the_defaults() -> None:
+    bare = Bare()
+    assert bare.spec == VariantSpec("bare") and bare.spec.settings is VariantSettings
+    assert bare.status("p", Path(".")) == Status(False, "the lab does not own bare clusters")
+    assert bare.delete("p", Path(".")) is None and bare.kubeconfig("p", Path("."), lambda k: None) is None
+    assert bare.preflight(LabConfig()) == []
+    assert bare.spec.hint("p") == "make the API server reachable"
+    assert bare.spec.queue_controller_argv("p") is None
+    assert bare.spec.moved_fix("p", "s", "https://a", "https://b").startswith(
+        "make the cluster answer at https://a"
     )
-    assert Bare.capabilities == Capabilities() and Bare.operator == OperatorNeeds()
-    assert Bare().local.gone("p", Path(".")) == (False, "the lab does not own bare clusters")
 
 
 def test_a_variant_s_bounds_are_checked_whichever_variant_is_chosen() -> None:

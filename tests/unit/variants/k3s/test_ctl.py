@@ -10,6 +10,7 @@ import pytest
 
 from gpulab.host.preflight import PreflightError
 from variants.k3s import ctl as k3s_ctl
+from variants.k3s import node as k3s_node
 
 #: The real check (the up/down fixture replaces it).
 CHECK_SUDO = k3s_ctl.check_sudo
@@ -135,8 +136,8 @@ def test_operator_values_use_the_same_paths_as_the_policy() -> None:
     from policy import validators
 
     config_dir, socket = validators.EMBEDDED_CONTAINERD["k3s"]
-    assert k3s_ctl.CONTAINERD_CONFIG.startswith(config_dir)
-    assert socket == k3s_ctl.CONTAINERD_SOCKET
+    assert k3s_node.CONTAINERD_CONFIG.startswith(config_dir)
+    assert socket == k3s_node.CONTAINERD_SOCKET
 
 
 # --------------------------------------------------------------------------- up/down with fakes

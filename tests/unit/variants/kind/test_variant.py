@@ -15,6 +15,6 @@ def test_kind_cluster_listing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     monkeypatch.setattr(shutil, "which", lambda _n: "/usr/bin/kind")
     kind = registry.get("kind")
     out = lambda text, rc=0: lambda argv: subprocess.CompletedProcess(argv, rc, text, "")  # noqa: E731
-    assert kind.local.gone("gpu-lab", tmp_path, out("gpu-lab\nother\n"))[0] is False
-    assert kind.local.gone("gpu-lab", tmp_path, out("No kind clusters found.\n"))[0] is True
-    assert kind.local.gone("gpu-lab", tmp_path, out("", 1))[0] is None
+    assert kind.status("gpu-lab", tmp_path, out("gpu-lab\nother\n")).gone is False
+    assert kind.status("gpu-lab", tmp_path, out("No kind clusters found.\n")).gone is True
+    assert kind.status("gpu-lab", tmp_path, out("", 1)).gone is None

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from variants import registry
+from variants.base import Status
 
 
 def test_minikube_profile_listing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -19,13 +20,13 @@ def test_minikube_profile_listing(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
         return lambda argv: subprocess.CompletedProcess(argv, rc, out, err)
 
     listed = '{"invalid": [], "valid": [{"Name": "gpu-lab"}]}'
-    assert minikube.local.gone("gpu-lab", tmp_path, fake(listed))[0] is False
-    assert minikube.local.gone("other", tmp_path, fake(listed))[0] is True
+    assert minikube.status("gpu-lab", tmp_path, fake(listed)).gone is False
+    assert minikube.status("other", tmp_path, fake(listed)).gone is True
     none = fake("", "\U0001f939  Exiting due to MK_USAGE_NO_PROFILE: No minikube profile was found.", 85)
-    assert minikube.local.gone("gpu-lab", tmp_path, none)[0] is True
-    assert minikube.local.gone("gpu-lab", tmp_path, fake("garbage", "boom", 1))[0] is None
+    assert minikube.status("gpu-lab", tmp_path, none).gone is True
+    assert minikube.status("gpu-lab", tmp_path, fake("garbage", "boom", 1)).gone is None
 
 
 def test_a_missing_tool_cannot_tell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(shutil, "which", lambda _n: None)
-    assert registry.get("minikube").local.gone("p", tmp_path) == (None, "minikube is not on PATH")
+    assert registry.get("minikube").status("p", tmp_path) == Status(None, "minikube is not on PATH")

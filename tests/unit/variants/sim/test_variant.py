@@ -9,9 +9,9 @@ from variants import registry
 
 def test_sim_cluster_is_gone_when_its_directory_is(tmp_path: Path) -> None:
     sim = registry.get("sim")
-    assert sim.local.gone("lab", tmp_path)[0] is True
+    assert sim.status("lab", tmp_path).gone is True
     (tmp_path / ".state" / "sim" / "lab").mkdir(parents=True)
-    assert sim.local.gone("lab", tmp_path)[0] is False
+    assert sim.status("lab", tmp_path).gone is False
 
 
 def test_the_smoke_pod_s_simulated_listing_follows_what_it_is_given() -> None:

@@ -1,1 +1,0 @@
-"""Policies on the ``minikube start`` command (one per module)."""

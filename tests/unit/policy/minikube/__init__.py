@@ -1,1 +1,0 @@
-"""Tests of :mod:`policy.validators.minikube`, mirroring its modules."""
