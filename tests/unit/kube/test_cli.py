@@ -98,7 +98,7 @@ def test_every_check_the_program_writes_parses(
     """Each ``python -m gpulab.kube`` argv (create and delete) of four labs that together write
     every subcommand but ``ping`` (ops/ runs that one) parses, with the options the component
     gave it."""
-    monkeypatch.setattr(variants.sim._Host, "host_findings", lambda self, cfg: [])  # Kueue not built here
+    monkeypatch.setattr(variants.sim.Sim, "preflight", lambda self, cfg: [])  # Kueue not built here
     fake = program_harness.fake_stdout
     # The fleet gate's facts: the queue's quota is its allocatable.
     monkeypatch.setattr(

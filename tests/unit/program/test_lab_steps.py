@@ -23,7 +23,7 @@ LAB = "gpulab:lab:Lab"
 def charts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The device plugin, DRA and Kueue charts as local directories; Kueue's controller taken
     as built; the fleet gate's facts (the queue's quota is its allocatable)."""
-    monkeypatch.setattr(variants.sim._Host, "host_findings", lambda self, cfg: [])
+    monkeypatch.setattr(variants.sim.Sim, "preflight", lambda self, cfg: [])
     for name, version in (("kueue", "0.19.0"), ("nvidia-device-plugin", "0.20.0"), ("dra", "25.12.0")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "Chart.yaml").write_text(f"name: {name}\nversion: {version}\n")
