@@ -28,7 +28,7 @@ from gpulab.core import names
 from gpulab.core.findings import Finding
 from gpulab.host import preflight
 from gpulab.host.facts import HostFacts
-from gpulab.host.preflight import PreflightError
+from gpulab.host.preflight import PreflightError, raise_on_failures
 from gpulab.host.probe import probe_capture, probe_host, with_node_runtime
 from gpulab.kube import takeover
 from gpulab.kube.client import load_clients
@@ -188,8 +188,7 @@ def preflight_or_raise(cfg: LabConfig, facts: HostFacts | None, variant: Variant
     elif cfg.operator.chart_path is None and not cfg.fleet.per_node:  # found: no chart at all
         failed += chart_findings(cfg.operator.chart_repo, cfg.operator.chart_version)
     failed += [f for f in variant.preflight(cfg) if not f.ok]
-    if failed:
-        raise PreflightError(failed)
+    raise_on_failures(failed)
 
 
 def probe_and_preflight(cfg: LabConfig, variant: Variant) -> HostFacts | None:
@@ -223,8 +222,7 @@ def probe_and_preflight(cfg: LabConfig, variant: Variant) -> HostFacts | None:
         failed += exc.failures
     failed += mig_failures(cfg, facts, variant)
     failed += takeover_failures(cfg, variant)
-    if failed:
-        raise PreflightError(failed)
+    raise_on_failures(failed)
     return facts
 
 

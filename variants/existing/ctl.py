@@ -114,11 +114,6 @@ def _named(doc: Mapping[str, Any], section: str) -> dict[str, dict[str, Any]]:
     return {str(e.get("name")): dict(e) for e in entries if isinstance(e, dict) and e.get("name")}
 
 
-def context_names(doc: Mapping[str, Any]) -> list[str]:
-    """Every context name in a parsed kubeconfig, in file order."""
-    return list(_named(doc, "contexts"))
-
-
 def select_context(doc: Mapping[str, Any], context: str = "") -> tuple[str, dict[str, Any]]:
     """``(name, context entry)`` for ``context``, or for ``current-context`` when empty.
 

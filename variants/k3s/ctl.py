@@ -48,7 +48,7 @@ from gpulab.core import run as cmd
 from gpulab.core.errors import GpuLabError
 from gpulab.core.names import PROJECT
 from gpulab.host import preflight
-from gpulab.host.preflight import Finding, PreflightError
+from gpulab.host.preflight import Finding, PreflightError, raise_on_failures
 from gpulab.kube.client import load_clients
 from variants.base import Action, ctl_main
 
@@ -323,9 +323,7 @@ def _wait_ready(timeout: float) -> tuple[str, str]:
 
 def up(spec: UpSpec) -> dict[str, Any]:
     """Install k3s if needed, wait for it, return its kubeconfig (module docstring)."""
-    failed = [f for f in host_findings(spec.version) if not f.ok]
-    if failed:
-        raise PreflightError(failed)
+    raise_on_failures(host_findings(spec.version))
     action = plan(installed_version(), marker_present(), spec.version)
     if action == "reuse":
         _log(f"k3s {spec.version} is installed; not installing")

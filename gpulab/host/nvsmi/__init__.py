@@ -18,7 +18,7 @@ Units: memory is MiB (``nvidia-smi`` reports ``memory.total`` in MiB).
 
 Modules: :mod:`~gpulab.host.nvsmi.header` (the header and :class:`NvidiaSmiParseError`),
 :mod:`~gpulab.host.nvsmi.query` (the query CSV, :class:`GpuInfo`, :func:`model_warning`) and
-:mod:`~gpulab.host.nvsmi.table` (``-L`` and the plain table).
+:mod:`~gpulab.host.nvsmi.table` (``-L``'s MIG devices).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from gpulab.host.nvsmi.query import (
     parse_query_csv,
     query_command,
 )
-from gpulab.host.nvsmi.table import MigDevice, parse_list, parse_list_mig, parse_table
+from gpulab.host.nvsmi.table import MigDevice, parse_list_mig
 
 __all__ = [
     "MIG_FIELDS",
@@ -48,10 +48,8 @@ __all__ = [
     "mig_query_command",
     "model_warning",
     "parse_header",
-    "parse_list",
     "parse_list_mig",
     "parse_mig_csv",
     "parse_query_csv",
-    "parse_table",
     "query_command",
 ]

@@ -43,13 +43,6 @@ class SmiHeader:
     cuda_version: str | None
 
 
-def _first_nonempty_line(text: str) -> str | None:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return None
-
-
 def _ends_header(stripped: str) -> bool:
     """True for the first line after the header: table column headings or the -q GPU list."""
     if stripped.startswith(("|=", "Attached GPUs")):
