@@ -30,6 +30,8 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
+from typing import Any
 
 from gpulab.core.errors import GpuLabError, os_error_fix
 from gpulab.core.names import (
@@ -57,6 +59,7 @@ from gpulab.kube import (
     smoke,
 )
 from gpulab.kube.client import KUBECONFIG_ENV, load_clients, ping
+from gpulab.kube.results import CheckRecord
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("simulate-clusterpolicy", help="sim lab: set ClusterPolicy status")
     c.add_argument("--state", default="ready")
     args = ap.parse_args(argv)
+    out: dict[str, Any] | CheckRecord
     try:
         api = load_clients()
         # Every check first proves the cluster is the one the stack recorded at create.
@@ -152,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             out = access.check(access.ssar(api), args.namespace)
         elif args.cmd == "fleet":
             out = fleet.run_fleet(api, fleet_spec(args))
-            print(fleet.table(out["nodes"]), file=sys.stderr)
+            print(fleet.table(out.nodes or []), file=sys.stderr)
         elif args.cmd == "dcgm":
             out = dcgm.from_args(api, args)
         elif args.cmd == "compute":
@@ -202,14 +206,17 @@ def main(argv: list[str] | None = None) -> int:
             )
             out = smoke.smoke(api, args.namespace, args.pod, args.timeout, ctx, args.inputs)
             if observed is not None:  # which devices were allocated, and did the container see them
-                out["smokeClaim"] = dra.smoke_claim(
-                    api,
-                    args.namespace,
-                    args.pod,
-                    observed,
-                    args.dra_driver,
-                    args.dra_claim,
-                    out["smokeGpuUuids"],
+                out = replace(
+                    out,
+                    smoke_claim=dra.smoke_claim(
+                        api,
+                        args.namespace,
+                        args.pod,
+                        observed,
+                        args.dra_driver,
+                        args.dra_claim,
+                        out.smoke_gpu_uuids,
+                    ),
                 )
     except GpuLabError as exc:
         # Every error the checks raise on purpose (GateError, a bad argument's) names its cause.
@@ -218,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a full disk (the client's key files), not a traceback
         print(f"{exc}\n  fix: {os_error_fix(exc)}", file=sys.stderr)
         return 1
-    print(json.dumps(out, sort_keys=True))
+    # Each check's record (gpulab.kube.results); ping's answer is a plain object.
+    print(json.dumps(out if isinstance(out, dict) else out.to_json(), sort_keys=True))
     return 0
 
 
