@@ -3,8 +3,9 @@
 Run as ``python -m gpulab.kube gate ...`` / ``python -m gpulab.kube smoke ...`` by the
 components (as ``pulumi_command.local.Command`` resources, components/command.py). The kubeconfig arrives
 as YAML text in the ``GPULAB_KUBECONFIG`` environment variable (a secret; never argv).
-Each prints one JSON object on stdout (the facts the stack exports; ``gate`` and ``smoke`` with
-``measuredAt``, UTC ISO 8601, when they were read) and exits 0, or prints a diagnosis on stderr and exits 1.
+Each prints one JSON object on stdout, its record of :mod:`gpulab.kube.results` (the facts the
+stack exports; ``gate`` and ``smoke`` with ``measuredAt``, UTC ISO 8601, when they were read) and
+exits 0, or prints a diagnosis on stderr and exits 1.
 
 Talks to the API server through the official ``kubernetes`` Python client.
 
