@@ -32,7 +32,6 @@ import json
 import os
 import sys
 from dataclasses import replace
-from typing import Any
 
 from gpulab.core.errors import GpuLabError, os_error_fix
 from gpulab.core.names import (
@@ -142,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("simulate-clusterpolicy", help="sim lab: set ClusterPolicy status")
     c.add_argument("--state", default="ready")
     args = ap.parse_args(argv)
-    out: dict[str, Any] | CheckRecord
+    out: CheckRecord
     try:
         api = load_clients()
         # Every check first proves the cluster is the one the stack recorded at create.
@@ -226,8 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a full disk (the client's key files), not a traceback
         print(f"{exc}\n  fix: {os_error_fix(exc)}", file=sys.stderr)
         return 1
-    # Each check's record (gpulab.kube.results); ping's answer is a plain object.
-    print(json.dumps(out if isinstance(out, dict) else out.to_json(), sort_keys=True))
+    print(json.dumps(out.to_json(), sort_keys=True))
     return 0
 
 

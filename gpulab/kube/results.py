@@ -211,6 +211,22 @@ class CheckRecord:
         }
 
 
+@dataclass(frozen=True)
+class PingResult(CheckRecord):
+    """``python -m gpulab.kube ping`` (gpulab.kube.client.ping): the API server answers, is ready
+    and serves this cluster's data.
+
+    Attributes:
+        kubernetes_version: the API server's gitVersion (``"v1.36.3"``).
+        kube_system_uid: Namespace ``kube-system``'s UID (the cluster's identity).
+    """
+
+    COMMAND: ClassVar[str] = "gpulab.kube ping"
+
+    kubernetes_version: str | None = None
+    kube_system_uid: str | None = None
+
+
 # --- the GPU stack's readiness ---------------------------------------------------------------
 
 

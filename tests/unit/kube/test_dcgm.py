@@ -13,6 +13,7 @@ import pytest
 
 from gpulab.kube import cli
 from gpulab.kube import dcgm as kube_dcgm
+from gpulab.kube.results import DcgmResult
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "dcgm"
 H200 = "GPU-00000000-0000-4000-8000-000000000000"
@@ -136,14 +137,15 @@ def test_the_subcommand_prints_one_json_object(
 ) -> None:
     seen: dict[str, Any] = {}
 
-    def fake(api: Any, args: Any) -> dict[str, Any]:
+    def fake(api: Any, args: Any) -> DcgmResult:
         seen.update(vars(args))
-        return {"dcgmMetrics": {"gpus": {}}, "measuredAt": "2026-12-01T09:00:32+00:00"}
+        return DcgmResult(dcgm_metrics={"gpus": {}}, measured_at="2026-12-01T09:00:32+00:00")
 
     monkeypatch.setattr(cli, "load_clients", lambda: "api")
     monkeypatch.setattr(kube_dcgm, "from_args", fake)
     assert cli.main(["dcgm", "--seconds", "4", "--interval", "1"]) == 0
-    assert json.loads(capsys.readouterr().out)["measuredAt"] == "2026-12-01T09:00:32+00:00"
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == {"dcgmMetrics": {"gpus": {}}, "measuredAt": "2026-12-01T09:00:32+00:00"}
     assert (seen["namespace"], seen["service"], seen["port"], seen["seconds"], seen["wait"]) == (
         "gpu-operator",
         "nvidia-dcgm-exporter",
