@@ -16,8 +16,9 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import parse_json_stdout, pod_check
+from components.command import check_result, pod_check
 from gpulab.core import names
+from gpulab.kube.results import BenchmarkResult
 
 POD_NAME = "gpu-benchmark"
 #: The ConfigMap that ships the benchmark's modules into the Pod.
@@ -84,8 +85,8 @@ def pod_spec(
 class TflopsBenchmark(pulumi.ComponentResource):
     """The benchmark Pod and its reader (see module docstring).
 
-    Outputs: ``result`` (dict as printed by ``gpulab.tflops --json``: ``results`` per
-    dtype with ``tflops``, ``peak`` and ``fraction``).
+    Outputs: ``result`` (gpulab.kube.results.BenchmarkResult: the document ``gpulab.tflops
+    --json`` printed, ``results`` per dtype with ``tflops``, ``peak`` and ``fraction``).
     """
 
     def __init__(
@@ -128,5 +129,5 @@ class TflopsBenchmark(pulumi.ComponentResource):
             timeout_seconds=args.timeout_seconds,
             parent=self,
         )
-        self.result = parse_json_stdout(self.reader.stdout, "gpulab.kube benchmark")
-        self.register_outputs({"result": self.result})
+        self.result = check_result(self.reader.stdout, BenchmarkResult)
+        self.register_outputs({"result": self.result.apply(lambda r: r.to_json())})

@@ -25,7 +25,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -34,6 +34,10 @@ from pulumi_command import local
 from gpulab.core import names
 from gpulab.core.argv import INTERPRETER, encode
 from gpulab.kube.client import CHECK_INPUTS_ANNOTATION, KUBECONFIG_ENV
+from gpulab.kube.results import CheckRecord
+
+#: A check's record type (gpulab.kube.results).
+R = TypeVar("R", bound=CheckRecord)
 
 #: argv[0] of the lab's helper commands: gpulab.core.argv runs them on its own interpreter (the
 #: project's virtualenv), so no machine path reaches the state.
@@ -328,6 +332,17 @@ class GpuPodArgs:
 def pod_uid(pod: k8s.core.v1.Pod) -> pulumi.Output[Any]:
     """The Pod's UID: changes exactly when the Pod is (re)created."""
     return pod.metadata.apply(lambda m: m.get("uid") if isinstance(m, dict) else m.uid)
+
+
+def check_result(stdout: pulumi.Output[str], record: type[R]) -> pulumi.Output[R]:
+    """What a ``python -m gpulab.kube <check>`` command printed, as its record (gpulab.kube.results):
+    the JSON object on stdout's last line; every field None when it printed nothing.
+
+    Raises (when the output resolves):
+        gpulab.kube.results.CheckResultError: the last line is not JSON, or a key has the wrong
+            shape (each named).
+    """
+    return stdout.apply(record.from_stdout)
 
 
 def parse_json_stdout(stdout: pulumi.Output[str], what: str) -> pulumi.Output[Any]:

@@ -31,9 +31,10 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import GpuPodArgs, parse_json_stdout, pod_check, run_once_pod
+from components.command import GpuPodArgs, check_result, pod_check, run_once_pod
 from gpulab.core import names
 from gpulab.kube import pod_specs
+from gpulab.kube.results import ComputeResult
 
 POD_NAME = names.COMPUTE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
@@ -100,14 +101,14 @@ class ComputeCheck(pulumi.ComponentResource):
             parent=self,
             inputs=inputs,
         )
-        facts = parse_json_stdout(self.check.stdout, "gpulab.kube compute")
-        self.phase = facts.apply(lambda f: f.get("computePhase"))
-        self.result = facts.apply(lambda f: f.get("computeResult"))
-        self.gpus = facts.apply(lambda f: f.get("computeGpus"))
-        self.node = facts.apply(lambda f: f.get("computeNode"))
-        self.log_simulated = facts.apply(lambda f: f.get("computeLogSimulated"))
-        self.gpu_uuids = facts.apply(lambda f: f.get("computeGpuUuids"))
-        self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
+        facts = check_result(self.check.stdout, ComputeResult)
+        self.phase = facts.apply(lambda f: f.compute_phase)
+        self.result = facts.apply(lambda f: f.compute_result)
+        self.gpus = facts.apply(lambda f: f.compute_gpus)
+        self.node = facts.apply(lambda f: f.compute_node)
+        self.log_simulated = facts.apply(lambda f: f.compute_log_simulated)
+        self.gpu_uuids = facts.apply(lambda f: f.compute_gpu_uuids)
+        self.measured_at = facts.apply(lambda f: f.measured_at)
         self.image = pulumi.Output.from_input(args.image)
         self.register_outputs(
             {

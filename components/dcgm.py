@@ -19,8 +19,9 @@ from typing import Any
 
 import pulumi
 
-from components.command import kube_command, parse_json_stdout
+from components.command import check_result, kube_command
 from gpulab.core.names import DCGM_EXPORTER_PORT, DCGM_EXPORTER_SERVICE, OPERATOR_NAMESPACE
+from gpulab.kube.results import DcgmResult
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class DcgmMetrics(pulumi.ComponentResource):
             timeout=int(args.wait + args.seconds) + 60,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        facts = parse_json_stdout(self.scrape.stdout, "gpulab.kube dcgm")
-        self.metrics = facts.apply(lambda f: f.get("dcgmMetrics"))
-        self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
+        facts = check_result(self.scrape.stdout, DcgmResult)
+        self.metrics = facts.apply(lambda f: f.dcgm_metrics)
+        self.measured_at = facts.apply(lambda f: f.measured_at)
         self.register_outputs({"metrics": self.metrics, "measuredAt": self.measured_at})

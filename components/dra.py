@@ -23,10 +23,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import kube_command, parse_json_stdout
+from components.command import check_result, kube_command
 from components.gpu_operator import privileged_namespace
 from gpulab.config.dra import CHART, DEVICE_CLASS, DRIVER, NAMESPACE, RELEASE, DraChart
 from gpulab.kube.dra import GROUP, VERSION
+from gpulab.kube.results import DraGateResult
 
 
 def helm_values(chart: DraChart) -> dict[str, Any]:
@@ -111,21 +112,21 @@ class DraDriver(pulumi.ComponentResource):
             timeout=args.timeout_seconds + 120,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
         )
-        facts = parse_json_stdout(self.gate.stdout, "gpulab.kube dra-gate")
+        facts = check_result(self.gate.stdout, DraGateResult)
         self.chart_version = pulumi.Output.from_input(chart.local_version() or chart.version)
         self.chart_source = pulumi.Output.from_input(chart.source)
         self.components = pulumi.Output.from_input({"draDriverChart": True, "dcgmExporter": False})
-        self.allocatable_gpus = facts.apply(lambda f: f.get("allocatableGpus"))
+        self.allocatable_gpus = facts.apply(lambda f: f.allocatable_gpus)
         none = pulumi.Output.from_input(None)
         self.capacity_gpus = self.cluster_policy_state = self.device_plugin_pods = self.mig_resources = none
-        self.server_version = facts.apply(lambda f: f.get("kubernetesVersion"))
-        self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
-        self.slices = facts.apply(lambda f: f.get("draSlices"))
+        self.server_version = facts.apply(lambda f: f.kubernetes_version)
+        self.measured_at = facts.apply(lambda f: f.measured_at)
+        self.slices = facts.apply(lambda f: f.dra_slices)
         self.gpu_stack = facts.apply(
             lambda f: {
                 "mode": "dra",
                 "release": f"{NAMESPACE}/{RELEASE}",
-                "deviceClass": f.get("deviceClass"),
+                "deviceClass": f.device_class,
                 "driver": DRIVER,
             }
         )

@@ -25,12 +25,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from components.command import kube_command, parse_json_stdout
+from components.command import check_result, kube_command
 from components.device_plugin import DevicePluginChartRelease
 from components.namespace import lab_namespace
 from gpulab.config.device_plugin import NAMESPACE as PLUGIN_NAMESPACE
 from gpulab.config.fleet import FleetSettings
 from gpulab.core import names
+from gpulab.kube.results import FleetResult
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class FoundGpuStack(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.access]),
         )
         self.gate = self._gate(name, args)
-        facts = parse_json_stdout(self.gate.stdout, "gpulab.kube fleet")
+        facts = check_result(self.gate.stdout, FleetResult)
         self.chart_version = installed.chart_version if installed else pulumi.Output.from_input(None)
         self.chart_source = installed.chart_source if installed else pulumi.Output.from_input(None)
         # What the checklist asks of the operand set: a found stack installs nothing, and its
@@ -117,26 +118,26 @@ class FoundGpuStack(pulumi.ComponentResource):
                 lambda f: {
                     "found": True,
                     "dcgmExporter": args.dcgm_exporter,
-                    "timeSlicingReplicas": int(f.get("timeSlicingReplicas") or 1),
+                    "timeSlicingReplicas": f.time_slicing_replicas or 1,
                 }
             )
         )
-        self.allocatable_gpus = facts.apply(lambda f: f.get("allocatableGpus"))
-        self.capacity_gpus = facts.apply(lambda f: f.get("capacityGpus"))
-        self.cluster_policy_state = facts.apply(lambda f: f.get("clusterPolicyState"))
-        self.device_plugin_pods = facts.apply(lambda f: f.get("devicePluginPods"))
-        self.mig_resources = facts.apply(lambda f: f.get("migResources"))
-        self.server_version = facts.apply(lambda f: f.get("kubernetesVersion"))
-        self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
-        self.nodes = facts.apply(lambda f: f.get("nodes"))
-        self.nodes_summary = facts.apply(lambda f: f.get("nodesSummary"))
-        self.expected_gpus = facts.apply(lambda f: f.get("expectedGpus"))
+        self.allocatable_gpus = facts.apply(lambda f: f.allocatable_gpus)
+        self.capacity_gpus = facts.apply(lambda f: f.capacity_gpus)
+        self.cluster_policy_state = facts.apply(lambda f: f.cluster_policy_state)
+        self.device_plugin_pods = facts.apply(lambda f: f.device_plugin_pods)
+        self.mig_resources = facts.apply(lambda f: f.mig_resources)
+        self.server_version = facts.apply(lambda f: f.kubernetes_version)
+        self.measured_at = facts.apply(lambda f: f.measured_at)
+        self.nodes = facts.apply(lambda f: f.nodes)
+        self.nodes_summary = facts.apply(lambda f: f.nodes_summary)
+        self.expected_gpus = facts.apply(lambda f: f.expected_gpus)
         self.gpu_stack = facts.apply(
             lambda f: {
                 "mode": fleet.stack,
                 "namespace": fleet.namespace,
-                "devicePlugin": f.get("devicePluginFound") or [],
-                "clusterPolicyState": f.get("clusterPolicyState"),
+                "devicePlugin": f.device_plugin_found or [],
+                "clusterPolicyState": f.cluster_policy_state,
                 **({"release": f"{PLUGIN_NAMESPACE}/{installed.release_name}"} if installed else {}),
             }
         )

@@ -30,7 +30,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import PYTHON, kube_command, lab_command, parse_json_stdout
+from components.command import PYTHON, check_result, kube_command, lab_command
 from components.namespace import lab_namespace
 from gpulab.config import mig, time_slicing
 from gpulab.config.lab import OperatorConfig
@@ -38,6 +38,7 @@ from gpulab.config.mig import Expected
 from gpulab.config.variant import VariantSpec
 from gpulab.core import names
 from gpulab.kube.client import KUBECONFIG_ENV
+from gpulab.kube.results import GateResult
 
 NAMESPACE = names.OPERATOR_NAMESPACE
 RELEASE = names.OPERATOR_RELEASE
@@ -278,7 +279,7 @@ class GpuOperator(pulumi.ComponentResource):
             # The gate observes what the release's operator creates: a side-effect order.
             opts=pulumi.ResourceOptions(parent=self, depends_on=gate_after),
         )
-        self._outputs(op, args.variant, parse_json_stdout(self.gate.stdout, "gpulab.kube gate"))
+        self._outputs(op, args.variant, check_result(self.gate.stdout, GateResult))
 
     def _crd_check(self, name: str, args: GpuOperatorArgs) -> list[pulumi.Resource]:
         """The pre-release check (``[command]``): CRDs, the chart's kubeVersion and the APIs
@@ -333,18 +334,18 @@ class GpuOperator(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=after or None)),
         )
 
-    def _outputs(self, op: OperatorConfig, variant: VariantSpec, facts: pulumi.Output[Any]) -> None:
+    def _outputs(self, op: OperatorConfig, variant: VariantSpec, facts: pulumi.Output[GateResult]) -> None:
         """The component's outputs: the chart's settings and what the gate read (``facts``)."""
         self.chart_version = pulumi.Output.from_input(op.chart_version)
         self.chart_source = pulumi.Output.from_input(chart_source(op))
         self.components = pulumi.Output.from_input(operator_components(op, variant))
-        self.allocatable_gpus = facts.apply(lambda f: f.get("allocatableGpus"))
-        self.capacity_gpus = facts.apply(lambda f: f.get("capacityGpus"))
-        self.cluster_policy_state = facts.apply(lambda f: f.get("clusterPolicyState"))
-        self.device_plugin_pods = facts.apply(lambda f: f.get("devicePluginPods"))
-        self.mig_resources = facts.apply(lambda f: f.get("migResources"))
-        self.server_version = facts.apply(lambda f: f.get("kubernetesVersion"))
-        self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
+        self.allocatable_gpus = facts.apply(lambda f: f.allocatable_gpus)
+        self.capacity_gpus = facts.apply(lambda f: f.capacity_gpus)
+        self.cluster_policy_state = facts.apply(lambda f: f.cluster_policy_state)
+        self.device_plugin_pods = facts.apply(lambda f: f.device_plugin_pods)
+        self.mig_resources = facts.apply(lambda f: f.mig_resources)
+        self.server_version = facts.apply(lambda f: f.kubernetes_version)
+        self.measured_at = facts.apply(lambda f: f.measured_at)
         self.register_outputs(
             {
                 "chartVersion": self.chart_version,

@@ -31,7 +31,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from components.command import PYTHON, kube_command, lab_command, parse_json_stdout
+from components.command import PYTHON, check_result, kube_command, lab_command
 from components.namespace import lab_namespace
 from gpulab.config.queues import (
     CHART,
@@ -49,6 +49,7 @@ from gpulab.config.queues import (
 )
 from gpulab.kube.client import KUBECONFIG_ENV
 from gpulab.kube.dra import GPU_NODE_LABEL
+from gpulab.kube.results import QueueProofResult
 
 
 @dataclass(frozen=True)
@@ -141,18 +142,18 @@ class QueueLayer(pulumi.ComponentResource):
             timeout=args.timeout_seconds + 120,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.local_queue, *args.after]),
         )
-        proof = parse_json_stdout(self.proof.stdout, "gpulab.kube queues")
+        proof = check_result(self.proof.stdout, QueueProofResult)
         where = "a process of the simulated lab" if args.controller is not None else "the chart's Deployment"
         self.facts = proof.apply(
             lambda p: {
-                **p,
+                **p.to_json(),
                 "chartVersion": s.local_version() or s.version,
                 "chartSource": s.source,
                 "controller": where,
                 "podsSimulated": args.simulated,
             }
         )
-        self.measured_at = proof.apply(lambda p: p.get("measuredAt"))
+        self.measured_at = proof.apply(lambda p: p.measured_at)
         self.register_outputs({"queues": self.facts})
 
     def _sweep(self, name: str, kubeconfig: pulumi.Input[str]) -> local.Command:

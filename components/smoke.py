@@ -15,9 +15,10 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import GpuPodArgs, parse_json_stdout, pod_check, run_once_pod
+from components.command import GpuPodArgs, check_result, pod_check, run_once_pod
 from gpulab.core import names
 from gpulab.kube import pod_specs
+from gpulab.kube.results import SmokeResult
 
 POD_NAME = names.SMOKE_POD
 POD_NAMESPACE = names.WORKLOAD_NAMESPACE
@@ -92,19 +93,20 @@ class SmokeTest(pulumi.ComponentResource):
             parent=self,
             inputs=inputs,
         )
-        facts = parse_json_stdout(self.check.stdout, "gpulab.kube smoke")
-        self.phase = facts.apply(lambda f: f.get("smokePhase"))
-        self.driver_version = facts.apply(lambda f: f.get("smokeDriverVersion"))
-        self.cuda_version = facts.apply(lambda f: f.get("smokeCudaVersion"))
-        self.events = facts.apply(lambda f: f.get("smokeEvents"))
-        self.node = facts.apply(lambda f: f.get("smokeNode"))
+        #: What the check printed, typed (gpulab.kube.results.SmokeResult).
+        self.result = check_result(self.check.stdout, SmokeResult)
+        self.phase = self.result.apply(lambda r: r.smoke_phase)
+        self.driver_version = self.result.apply(lambda r: r.smoke_driver_version)
+        self.cuda_version = self.result.apply(lambda r: r.smoke_cuda_version)
+        self.events = self.result.apply(lambda r: r.smoke_events)
+        self.node = self.result.apply(lambda r: r.smoke_node)
         self.gpus = pulumi.Output.from_input(args.gpus)
-        self.gpu_uuids = facts.apply(lambda f: f.get("smokeGpuUuids"))
+        self.gpu_uuids = self.result.apply(lambda r: r.smoke_gpu_uuids)
         self.image = pulumi.Output.from_input(args.image)
-        self.measured_at = facts.apply(lambda f: f.get("measuredAt"))
+        self.measured_at = self.result.apply(lambda r: r.measured_at)
         #: DRA: the claim as allocated and reserved, and whether the Pod saw exactly it (None
         #: for the counted resource).
-        self.claim = facts.apply(lambda f: f.get("smokeClaim"))
+        self.claim = self.result.apply(lambda r: r.smoke_claim)
         self.register_outputs(
             {
                 "phase": self.phase,

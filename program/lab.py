@@ -332,7 +332,7 @@ class Lab(pulumi.ComponentResource):
                 settings=cfg.queues,
                 kubeconfig=self.check_kubeconfig,
                 resource=cfg.operator.gpu_resource,
-                quota=self.operator.allocatable_gpus,
+                quota=self.operator.allocatable_gpus.apply(lambda n: n or 0),
                 namespace=cfg.fleet.namespace if cfg.fleet.per_node else names.WORKLOAD_NAMESPACE,
                 image=cfg.smoke_image,
                 controller=variant.spec.queue_controller_argv(cfg.profile),
@@ -410,8 +410,10 @@ class Lab(pulumi.ComponentResource):
         }
         if self.benchmark is not None:
             # Burst, sustained (the headline) and the reference, each with its clock and power.
-            values["measured_tflops"] = self.benchmark.result.apply(tflops_report.measured_tflops)
-            values["tflops_measured_at"] = self.benchmark.result.apply(lambda r: r.get("measuredAt"))
+            values["measured_tflops"] = self.benchmark.result.apply(
+                lambda r: tflops_report.measured_tflops(r.to_json())
+            )
+            values["tflops_measured_at"] = self.benchmark.result.apply(lambda r: r.measured_at)
         # The variant's own outputs (e.g. the existing cluster's leftovers), by output key.
         return LabOutputs.export(values, extra=self.cluster.extra_outputs)
 

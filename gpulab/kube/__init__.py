@@ -1,7 +1,8 @@
 """The cluster-side checks, run as ``python -m gpulab.kube <check>`` by the components.
 
 :mod:`~gpulab.kube.cli` (the command: ``gate``, ``smoke``, ``compute``, ``dcgm``, ``benchmark``,
-``ping``, ``simulate-clusterpolicy``), :mod:`~gpulab.kube.client` (the API client and the
+``ping``, ``simulate-clusterpolicy``), :mod:`~gpulab.kube.results` (what each check prints, one
+typed record per check, which the components read back), :mod:`~gpulab.kube.client` (the API client and the
 waits they share), :mod:`~gpulab.kube.gate` with :mod:`~gpulab.kube.gate_rules` (the readiness
 gate), :mod:`~gpulab.kube.smoke` with :mod:`~gpulab.kube.smoke_gpus`, :mod:`~gpulab.kube.compute`
 with :mod:`~gpulab.kube.gpu_isolation`, :mod:`~gpulab.kube.dcgm` with

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gpulab.kube.client import GateError
+from gpulab.kube.results import AccessResult
 
 #: Where the guest RBAC file lives in the repository (applied by the cluster's admin).
 RBAC_FILE: Final = "deploy/rbac/gpu-lab-guest.yaml"
@@ -121,7 +122,7 @@ def ssar(api: Any) -> Ask:
     return ask
 
 
-def check(ask: Ask, namespace: str) -> dict[str, Any]:
+def check(ask: Ask, namespace: str) -> AccessResult:
     """Every permission of :func:`required` granted, or a GateError naming each missing one.
 
     Raises:
@@ -139,4 +140,4 @@ def check(ask: Ask, namespace: str) -> dict[str, Any]:
             f"{namespace}; edit its namespace first if labNamespace is not gpu-lab), or use a context "
             "that has these permissions"
         )
-    return {"namespace": namespace, "allowed": [p.describe() for p in perms]}
+    return AccessResult(namespace=namespace, allowed=[p.describe() for p in perms])

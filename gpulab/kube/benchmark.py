@@ -8,16 +8,17 @@ from typing import Any
 from gpulab.core.rawapi import pod_log
 from gpulab.diagnose.live import Context
 from gpulab.kube.client import GateError, wait_succeeded
+from gpulab.kube.results import BenchmarkResult, CheckResultError
 
 
 def benchmark(
     api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None, inputs: str | None = None
-) -> dict[str, Any]:
+) -> BenchmarkResult:
     """Wait for the benchmark Pod to succeed; return the JSON object on its log's last line.
 
     Raises:
         GateError: the Pod failed or timed out (with the diagnosis), or its log ends with
-            no JSON object (quoting the last line).
+            no JSON object (quoting the last line), or one whose results are not of their shape.
     """
     from kubernetes import client
 
@@ -33,4 +34,7 @@ def benchmark(
         raise GateError(f"benchmark Pod {namespace}/{pod}: last log line is not JSON: {last!r}") from exc
     if not isinstance(result, dict):
         raise GateError(f"benchmark Pod {namespace}/{pod}: last log line is not a JSON object: {last!r}")
-    return result
+    try:
+        return BenchmarkResult.from_json(result)
+    except CheckResultError as exc:
+        raise GateError(f"benchmark Pod {namespace}/{pod}: {exc}") from exc

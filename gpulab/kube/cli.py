@@ -3,8 +3,9 @@
 Run as ``python -m gpulab.kube gate ...`` / ``python -m gpulab.kube smoke ...`` by the
 components (as ``pulumi_command.local.Command`` resources, components/command.py). The kubeconfig arrives
 as YAML text in the ``GPULAB_KUBECONFIG`` environment variable (a secret; never argv).
-Each prints one JSON object on stdout (the facts the stack exports; ``gate`` and ``smoke`` with
-``measuredAt``, UTC ISO 8601, when they were read) and exits 0, or prints a diagnosis on stderr and exits 1.
+Each prints one JSON object on stdout, its record of :mod:`gpulab.kube.results` (the facts the
+stack exports; ``gate`` and ``smoke`` with ``measuredAt``, UTC ISO 8601, when they were read) and
+exits 0, or prints a diagnosis on stderr and exits 1.
 
 Talks to the API server through the official ``kubernetes`` Python client. The subcommands are
 one table, :data:`SUBCOMMANDS` (name → help, options, what it runs); :func:`main` parses, proves
@@ -33,7 +34,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from gpulab.core.errors import GpuLabError, os_error_fix
@@ -62,18 +63,27 @@ from gpulab.kube import (
     smoke,
 )
 from gpulab.kube.client import KUBECONFIG_ENV, load_clients, ping
+from gpulab.kube.results import (
+    CheckRecord,
+    ComputeResult,
+    FleetResult,
+    GateResult,
+    QueueProofResult,
+    SmokeResult,
+)
 
 
 @dataclass(frozen=True)
 class Subcommand:
     """One ``python -m gpulab.kube`` subcommand: its ``help`` line, ``options`` (adds its options
     to its parser) and ``run`` (``run(api, args)``: the kubernetes ``ApiClient`` of
-    :func:`gpulab.kube.client.load_clients` and the parsed options → the JSON object it prints;
+    :func:`gpulab.kube.client.load_clients` and the parsed options → its record, whose
+    :meth:`~gpulab.kube.results.CheckRecord.to_json` it prints;
     a failed check raises :class:`gpulab.core.errors.GpuLabError`, which names its cause)."""
 
     help: str
     options: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[Any, argparse.Namespace], dict[str, Any]]
+    run: Callable[[Any, argparse.Namespace], CheckRecord]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a full disk (the client's key files), not a traceback
         print(f"{exc}\n  fix: {os_error_fix(exc)}", file=sys.stderr)
         return 1
-    print(json.dumps(out, sort_keys=True))
+    print(json.dumps(out.to_json(), sort_keys=True))
     return 0
 
 
@@ -149,7 +159,7 @@ def _gate_options(g: argparse.ArgumentParser) -> None:
     _gpu_resource_option(g)
 
 
-def _gate(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+def _gate(api: Any, args: argparse.Namespace) -> GateResult:
     spec = gate.spec_from_args(args)
     return gate.gate(api, spec, gate.context(spec, args.host_max_cuda))
 
@@ -169,7 +179,7 @@ def _smoke_options(s: argparse.ArgumentParser) -> None:
     _gpu_resource_option(s)
 
 
-def _smoke(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+def _smoke(api: Any, args: argparse.Namespace) -> SmokeResult:
     ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource)
     # DRA: the claim is read while it is allocated and reserved (it is gone once the Pod is done).
     observed = (
@@ -179,15 +189,10 @@ def _smoke(api: Any, args: argparse.Namespace) -> dict[str, Any]:
     )
     out = smoke.smoke(api, args.namespace, args.pod, args.timeout, ctx, args.inputs)
     if observed is not None:  # which devices were allocated, and did the container see them
-        out["smokeClaim"] = dra.smoke_claim(
-            api,
-            args.namespace,
-            args.pod,
-            observed,
-            args.dra_driver,
-            args.dra_claim,
-            out["smokeGpuUuids"],
+        claim = dra.smoke_claim(
+            api, args.namespace, args.pod, observed, args.dra_driver, args.dra_claim, out.smoke_gpu_uuids
         )
+        out = replace(out, smoke_claim=claim)
     return out
 
 
@@ -209,7 +214,7 @@ def _queues_options(q: argparse.ArgumentParser) -> None:
     q.add_argument("--timeout", type=float, default=300)
 
 
-def _queues(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+def _queues(api: Any, args: argparse.Namespace) -> QueueProofResult:
     return queues.prove(
         api,
         queues.ProofSpec(
@@ -237,16 +242,16 @@ def _compute_options(cp: argparse.ArgumentParser) -> None:
     _gpu_resource_option(cp)
 
 
-def _compute(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+def _compute(api: Any, args: argparse.Namespace) -> ComputeResult:
     ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource)
     return compute.compute(
         api, args.namespace, args.pod, args.timeout, ctx, compute.isolation_from_args(args), args.inputs
     )
 
 
-def _fleet(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+def _fleet(api: Any, args: argparse.Namespace) -> FleetResult:
     out = fleet.run_fleet(api, fleet_spec(args))
-    print(fleet.table(out["nodes"]), file=sys.stderr)
+    print(fleet.table(out.nodes or []), file=sys.stderr)
     return out
 
 

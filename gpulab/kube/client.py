@@ -24,6 +24,7 @@ from gpulab.core.errors import GpuLabError
 from gpulab.core.rawapi import pod_log, raw_get
 from gpulab.diagnose.live import Context
 from gpulab.diagnose.live import diagnosis as _diagnose
+from gpulab.kube.results import PingResult
 
 KUBECONFIG_ENV = "GPULAB_KUBECONFIG"
 #: The annotation of a run-once Pod (smoke, compute, benchmark) naming the inputs of the
@@ -421,8 +422,8 @@ def wait_succeeded(
     return phase
 
 
-def ping(api: Any, timeout: float = 5) -> dict[str, Any]:
-    """``{"kubernetesVersion": ..., "kubeSystemUid": ...}`` when the API server answers, is
+def ping(api: Any, timeout: float = 5) -> PingResult:
+    """The API server's version and ``kube-system``'s UID when the API server answers, is
     ready (``/readyz``: etcd answers it) and serves this cluster's data (Namespace
     ``kube-system`` read within ``timeout`` seconds); ``/version`` alone is answered without
     etcd, so it proves nothing about the cluster.
@@ -441,7 +442,7 @@ def ping(api: Any, timeout: float = 5) -> dict[str, Any]:
         raise GateError(unanswered(api, exc, timeout)) from exc
     if not ready:
         raise GateError(unanswered(api, None, timeout))
-    return {"kubernetesVersion": version, "kubeSystemUid": kube_system_uid(api, timeout)}
+    return PingResult(kubernetes_version=version, kube_system_uid=kube_system_uid(api, timeout))
 
 
 def node_names(api: Any, timeout: float = 5) -> list[str]:

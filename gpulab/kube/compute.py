@@ -36,7 +36,7 @@ API server (``python -m gpulab.kube compute``, whose subcommand function in
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -56,6 +56,7 @@ from gpulab.core.rawapi import pod_log
 from gpulab.diagnose.live import Context, diagnosis
 from gpulab.kube import gpu_isolation, smoke_gpus
 from gpulab.kube.client import GateError, is_transient, pod_times, sanitize, wait_finished
+from gpulab.kube.results import ComputeResult
 
 #: Each vectorAdd container's command: the GPUs it sees, then the sample (its exit code is the
 #: container's). A constant: no configured value reaches the shell. ``;``, not ``&&``: a
@@ -257,7 +258,7 @@ def compute(
     ctx: Context | None = None,
     isolation: Isolation | None = None,
     inputs: str | None = None,
-) -> dict[str, Any]:
+) -> ComputeResult:
     """Wait for the compute Pod's phase ``Succeeded``, then require ``Test PASSED`` in the log
     of each of its containers (the names its spec lists: one vectorAdd container per GPU), and
     that each listed exactly what it was given (``isolation``; default one whole GPU each,
@@ -268,11 +269,11 @@ def compute(
             wait for a final phase; ctx: what the diagnosis of a failure names; inputs: the
             check-inputs digest the Pod must carry (gpulab.kube.client.foreign_pod).
 
-    Returns ``{"computePhase": "Succeeded", "computeResult": "passed", "computeGpus": int
-    (containers that passed: all of them, one GPU each), "computeGpuUuids": {container:
-    {"gpus": [UUID], "mig": [UUID]}} (what each listed), "computeNode",
-    "computeLogSimulated": bool (a log was the sim lab's), "computeStartedAt", "measuredAt": UTC
-    ISO 8601, when the Pod's containers started and finished (gpulab.kube.client.pod_times)}``.
+    Returns the :class:`~gpulab.kube.results.ComputeResult`: phase ``Succeeded``, result
+    ``passed``, ``compute_gpus`` (containers that passed: all of them, one GPU each),
+    ``compute_gpu_uuids`` ``{container: {"gpus": [UUID], "mig": [UUID]}}`` (what each listed),
+    the node, whether a log was the sim lab's, and when the Pod's containers started and
+    finished (UTC ISO 8601, gpulab.kube.client.pod_times).
 
     Raises:
         gpulab.kube.client.GateError: the Pod failed (each failed container named with its exit
@@ -282,33 +283,44 @@ def compute(
             more than it was given, one another container also saw, or one the host does
             not have (:meth:`Isolation.report`, the diagnosis).
     """
-    isolation = isolation or Isolation()
+    # Not wait_succeeded: a Failed Pod's log is read per container below (the API refuses
+    # a log without ``container=`` once the Pod has two or more).
+    doc = wait_finished(api, namespace, pod, timeout, ctx, image_key="computeImage", inputs=inputs)
+    phase = str((doc.get("status") or {}).get("phase"))
+    runs = container_runs(api, namespace, pod, doc)
+    judge(
+        f"{namespace}/{pod}", phase, runs, isolation or Isolation(), lambda: diagnosis(api, ctx or Context())
+    )
+    seen = [gpu_isolation.Seen(r.name or "(the container)", r.log.gpus, r.log.mig) for r in runs]
+    started, finished = pod_times(doc)
+    return ComputeResult(
+        compute_phase=phase,
+        compute_result="passed",
+        compute_gpus=len(runs),
+        compute_gpu_uuids=gpu_isolation.to_outputs(seen),
+        compute_node=(doc.get("spec") or {}).get("nodeName"),
+        compute_log_simulated=any(r.log.simulated for r in runs),
+        compute_started_at=started,
+        measured_at=finished or datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def container_runs(api: Any, namespace: str, pod: str, doc: dict[str, Any]) -> list[ContainerRun]:
+    """Each container of the finished Pod ``doc`` (JSON) with its log read and its exit code;
+    one unnamed run for a Pod whose spec names no container.
+
+    Raises:
+        kubernetes.client.rest.ApiException: a transient error reading a log (a log the node
+            does not serve is a run without ``Test PASSED``, saying why).
+    """
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
     core = client.CoreV1Api(api)
 
-    def read_pod() -> dict[str, Any]:
-        doc: dict[str, Any] = sanitize(core.read_namespaced_pod(pod, namespace), api)
-        return doc
-
-    def diag() -> str:
-        return diagnosis(api, ctx or Context())
-
-    def log_of(container: str | None) -> VectorAddLog:
-        try:
-            text = pod_log(core, pod, namespace, **({} if container is None else {"container": container}))
-            return read_vectoradd_log(text)
-        except ApiException as exc:
-            if is_transient(exc):
-                raise
-            # "no logs found for container": a kubelet (or kwok) that serves none for this Pod.
-            return VectorAddLog(
-                False, False, f"(no log: {exc.status} {exc.reason}: {exc.body})", _no_log_hint()
-            )
-
-    def _no_log_hint() -> str:
-        annotations = (read_pod().get("metadata") or {}).get("annotations") or {}
+    def no_log_hint() -> str:
+        pod_doc = sanitize(core.read_namespaced_pod(pod, namespace), api)
+        annotations = (pod_doc.get("metadata") or {}).get("annotations") or {}
         if annotations.get("gpulab.dev/simulated-execution") == "true":
             return (
                 f"the simulated cluster serves no log for {pod}: it was made before the lab had a "
@@ -319,18 +331,33 @@ def compute(
             + pod
         )
 
-    def runs_of(doc: dict[str, Any]) -> list[ContainerRun]:
-        spec = doc.get("spec") or {}
-        names: list[str | None] = [str(c["name"]) for c in spec.get("containers") or [] if c.get("name")]
-        codes = exit_codes(doc)
-        return [ContainerRun(n, log_of(n), codes.get(n) if n else None) for n in names or [None]]
+    def log_of(container: str | None) -> VectorAddLog:
+        try:
+            text = pod_log(core, pod, namespace, **({} if container is None else {"container": container}))
+            return read_vectoradd_log(text)
+        except ApiException as exc:
+            if is_transient(exc):
+                raise
+            # "no logs found for container": a kubelet (or kwok) that serves none for this Pod.
+            return VectorAddLog(
+                False, False, f"(no log: {exc.status} {exc.reason}: {exc.body})", no_log_hint()
+            )
 
-    where = f"{namespace}/{pod}"
-    # Not wait_succeeded: a Failed Pod's log is read per container below (the API refuses
-    # a log without ``container=`` once the Pod has two or more).
-    doc = wait_finished(api, namespace, pod, timeout, ctx, image_key="computeImage", inputs=inputs)
-    phase = str((doc.get("status") or {}).get("phase"))
-    runs = runs_of(doc)
+    spec = doc.get("spec") or {}
+    names: list[str | None] = [str(c["name"]) for c in spec.get("containers") or [] if c.get("name")]
+    codes = exit_codes(doc)
+    return [ContainerRun(n, log_of(n), codes.get(n) if n else None) for n in names or [None]]
+
+
+def judge(
+    where: str, phase: str, runs: Sequence[ContainerRun], isolation: Isolation, diag: Callable[[], str]
+) -> None:
+    """Pass the Pod ``where`` (``namespace/name``) that ended in ``phase`` with these ``runs``,
+    or raise naming why; ``diag()`` is the cluster's diagnosis, read only on a failure.
+
+    Raises:
+        gpulab.kube.client.GateError: as :func:`compute`.
+    """
     report = failure_report(runs)
     leaked = isolation.report(runs)
     if phase == "Failed":
@@ -348,15 +375,3 @@ def compute(
         )
     if leaked:
         raise GateError(f"compute Pod {where} succeeded, but {leaked}\n{diag()}")
-    seen = [gpu_isolation.Seen(r.name or "(the container)", r.log.gpus, r.log.mig) for r in runs]
-    started, finished = pod_times(doc)
-    return {
-        "computePhase": phase,
-        "computeResult": "passed",
-        "computeGpus": len(runs),
-        "computeGpuUuids": gpu_isolation.to_outputs(seen),
-        "computeNode": (doc.get("spec") or {}).get("nodeName"),
-        "computeLogSimulated": any(r.log.simulated for r in runs),
-        "computeStartedAt": started,
-        "measuredAt": finished or datetime.now(UTC).isoformat(timespec="seconds"),
-    }

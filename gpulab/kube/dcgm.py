@@ -34,6 +34,7 @@ from gpulab.core.errors import GpuLabError
 from gpulab.core.names import DCGM_EXPORTER_PORT, DCGM_EXPORTER_SERVICE, OPERATOR_NAMESPACE
 from gpulab.kube import client as kube
 from gpulab.kube import dcgm_metrics as dcgm
+from gpulab.kube.results import DcgmResult
 
 #: Seconds one proxied request may take.
 REQUEST_TIMEOUT: Final = 10.0
@@ -188,8 +189,9 @@ def dcgm_scrape(
     interval: float = 2,
     wait: float = 120,
     sampler: Sampler | None = None,
-) -> dict[str, Any]:
-    """Sample the exporter (see the module docstring); returns ``{"dcgmMetrics", "measuredAt"}``.
+) -> DcgmResult:
+    """Sample the exporter (see the module docstring); returns what it printed, typed
+    (:class:`~gpulab.kube.results.DcgmResult`: ``dcgm_metrics``, ``measured_at``).
 
     ``dcgmMetrics.error`` is None when at least one scrape answered and parsed; otherwise the
     last reason (an HTTP status and the API server's message, a parse error quoting the line).
@@ -226,10 +228,10 @@ def dcgm_scrape(
         file=sys.stderr,
         flush=True,
     )
-    return {"dcgmMetrics": summary, "measuredAt": datetime.now(UTC).isoformat(timespec="seconds")}
+    return DcgmResult(dcgm_metrics=summary, measured_at=datetime.now(UTC).isoformat(timespec="seconds"))
 
 
-def from_args(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+def from_args(api: Any, args: argparse.Namespace) -> DcgmResult:
     """``python -m gpulab.kube dcgm ...`` (options: :func:`add_arguments`)."""
     return dcgm_scrape(
         api,

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from gpulab.core import names
 from gpulab.kube.client import GateError
+from gpulab.kube.results import DraGateResult
 
 GROUP: Final = "resource.k8s.io"
 VERSION: Final = "v1"
@@ -78,12 +79,13 @@ def missing(rows: Mapping[str, Mapping[str, Any]], gpu_nodes: Sequence[str]) -> 
     return out
 
 
-def gate(api: Any, driver: str, device_class: str, timeout: float, interval: float = 1.0) -> dict[str, Any]:
+def gate(api: Any, driver: str, device_class: str, timeout: float, interval: float = 1.0) -> DraGateResult:
     """Wait until ``device_class`` exists and every GPU node has ``driver``'s ResourceSlice.
 
     Returns:
-        ``{"draSlices": [row of :func:`slice_rows`, ...], "allocatableGpus": int (devices
-        published), "deviceClass": str, "kubernetesVersion": str, "measuredAt": str}``.
+        the :class:`~gpulab.kube.results.DraGateResult`: ``dra_slices`` (a row of
+        :func:`slice_rows` per GPU node), ``allocatable_gpus`` (devices published), the device
+        class, the API server's version and when.
 
     Raises:
         GateError: at ``timeout`` seconds, naming the DeviceClass or the nodes still without.
@@ -111,13 +113,13 @@ def gate(api: Any, driver: str, device_class: str, timeout: float, interval: flo
             )
         time.sleep(interval)
     published = [rows[n] for n in gpu_nodes]
-    return {
-        "draSlices": published,
-        "allocatableGpus": sum(len(r["devices"]) for r in published),
-        "deviceClass": device_class,
-        "kubernetesVersion": client.VersionApi(api).get_code().git_version,
-        "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    return DraGateResult(
+        dra_slices=published,
+        allocatable_gpus=sum(len(r["devices"]) for r in published),
+        device_class=device_class,
+        kubernetes_version=client.VersionApi(api).get_code().git_version,
+        measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
 
 
 def allocated(

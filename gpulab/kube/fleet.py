@@ -51,6 +51,7 @@ from gpulab.core.names import (
 from gpulab.diagnose.live import Context
 from gpulab.kube import compute, pod_specs, smoke
 from gpulab.kube.client import GateError, is_transient, sanitize
+from gpulab.kube.results import FleetResult
 
 Json = Mapping[str, Any]
 
@@ -232,7 +233,7 @@ def _ready(node: Json) -> bool:
 
 
 @dataclass(frozen=True)
-class GateResult:
+class NodeGate:
     """One node's gate: ``ok``, ``cause`` and ``fix`` when not, and what it read."""
 
     ok: bool
@@ -249,7 +250,7 @@ def gate_node(
     plugin_pod: Json | None,
     plugin_found: bool,
     installed_in: str | None = None,
-) -> GateResult:
+) -> NodeGate:
     """Judge one node (module docstring, step 2). ``plugin_pod``: the device plugin's Pod on
     it (None: none there); ``plugin_found``: a device-plugin DaemonSet was found at all (else
     only allocatable is read, and the row says the plugin was not found); ``installed_in``: the
@@ -261,9 +262,9 @@ def gate_node(
     cap = _quantity(status, "capacity", resource)
     describe = f"scripts/kubectl describe node {name}"
     if not _ready(node):
-        return GateResult(False, alloc, cap, f"node {name} is not Ready", f"{describe} (Conditions)")
+        return NodeGate(False, alloc, cap, f"node {name} is not Ready", f"{describe} (Conditions)")
     if installed_in and plugin_pod is None:
-        return GateResult(
+        return NodeGate(
             False,
             alloc,
             cap,
@@ -273,7 +274,7 @@ def gate_node(
             "pci-10de.present or nvidia.com/gpu.present=true label (the chart's node affinity)",
         )
     if installed_in and GFD_COUNT not in _labels(node):
-        return GateResult(
+        return NodeGate(
             False,
             alloc,
             cap,
@@ -283,7 +284,7 @@ def gate_node(
             f"scripts/kubectl -n {installed_in} get pods,nodefeatures (is NFD's master running?)",
         )
     if plugin_found and plugin_pod is None:
-        return GateResult(
+        return NodeGate(
             False,
             alloc,
             cap,
@@ -296,7 +297,7 @@ def gate_node(
             pod = (plugin_pod.get("metadata") or {}).get("name")
             ns = (plugin_pod.get("metadata") or {}).get("namespace")
             stuck = _waiting(plugin_pod)
-            return GateResult(
+            return NodeGate(
                 False,
                 alloc,
                 cap,
@@ -305,7 +306,7 @@ def gate_node(
                 f"scripts/kubectl -n {ns} logs {pod}",
             )
     if exp.count is None:
-        return GateResult(
+        return NodeGate(
             False, alloc, cap, f"node {name} advertises no {resource}; nothing says how many it has", describe
         )
     if alloc != exp.count:
@@ -320,8 +321,8 @@ def gate_node(
             if unhealthy and cap is not None and alloc is not None
             else f"{describe}; the device plugin's log on that node (did it register every GPU?)"
         )
-        return GateResult(False, alloc, cap, cause, fix)
-    return GateResult(True, alloc, cap)
+        return NodeGate(False, alloc, cap, cause, fix)
+    return NodeGate(True, alloc, cap)
 
 
 def pod_name(prefix: str, node: str) -> str:
@@ -456,8 +457,8 @@ def check_node(api: Any, node: str, gpus: int, spec: FleetSpec) -> dict[str, Any
         }
     finally:
         runner.delete(sname, spec.namespace)
-    uuids = list(facts.get("smokeGpuUuids") or [])
-    row |= {"driverVersion": facts.get("smokeDriverVersion"), "smokeGpuUuids": uuids}
+    uuids = list(facts.smoke_gpu_uuids or [])
+    row |= {"driverVersion": facts.smoke_driver_version, "smokeGpuUuids": uuids}
     if len(uuids) != gpus or len(set(uuids)) != len(uuids):
         return {
             **row,
@@ -486,7 +487,7 @@ def check_node(api: Any, node: str, gpus: int, spec: FleetSpec) -> dict[str, Any
         }
     finally:
         runner.delete(cname, spec.namespace)
-    return {**row, "compute": PASS, "computeGpus": done.get("computeGpus")}
+    return {**row, "compute": PASS, "computeGpus": done.compute_gpus}
 
 
 #: GPU Feature Discovery's container in the device plugin chart: its GFD DaemonSet's Pods carry the
@@ -617,19 +618,18 @@ def run_fleet(
     check: NodeCheck = check_node,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-) -> dict[str, Any]:
+) -> FleetResult:
     """Gate every GPU node, then smoke and compute the nodes that passed, ``spec.parallelism``
     at a time.
 
-    Returns ``{"nodes": [row], "nodesSummary": str, "nodesPassed": int, "expectedGpus": int
-    (physical: each node's expectation over its replicas), "timeSlicingReplicas": int (the
-    replicas every node's GFD labels give, else 1),
-    "allocatableGpus": int, "capacityGpus": int, "clusterPolicyState": str|None,
-    "devicePluginPods": [...], "devicePluginFound": [ns/name], "migResources": {},
-    "gpuResource", "kubernetesVersion", "measuredAt"}``; each row ``{"node", "pool",
-    "product", "expected", "expectedSource", "allocatable", "capacity", "gate", "smoke",
-    "compute", "dcgm", "status", "firstFailure", "fix", "smokeGpuUuids", "computeGpus",
-    "driverVersion", "simulated"}``.
+    Returns the :class:`~gpulab.kube.results.FleetResult`: ``nodes`` (one row per GPU node:
+    ``{"node", "pool", "product", "expected", "expectedSource", "allocatable", "capacity",
+    "gate", "smoke", "compute", "dcgm", "status", "firstFailure", "fix", "smokeGpuUuids",
+    "computeGpus", "driverVersion", "simulated"}``), ``nodes_summary``, ``nodes_passed``,
+    ``expected_gpus`` (physical: each node's expectation over its replicas),
+    ``time_slicing_replicas`` (the replicas every node's GFD labels give, else 1), the gate's
+    fields summed over the nodes (``mig_resources`` ``{}``), ``cluster_policy_state`` (None
+    where no operator runs), ``device_plugin_found`` (``ns/name``) and its Pods.
 
     Raises:
         GateError: no GPU node at all, or no node passed its gate (the table of every node
@@ -637,90 +637,14 @@ def run_fleet(
     """
     from kubernetes import client
 
-    core = client.CoreV1Api(api)
-    installed = spec.installed_in
-    dss, pods = _plugin_pods(api)
-    plugin_found = bool(pods) or installed is not None
-    start = clock()
-    progress = _Progress(start, spec)
-
-    def read() -> list[dict[str, Any]]:
-        return [n for n in (sanitize(x, api) for x in core.list_node().items) if is_gpu_node(n, spec)]
-
-    # Wait for every GPU node to advertise what it should, at most the grace (and, for a chart
-    # the lab installed, while its Pods still come up: _Progress); then judge.
-    while True:
-        nodes = read()
-        dss, pods = _plugin_pods(api) if plugin_found else (dss, pods)
-        gates = {}
-        for n in nodes:
-            name = _name(n)
-            on_node = next((p for p in pods if (p.get("spec") or {}).get("nodeName") == name), None)
-            exp = expectation(n, spec)
-            gates[name] = (n, exp, gate_node(n, exp, spec.resource, on_node, plugin_found, installed))
-        if nodes and all(g[2].ok for g in gates.values()):
-            break
-        chart_pods = _chart_pods(api, installed) if installed else []
-        if progress.over(
-            clock(), chart_pods, labelled=bool(nodes) and all(GFD_COUNT in _labels(n) for n in nodes)
-        ):
-            break
-        sleep(1.0)
-    if not nodes:
-        raise GateError(
-            f"no GPU node: no node is labelled {GPU_PRESENT}=true or {GFD_COUNT}, none is in a "
-            f"configured pool, and none advertises {spec.resource}\n  fix: scripts/kubectl get nodes "
-            "--show-labels (is the GPU stack installed? is GPU Feature Discovery running?)"
-            + (f"\n{progress.describe(_chart_pods(api, installed))}" if installed else "")
-        )
-    rows: list[dict[str, Any]] = []
-    for name, (node, exp, g) in sorted(gates.items()):
-        labels = _labels(node)
-        rows.append(
-            {
-                "node": name,
-                "pool": labels.get(spec.pool_label) if spec.pool_label else None,
-                "product": labels.get(GFD_PRODUCT),
-                "expected": exp.count,
-                "expectedSource": exp.source,
-                "replicas": exp.replicas,
-                "allocatable": g.allocatable,
-                "capacity": g.capacity,
-                "gate": PASS if g.ok else FAIL,
-                "smoke": NOT_TESTED,
-                "compute": NOT_TESTED,
-                "dcgm": NOT_OBSERVABLE if spec.simulated else NOT_TESTED,
-                "firstFailure": None if g.ok else f"gate: {g.cause}",
-                "fix": None if g.ok else g.fix,
-                "smokeGpuUuids": None,
-                "computeGpus": None,
-                "driverVersion": None,
-                "labelDriverVersion": labels.get(GFD_DRIVER),
-                "simulated": ((node.get("metadata") or {}).get("annotations") or {}).get(SIMULATED_ANNOTATION)
-                == "true",
-            }
-        )
+    gates, dss, pods = _gate_nodes(api, spec, clock, sleep)
+    rows = [_row(name, node, exp, g, spec) for name, (node, exp, g) in sorted(gates.items())]
     passing = [r for r in rows if r["gate"] == PASS]
     if not passing:
-        tail = f"\n{progress.describe(_chart_pods(api, installed))}" if installed else ""
+        installed = spec.installed_in
+        tail = f"\n{_Progress(0.0, spec).describe(_chart_pods(api, installed))}" if installed else ""
         raise GateError("no GPU node passed the gate:\n" + table(rows) + tail)
-    # A guest on a cluster in use: a node whose GPUs others hold is not tested, never waited on.
-    held = gpus_in_use([sanitize(p, api) for p in core.list_pod_for_all_namespaces().items], spec.resource)
-    for row in passing:
-        if held.get(row["node"]):
-            _busy(row, held[row["node"]], spec.resource)
-    passing = [r for r in passing if not held.get(r["node"])]
-    print(
-        f"[gpulab] fleet: {len(passing)} of {len(rows)} GPU nodes passed the gate; smoke and compute "
-        f"on each, {spec.parallelism} at a time",
-        file=sys.stderr,
-        flush=True,
-    )
-    with ThreadPoolExecutor(max_workers=max(1, min(spec.parallelism, len(passing) or 1))) as pool:
-        results = list(pool.map(lambda r: check(api, r["node"], _pod_gpus(r), spec), passing))
-    for row, result in zip(passing, results, strict=True):
-        row.update(result)
-        _driver_matches(row)
+    _check_nodes(api, passing, spec, check, len(rows))
     for uuid, nodes_seen in duplicate_uuids(rows).items():
         for row in rows:
             if row["node"] in nodes_seen and not row.get("firstFailure"):
@@ -730,25 +654,122 @@ def run_fleet(
                 row["fix"] = "two nodes cannot hold one GPU: check the nodes' names and how they were cloned"
     for row in rows:
         row["status"] = _row_status(row, spec.compute_image is not None)
-    alloc = sum(int(r["allocatable"] or 0) for r in rows)
-    cap = sum(int(r["capacity"] or 0) for r in rows)
-    return {
-        "nodes": rows,
-        "nodesSummary": summary(rows),
-        "nodesPassed": sum(1 for r in rows if r["status"] == PASS),
+    return FleetResult(
+        nodes=rows,
+        nodes_summary=summary(rows),
+        nodes_passed=sum(1 for r in rows if r["status"] == PASS),
         # Physical GPUs: each node's expectation less its time-slicing replicas (GFD's labels).
-        "expectedGpus": sum(int(r["expected"] or 0) // max(1, int(r.get("replicas") or 1)) for r in rows),
-        "timeSlicingReplicas": _common_replicas(rows),
-        "allocatableGpus": alloc,
-        "capacityGpus": cap,
-        "gpuResource": spec.resource,
-        "migResources": {},
-        "clusterPolicyState": _cluster_policy_state(api),
-        "devicePluginFound": dss,
-        "devicePluginPods": [_plugin_row(p) for p in pods],
-        "kubernetesVersion": str(client.VersionApi(api).get_code().git_version),
-        "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
+        expected_gpus=sum(int(r["expected"] or 0) // max(1, int(r.get("replicas") or 1)) for r in rows),
+        time_slicing_replicas=_common_replicas(rows),
+        allocatable_gpus=sum(int(r["allocatable"] or 0) for r in rows),
+        capacity_gpus=sum(int(r["capacity"] or 0) for r in rows),
+        gpu_resource=spec.resource,
+        mig_resources={},
+        cluster_policy_state=_cluster_policy_state(api),
+        device_plugin_found=dss,
+        device_plugin_pods=[_plugin_row(p) for p in pods],
+        kubernetes_version=str(client.VersionApi(api).get_code().git_version),
+        measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+#: ``{node name: (the node as JSON, its expectation, its gate)}``.
+Gates = dict[str, tuple[dict[str, Any], Expectation, NodeGate]]
+
+
+def _gate_nodes(
+    api: Any, spec: FleetSpec, clock: Callable[[], float], sleep: Callable[[float], None]
+) -> tuple[Gates, list[str], list[dict[str, Any]]]:
+    """Every GPU node gated, once each advertises what it should or the wait is over (at most the
+    grace; for a chart the lab installed, while its Pods still come up: :class:`_Progress`):
+    ``(gates, the device-plugin DaemonSets found, their Pods)``.
+
+    Raises:
+        GateError: no GPU node at all.
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    installed = spec.installed_in
+    dss, pods = _plugin_pods(api)
+    plugin_found = bool(pods) or installed is not None
+    progress = _Progress(clock(), spec)
+    while True:
+        nodes = [n for n in (sanitize(x, api) for x in core.list_node().items) if is_gpu_node(n, spec)]
+        dss, pods = _plugin_pods(api) if plugin_found else (dss, pods)
+        gates: Gates = {}
+        for n in nodes:
+            name = _name(n)
+            on_node = next((p for p in pods if (p.get("spec") or {}).get("nodeName") == name), None)
+            exp = expectation(n, spec)
+            gates[name] = (n, exp, gate_node(n, exp, spec.resource, on_node, plugin_found, installed))
+        if nodes and all(g[2].ok for g in gates.values()):
+            return gates, dss, pods
+        chart_pods = _chart_pods(api, installed) if installed else []
+        labelled = bool(nodes) and all(GFD_COUNT in _labels(n) for n in nodes)
+        if progress.over(clock(), chart_pods, labelled=labelled):
+            break
+        sleep(1.0)
+    if not nodes:
+        raise GateError(
+            f"no GPU node: no node is labelled {GPU_PRESENT}=true or {GFD_COUNT}, none is in a "
+            f"configured pool, and none advertises {spec.resource}\n  fix: scripts/kubectl get nodes "
+            "--show-labels (is the GPU stack installed? is GPU Feature Discovery running?)"
+            + (f"\n{progress.describe(_chart_pods(api, installed))}" if installed else "")
+        )
+    return gates, dss, pods
+
+
+def _row(name: str, node: Json, exp: Expectation, g: NodeGate, spec: FleetSpec) -> dict[str, Any]:
+    """The node's row after its gate: smoke and compute not tested yet."""
+    labels = _labels(node)
+    return {
+        "node": name,
+        "pool": labels.get(spec.pool_label) if spec.pool_label else None,
+        "product": labels.get(GFD_PRODUCT),
+        "expected": exp.count,
+        "expectedSource": exp.source,
+        "replicas": exp.replicas,
+        "allocatable": g.allocatable,
+        "capacity": g.capacity,
+        "gate": PASS if g.ok else FAIL,
+        "smoke": NOT_TESTED,
+        "compute": NOT_TESTED,
+        "dcgm": NOT_OBSERVABLE if spec.simulated else NOT_TESTED,
+        "firstFailure": None if g.ok else f"gate: {g.cause}",
+        "fix": None if g.ok else g.fix,
+        "smokeGpuUuids": None,
+        "computeGpus": None,
+        "driverVersion": None,
+        "labelDriverVersion": labels.get(GFD_DRIVER),
+        "simulated": ((node.get("metadata") or {}).get("annotations") or {}).get(SIMULATED_ANNOTATION)
+        == "true",
     }
+
+
+def _check_nodes(api: Any, passing: list[dict[str, Any]], spec: FleetSpec, check: NodeCheck, of: int) -> None:
+    """Smoke and compute on each row that passed its gate (of ``of`` GPU nodes),
+    ``spec.parallelism`` at a time, the results written into the rows; a node whose GPUs other
+    Pods hold is not tested, never waited on (a guest on a cluster in use)."""
+    from kubernetes import client
+
+    pods = client.CoreV1Api(api).list_pod_for_all_namespaces().items
+    held = gpus_in_use([sanitize(p, api) for p in pods], spec.resource)
+    for row in passing:
+        if held.get(row["node"]):
+            _busy(row, held[row["node"]], spec.resource)
+    free = [r for r in passing if not held.get(r["node"])]
+    print(
+        f"[gpulab] fleet: {len(free)} of {of} GPU nodes passed the gate; smoke and compute "
+        f"on each, {spec.parallelism} at a time",
+        file=sys.stderr,
+        flush=True,
+    )
+    with ThreadPoolExecutor(max_workers=max(1, min(spec.parallelism, len(free) or 1))) as pool:
+        results = list(pool.map(lambda r: check(api, r["node"], _pod_gpus(r), spec), free))
+    for row, result in zip(free, results, strict=True):
+        row.update(result)
+        _driver_matches(row)
 
 
 def _common_replicas(rows: Sequence[Mapping[str, Any]]) -> int:

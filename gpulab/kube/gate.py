@@ -43,6 +43,7 @@ from gpulab.diagnose.live import Context
 from gpulab.diagnose.live import diagnosis as _diagnose
 from gpulab.kube import gate_rules as rules
 from gpulab.kube.client import GateError, Waiter, sanitize
+from gpulab.kube.results import GateResult
 
 Json = Mapping[str, Any]
 
@@ -218,7 +219,7 @@ def run_gate(
     diagnose: Callable[[], str],
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-) -> dict[str, Any]:
+) -> GateResult:
     """The gate's three waits (module docstring) against ``reader``; the facts it prints.
 
     Raises:
@@ -313,21 +314,19 @@ def run_gate(
     return _facts(reader, spec, nodes, state, ds)
 
 
-def _facts(
-    reader: Reader, spec: GateSpec, nodes: Sequence[Json], state: str | None, ds: Json
-) -> dict[str, Any]:
+def _facts(reader: Reader, spec: GateSpec, nodes: Sequence[Json], state: str | None, ds: Json) -> GateResult:
     """What the gate prints once every wait passed (:func:`run_gate`)."""
     have = rules.Resources.of(nodes, spec.expect.resource)
-    return {
-        "gpuResource": spec.expect.resource,
-        "allocatableGpus": have.allocatable,
-        "capacityGpus": have.capacity,
-        "migResources": dict(sorted(have.mig.items())),
-        "clusterPolicyState": state,
-        "devicePluginPods": plugin_pods(ds, reader.pods(_selector(ds, spec.device_plugin_ds))),
-        "kubernetesVersion": reader.version(),
-        "measuredAt": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    return GateResult(
+        gpu_resource=spec.expect.resource,
+        allocatable_gpus=have.allocatable,
+        capacity_gpus=have.capacity,
+        mig_resources=dict(sorted(have.mig.items())),
+        cluster_policy_state=state,
+        device_plugin_pods=plugin_pods(ds, reader.pods(_selector(ds, spec.device_plugin_ds))),
+        kubernetes_version=reader.version(),
+        measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
 
 
 def _operands_hit(
@@ -406,7 +405,7 @@ def context(spec: GateSpec, host_max_cuda: str | None = None) -> Context:
     )
 
 
-def gate(api: Any, spec: GateSpec, ctx: Context | None = None) -> dict[str, Any]:
+def gate(api: Any, spec: GateSpec, ctx: Context | None = None) -> GateResult:
     """:func:`run_gate` through the API (``api``: an ``ApiClient``), diagnosing with ``ctx``.
 
     Raises:

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from gpulab.config.queues import GROUP, NAMESPACE, QUEUE_LABEL, VERSION
 from gpulab.core import names
 from gpulab.kube.client import GateError
+from gpulab.kube.results import QueueCensusResult, QueueProofResult, QueueSweepResult
 
 #: Job names of the proof (in the lab's namespace).
 FIRST: Final = "queue-proof-a"
@@ -240,7 +241,7 @@ def _say(text: str) -> None:
 
 def prove(
     api: Any, spec: ProofSpec, clock: Callable[[], float] = time.monotonic, poll: float = 0.5
-) -> dict[str, Any]:
+) -> QueueProofResult:
     """Run the proof (module docstring); returns its facts (``queues`` in the stack outputs).
 
     Raises:
@@ -260,7 +261,58 @@ def prove(
         )
     k.delete_all()  # what an interrupted earlier proof left
     _wait_gone(k, clock, poll, spec.timeout)
-    started = clock()
+    try:
+        started = clock()
+        uids, pod_uid = _submit(k, spec)
+        seen = _watch(k, spec, uids, (clock, started), poll)
+        if not seen.pending:
+            raise GateError(
+                f"neither {FIRST} nor {SECOND} was seen waiting for quota: both asked for the whole quota "
+                f"({spec.quota} {spec.resource}), so one must wait while the other runs"
+            )
+        unqueued = _unqueued(k, pod_uid)
+        gang_job = k.job(GANG)
+        if not gang_job.spec.suspend:
+            raise GateError(f"Job {GANG} is not suspended, though Kueue never admitted it")
+        gang_c = condition(seen.last[GANG], "QuotaReserved") or {}
+        waited = next(iter(seen.pending))
+        first = next(n for n in (FIRST, SECOND) if n != waited)
+        return QueueProofResult(
+            measured_at=_now(),
+            namespace=spec.namespace,
+            local_queue=spec.local_queue,
+            cluster_queue=spec.cluster_queue,
+            resource=spec.resource,
+            quota=nominal,
+            measured_allocatable=spec.quota,
+            quota_matches_allocatable=nominal == spec.quota,
+            queueing_strategy=(cq.get("spec") or {}).get("queueingStrategy", "BestEffortFIFO"),
+            jobs=[
+                job_row(first, "admitted first", spec.quota, seen.last[first], None),
+                job_row(waited, "waited, then admitted", spec.quota, seen.last[waited], seen.pending[waited]),
+            ],
+            gang={
+                "job": GANG,
+                "pods": spec.quota + 1,
+                "perPod": 1,
+                "total": spec.quota + 1,
+                "admitted": False,
+                "podsCreated": seen.gang_pods,
+                "suspended": bool(gang_job.spec.suspend),
+                "reason": gang_c.get("reason"),
+                "message": gang_c.get("message"),
+                "observedSeconds": round(clock() - started, 1),
+            },
+            unqueued_pod=unqueued,
+        )
+    finally:
+        k.delete_all()
+        _wait_gone(k, clock, poll, 60.0)
+
+
+def _submit(k: _Cluster, spec: ProofSpec) -> tuple[dict[str, str], str]:
+    """The proof's Jobs (``{name: uid}``: two of the whole quota, one of quota + 1 Pods) and the
+    unlabelled Pod's uid, created."""
     uids = {
         FIRST: k.create_job(
             job_manifest(FIRST, spec.namespace, spec.local_queue, spec.resource, spec.quota, 1, spec.image)
@@ -279,89 +331,72 @@ def prove(
         f"two Jobs of {spec.quota} {spec.resource} each, one of {spec.quota + 1} Pods x 1, "
         "one Pod without the queue label"
     )
-    pending: dict[str, dict[str, Any]] = {}
-    last: dict[str, Any] = {}
-    gang_pods = 0
+    return uids, pod_uid
+
+
+@dataclass
+class _Seen:
+    """What :func:`_watch` saw: each Job's last Workload (``last``), Kueue's reason for each Job
+    that waited (``pending``: ``{"reason", "message", "while"}``), the over-quota Job's Pods."""
+
+    last: dict[str, Any] = field(default_factory=dict)
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gang_pods: int = 0
+
+
+def _watch(
+    k: _Cluster,
+    spec: ProofSpec,
+    uids: Mapping[str, str],
+    timing: tuple[Callable[[], float], float],
+    poll: float,
+) -> _Seen:
+    """Poll the Workloads until both whole-quota Jobs finished and :data:`GANG_GRACE` passed;
+    ``timing``: the clock and when the proof started (its timeout counts from then).
+
+    Raises:
+        GateError: both Jobs held the quota at once, the over-quota Job was admitted or got a
+            Pod, or the timeout passed.
+    """
+    clock, started = timing
+    seen = _Seen()
     free_since: float | None = None
-    try:
-        while True:
-            wls = k.workloads()
-            last = {n: owned_by(wls, u) for n, u in uids.items()}
-            running = [
-                n
-                for n in (FIRST, SECOND)
-                if is_true(last[n], "Admitted") and not is_true(last[n], "Finished")
-            ]
-            if len(running) > 1:
-                raise GateError(
-                    f"Kueue admitted {FIRST} and {SECOND} at once, {2 * spec.quota} {spec.resource} "
-                    f"against a quota of {spec.quota}"
-                )
-            for n in (FIRST, SECOND):
-                c = condition(last[n], "QuotaReserved")
-                if n not in pending and c and c.get("status") == "False" and running:
-                    pending[n] = {"reason": c.get("reason"), "message": c.get("message"), "while": running[0]}
-                    _say(f"{n} waits: {c.get('reason')}: {c.get('message')}")
-            gang_pods = max(gang_pods, k.pods_of(GANG))
-            if is_true(last[GANG], "QuotaReserved") or gang_pods:
-                raise GateError(
-                    f"Job {GANG} ({spec.quota + 1} Pods x 1 {spec.resource}, more than the quota "
-                    f"{spec.quota}) was "
-                    f"admitted in part: QuotaReserved={is_true(last[GANG], 'QuotaReserved')}, "
-                    f"{gang_pods} Pod(s) created"
-                )
-            both_done = all(is_true(last[n], "Finished") for n in (FIRST, SECOND))
-            if both_done:
-                free_since = free_since if free_since is not None else clock()
-                if clock() - free_since >= GANG_GRACE:
-                    break
-            if clock() - started > spec.timeout:
-                raise GateError(_timeout_text(spec, last, pending))
-            time.sleep(poll)
-        if not pending:
+    while True:
+        wls = k.workloads()
+        seen.last = {n: owned_by(wls, u) for n, u in uids.items()}
+        last = seen.last
+        running = [
+            n for n in (FIRST, SECOND) if is_true(last[n], "Admitted") and not is_true(last[n], "Finished")
+        ]
+        if len(running) > 1:
             raise GateError(
-                f"neither {FIRST} nor {SECOND} was seen waiting for quota: both asked for the whole quota "
-                f"({spec.quota} {spec.resource}), so one must wait while the other runs"
+                f"Kueue admitted {FIRST} and {SECOND} at once, {2 * spec.quota} {spec.resource} "
+                f"against a quota of {spec.quota}"
             )
-        unqueued = _unqueued(k, pod_uid)
-        gang_job = k.job(GANG)
-        gang_c = condition(last[GANG], "QuotaReserved") or {}
-        waited = next(iter(pending))
-        first = next(n for n in (FIRST, SECOND) if n != waited)
-        facts = {
-            "measuredAt": _now(),
-            "namespace": spec.namespace,
-            "localQueue": spec.local_queue,
-            "clusterQueue": spec.cluster_queue,
-            "resource": spec.resource,
-            "quota": nominal,
-            "measuredAllocatable": spec.quota,
-            "quotaMatchesAllocatable": nominal == spec.quota,
-            "queueingStrategy": (cq.get("spec") or {}).get("queueingStrategy", "BestEffortFIFO"),
-            "jobs": [
-                job_row(first, "admitted first", spec.quota, last[first], None),
-                job_row(waited, "waited, then admitted", spec.quota, last[waited], pending[waited]),
-            ],
-            "gang": {
-                "job": GANG,
-                "pods": spec.quota + 1,
-                "perPod": 1,
-                "total": spec.quota + 1,
-                "admitted": False,
-                "podsCreated": gang_pods,
-                "suspended": bool(gang_job.spec.suspend),
-                "reason": gang_c.get("reason"),
-                "message": gang_c.get("message"),
-                "observedSeconds": round(clock() - started, 1),
-            },
-            "unqueuedPod": unqueued,
-        }
-        if not facts["gang"]["suspended"]:
-            raise GateError(f"Job {GANG} is not suspended, though Kueue never admitted it")
-        return facts
-    finally:
-        k.delete_all()
-        _wait_gone(k, clock, poll, 60.0)
+        for n in (FIRST, SECOND):
+            c = condition(last[n], "QuotaReserved")
+            if n not in seen.pending and c and c.get("status") == "False" and running:
+                seen.pending[n] = {
+                    "reason": c.get("reason"),
+                    "message": c.get("message"),
+                    "while": running[0],
+                }
+                _say(f"{n} waits: {c.get('reason')}: {c.get('message')}")
+        seen.gang_pods = max(seen.gang_pods, k.pods_of(GANG))
+        if is_true(last[GANG], "QuotaReserved") or seen.gang_pods:
+            raise GateError(
+                f"Job {GANG} ({spec.quota + 1} Pods x 1 {spec.resource}, more than the quota "
+                f"{spec.quota}) was "
+                f"admitted in part: QuotaReserved={is_true(last[GANG], 'QuotaReserved')}, "
+                f"{seen.gang_pods} Pod(s) created"
+            )
+        if all(is_true(last[n], "Finished") for n in (FIRST, SECOND)):
+            free_since = free_since if free_since is not None else clock()
+            if clock() - free_since >= GANG_GRACE:
+                return seen
+        if clock() - started > spec.timeout:
+            raise GateError(_timeout_text(spec, last, seen.pending))
+        time.sleep(poll)
 
 
 def _nominal(cq: Mapping[str, Any], resource: str) -> int | None:
@@ -431,7 +466,7 @@ def _timeout_text(spec: ProofSpec, last: Mapping[str, Any], pending: Mapping[str
     )
 
 
-def census(api: Any) -> dict[str, Any]:
+def census(api: Any) -> QueueCensusResult:
     """What of Kueue is still in the cluster (after its layer was removed): ``{"leftovers":
     ["customresourcedefinition/<name>", "namespace/kueue-system", "<kind>/<name>", ...]}``, each a
     CRD of Kueue's group, its namespace, or a cluster-scoped object of the chart (webhook
@@ -462,7 +497,7 @@ def census(api: Any) -> dict[str, Any]:
         ("clusterrolebinding", rbac.list_cluster_role_binding().items),
     ):
         left += [f"{kind}/{i.metadata.name}" for i in items if "kueue" in i.metadata.name]
-    return {"leftovers": sorted(left)}
+    return QueueCensusResult(leftovers=sorted(left))
 
 
 #: The chart's aggregated ClusterRoles (templates/rbac/batch_{admin,user}_role.yaml, the only two
@@ -477,11 +512,11 @@ AGGREGATOR: Final = "clusterrole-aggregation-controller"
 
 def sweep(
     api: Any, settle: float = 5.0, poll: float = 0.5, clock: Callable[[], float] = time.monotonic
-) -> dict[str, Any]:
+) -> QueueSweepResult:
     """After the release is gone: delete :data:`AGGREGATED_ROLES` that the aggregation
     controller re-created (no ``aggregationRule``, every field its own), watching ``settle``
     seconds for a late re-creation. A role that still has its aggregationRule is the chart's
-    (the release is not gone) and is left alone. Returns ``{"deleted": [names]}``."""
+    (the release is not gone) and is left alone. Returns the names deleted."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
@@ -505,5 +540,5 @@ def sweep(
                     if exc.status != 404:
                         raise
         if clock() >= end:
-            return {"deleted": deleted}
+            return QueueSweepResult(deleted=deleted)
         time.sleep(poll)

@@ -7,9 +7,10 @@ from typing import Any
 
 from gpulab.core.names import OPERATOR_NAMESPACE
 from gpulab.kube.client import Waiter
+from gpulab.kube.results import SimulatedPolicyResult
 
 
-def simulate_clusterpolicy(api: Any, state: str, timeout: float = 120) -> dict[str, Any]:
+def simulate_clusterpolicy(api: Any, state: str, timeout: float = 120) -> SimulatedPolicyResult:
     """Simulated lab only: write ClusterPolicy ``cluster-policy`` ``status.state``.
 
     No operator process runs against the simulated control plane, so nothing else would
@@ -55,4 +56,4 @@ def simulate_clusterpolicy(api: Any, state: str, timeout: float = 120) -> dict[s
         }
     }
     custom.patch_cluster_custom_object_status(*args, status)
-    return {"clusterPolicyState": state, "simulated": True}
+    return SimulatedPolicyResult(cluster_policy_state=state, simulated=True)

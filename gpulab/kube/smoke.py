@@ -16,11 +16,12 @@ from gpulab.diagnose.live import Context
 from gpulab.host import nvsmi
 from gpulab.kube import smoke_gpus
 from gpulab.kube.client import GateError, pod_times, sanitize, wait_succeeded
+from gpulab.kube.results import SmokeResult
 
 
 def smoke(
     api: Any, namespace: str, pod: str, timeout: float, ctx: Context | None = None, inputs: str | None = None
-) -> dict[str, Any]:
+) -> SmokeResult:
     """Wait for the smoke Pod to reach ``Succeeded``; return phase, log facts and events.
 
     ``measuredAt`` is when the Pod's container finished (``smokeStartedAt`` when it started:
@@ -62,14 +63,14 @@ def smoke(
     for e in sorted(events, key=order):
         if e.get("reason") and e["reason"] not in reasons:
             reasons.append(e["reason"])
-    return {
-        "smokePhase": phase,
-        "smokeDriverVersion": header.driver_version,
-        "smokeCudaVersion": header.cuda_version,
-        "smokeEvents": reasons,
-        "smokeNode": (p.get("spec") or {}).get("nodeName"),
-        "smokeGpuUuids": smoke_gpus.gpu_uuids(log),
-        "smokeLogSimulated": "gpu-lab simulated" in log.splitlines()[0] if log else False,
-        "smokeStartedAt": started,
-        "measuredAt": finished or datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    return SmokeResult(
+        smoke_phase=phase,
+        smoke_driver_version=header.driver_version,
+        smoke_cuda_version=header.cuda_version,
+        smoke_events=reasons,
+        smoke_node=(p.get("spec") or {}).get("nodeName"),
+        smoke_gpu_uuids=smoke_gpus.gpu_uuids(log),
+        smoke_log_simulated="gpu-lab simulated" in log.splitlines()[0] if log else False,
+        smoke_started_at=started,
+        measured_at=finished or datetime.now(UTC).isoformat(timespec="seconds"),
+    )

@@ -159,7 +159,7 @@ def test_scrape_through_the_api_servers_service_proxy(cluster: Cluster, exporter
     api = _api(cluster)
     # The proxy answers once the Service's endpoint (and its mirrored EndpointSlice) is seen.
     doc = kube_dcgm.dcgm_scrape(api, seconds=2, interval=1, wait=60)
-    metrics = doc["dcgmMetrics"]
+    metrics = doc.dcgm_metrics
     assert metrics["error"] is None, metrics
     assert list(metrics["gpus"]) == [H200]
     g = metrics["gpus"][H200]
@@ -180,7 +180,7 @@ def test_an_exporter_not_ready_is_reported_not_raised(cluster: Cluster, exporter
     not_ready = _service(*exporter).replace("- addresses:", "- notReadyAddresses:")
     cluster.kubectl("apply", "-f", "-", input_text=not_ready)
     time.sleep(2)  # the EndpointSlice mirror follows
-    metrics = kube_dcgm.dcgm_scrape(_api(cluster), seconds=1, interval=1, wait=3)["dcgmMetrics"]
+    metrics = kube_dcgm.dcgm_scrape(_api(cluster), seconds=1, interval=1, wait=3).dcgm_metrics
     assert metrics["gpus"] == {} and metrics["error"] is not None
     assert metrics["error"].startswith(
         "no answer from gpu-operator/nvidia-dcgm-exporter:9400/metrics in 3s: HTTP 503"
@@ -189,5 +189,5 @@ def test_an_exporter_not_ready_is_reported_not_raised(cluster: Cluster, exporter
 
 
 def test_no_such_service_is_reported(cluster: Cluster) -> None:
-    metrics = kube_dcgm.dcgm_scrape(_api(cluster), "default", seconds=1, interval=1, wait=2)["dcgmMetrics"]
+    metrics = kube_dcgm.dcgm_scrape(_api(cluster), "default", seconds=1, interval=1, wait=2).dcgm_metrics
     assert "HTTP 404" in metrics["error"]

@@ -167,7 +167,7 @@ def test_the_unhealthy_gpu_fails_the_gate_within_the_grace_naming_the_plugin() -
             Recorded(doc("node-with-gpu.json")),
             GateSpec("kube-system", "gpulab-device-plugin", require_cluster_policy=False),
             lambda: "",
-        )["allocatableGpus"]
+        ).allocatable_gpus
         == 1
     )
 

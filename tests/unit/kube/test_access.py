@@ -67,4 +67,4 @@ def test_a_missing_permission_is_named_before_anything_is_created() -> None:
     assert "lacks 1 of the" in text and "(nothing was created)" in text
     assert "create pods in namespace team-a: the per-node smoke and compute Pods" in text
     assert access.RBAC_FILE in text
-    assert access.check(lambda p: True, "team-a")["namespace"] == "team-a"
+    assert access.check(lambda p: True, "team-a").namespace == "team-a"

@@ -13,6 +13,7 @@ import pytest
 import variants.sim
 from gpulab.core.errors import GpuLabError
 from gpulab.kube import cli, fleet, identity
+from gpulab.kube.results import FleetResult, PingResult
 from tests.unit import program_harness
 from tests.unit.program_harness import COMMAND, MINIKUBE, run_program, sim
 
@@ -47,11 +48,13 @@ def test_the_subcommands_are_the_tables_in_its_order() -> None:
 def test_main_prints_the_subcommands_facts_as_sorted_json(
     cluster: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "ping", lambda api: {"kubernetesVersion": "v1.36.3", "b": 1, "a": 2})
+    answer = PingResult(kubernetes_version="v1.36.3", kube_system_uid="uid-1")
+    monkeypatch.setattr(cli, "ping", lambda api: answer)
     assert cli.main(["ping"]) == 0
     printed = capsys.readouterr().out
-    assert json.loads(printed) == {"kubernetesVersion": "v1.36.3", "b": 1, "a": 2}
-    assert printed.index('"a"') < printed.index('"b"')
+    assert json.loads(printed) == {"kubernetesVersion": "v1.36.3", "kubeSystemUid": "uid-1"}
+    # Sorted, not in the record's field order.
+    assert printed.index('"kubeSystemUid"') < printed.index('"kubernetesVersion"')
 
 
 def test_fleet_prints_the_node_table_on_stderr_and_the_facts_on_stdout(
@@ -59,9 +62,9 @@ def test_fleet_prints_the_node_table_on_stderr_and_the_facts_on_stdout(
 ) -> None:
     got: list[fleet.FleetSpec] = []
 
-    def run_fleet(api: Any, spec: fleet.FleetSpec) -> dict[str, Any]:
+    def run_fleet(api: Any, spec: fleet.FleetSpec) -> FleetResult:
         got.append(spec)
-        return {"nodes": [{"node": "gpu-a"}], "allocatableGpus": 8}
+        return FleetResult(nodes=[{"node": "gpu-a"}], allocatable_gpus=8)
 
     monkeypatch.setattr(fleet, "run_fleet", run_fleet)
     monkeypatch.setattr(fleet, "table", lambda rows: f"TABLE of {len(rows)}")

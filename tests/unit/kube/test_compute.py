@@ -139,10 +139,10 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 def test_a_succeeded_pod_with_test_passed_is_passed(cluster: dict[str, Any]) -> None:
     facts = kube_compute.compute(_Api(), "default", "gpu-compute", 5)
-    assert facts["computePhase"] == "Succeeded" and facts["computeResult"] == "passed"
-    assert facts["computeNode"] == "n1" and facts["computeLogSimulated"] is False
-    assert facts["computeGpus"] == 1 and cluster["read"] == ["vectoradd-0"]
-    assert facts["measuredAt"].endswith("+00:00")
+    assert facts.compute_phase == "Succeeded" and facts.compute_result == "passed"
+    assert facts.compute_node == "n1" and facts.compute_log_simulated is False
+    assert facts.compute_gpus == 1 and cluster["read"] == ["vectoradd-0"]
+    assert facts.measured_at.endswith("+00:00")
 
 
 def test_each_container_s_log_is_read_and_counted(cluster: dict[str, Any]) -> None:
@@ -154,10 +154,10 @@ def test_each_container_s_log_is_read_and_counted(cluster: dict[str, Any]) -> No
     facts = kube_compute.compute(
         _Api(), "default", "gpu-compute", 5, isolation=kube_compute.Isolation(host=tuple(UUIDS))
     )
-    assert facts["computeGpus"] == 2 and facts["computeResult"] == "passed"
+    assert facts.compute_gpus == 2 and facts.compute_result == "passed"
     assert cluster["read"] == ["vectoradd-0", "vectoradd-1"]
-    assert facts["computeLogSimulated"] is True  # any simulated log marks the facts simulated
-    assert facts["computeGpuUuids"] == {
+    assert facts.compute_log_simulated is True  # any simulated log marks the facts simulated
+    assert facts.compute_gpu_uuids == {
         "vectoradd-0": {"gpus": [UUIDS[0]], "mig": []},
         "vectoradd-1": {"gpus": [UUIDS[1]], "mig": []},
     }
@@ -243,7 +243,7 @@ def test_a_mig_container_lists_its_device_under_its_gpu(cluster: dict[str, Any])
     facts = kube_compute.compute(
         _Api(), "default", "gpu-compute", 5, isolation=kube_compute.Isolation(unit="mig")
     )
-    assert facts["computeGpuUuids"]["vectoradd-0"] == {
+    assert facts.compute_gpu_uuids["vectoradd-0"] == {
         "gpus": ["GPU-00000000-0000-4000-8000-000000000000"],
         "mig": ["MIG-00000000-0000-4000-8000-000000000001"],
     }
@@ -260,7 +260,7 @@ def test_time_slicing_replicas_may_share_a_gpu(cluster: dict[str, Any]) -> None:
     facts = kube_compute.compute(
         _Api(), "default", "gpu-compute", 5, isolation=kube_compute.Isolation(unit="shared")
     )
-    assert facts["computeResult"] == "passed"
+    assert facts.compute_result == "passed"
 
 
 def test_the_compute_subcommand_reads_what_each_container_was_given() -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from gpulab.kube import cli
 from gpulab.kube import dcgm as kube_dcgm
+from gpulab.kube.results import DcgmResult
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "dcgm"
 H200 = "GPU-00000000-0000-4000-8000-000000000000"
@@ -60,24 +61,24 @@ def test_samples_every_interval_for_the_given_seconds() -> None:
     text = (DATA / "h200-1gpu.txt").read_text()
     s, clock = sampler([text], seconds=10, interval=2)
     doc = kube_dcgm.dcgm_scrape(None, sampler=s)
-    metrics = doc["dcgmMetrics"]
+    metrics = doc.dcgm_metrics
     assert metrics["scrapes"] == 6 and metrics["seconds"] == 10.0 and clock.pauses == [2] * 5
     assert list(metrics["gpus"]) == [H200] and metrics["error"] is None
     assert metrics["gpus"][H200]["samples"] == 6
-    assert doc["measuredAt"].endswith("+00:00")
+    assert doc.measured_at.endswith("+00:00")
 
 
 def test_waits_for_a_starting_exporter_then_samples() -> None:
     text = (DATA / "h200-1gpu.txt").read_text()
     s, clock = sampler([Unavailable(), Unavailable(), text], seconds=4, interval=2, wait=60)
-    metrics = kube_dcgm.dcgm_scrape(None, sampler=s)["dcgmMetrics"]
+    metrics = kube_dcgm.dcgm_scrape(None, sampler=s).dcgm_metrics
     assert metrics["error"] is None and metrics["scrapes"] == 3
     assert clock.pauses[:2] == [1.0, 2.0]  # backing off while it starts
 
 
 def test_an_exporter_that_never_answers_is_a_finding_not_a_crash(capsys: pytest.CaptureFixture[str]) -> None:
     s, _ = sampler([Unavailable()], wait=30, interval=2)
-    metrics = kube_dcgm.dcgm_scrape(None, sampler=s)["dcgmMetrics"]
+    metrics = kube_dcgm.dcgm_scrape(None, sampler=s).dcgm_metrics
     assert metrics["gpus"] == {} and metrics["scrapes"] == 0
     assert metrics["error"].startswith(
         "no answer from gpu-operator/nvidia-dcgm-exporter:9400/metrics in 30s: HTTP 503 Service Unavailable: "
@@ -88,13 +89,13 @@ def test_an_exporter_that_never_answers_is_a_finding_not_a_crash(capsys: pytest.
 
 def test_an_answer_that_is_not_prometheus_text_is_reported() -> None:
     s, _ = sampler(["<html>404 page not found</html>"], wait=5)
-    metrics = kube_dcgm.dcgm_scrape(None, sampler=s)["dcgmMetrics"]
+    metrics = kube_dcgm.dcgm_scrape(None, sampler=s).dcgm_metrics
     assert "not Prometheus text: line 1" in metrics["error"]
 
 
 def test_an_answer_without_gpus_is_reported() -> None:
     s, _ = sampler(["# HELP go_goroutines x\ngo_goroutines 12\n"], seconds=2)
-    metrics = kube_dcgm.dcgm_scrape(None, sampler=s)["dcgmMetrics"]
+    metrics = kube_dcgm.dcgm_scrape(None, sampler=s).dcgm_metrics
     assert (
         metrics["error"]
         == "the exporter answered but reported no GPU (no DCGM_FI_* sample carries a UUID label)"
@@ -104,7 +105,7 @@ def test_an_answer_without_gpus_is_reported() -> None:
 def test_a_failed_scrape_in_the_middle_is_skipped() -> None:
     text = (DATA / "h200-1gpu.txt").read_text()
     s, _ = sampler([text, ConnectionResetError("reset"), text], seconds=4, interval=2)
-    metrics = kube_dcgm.dcgm_scrape(None, sampler=s)["dcgmMetrics"]
+    metrics = kube_dcgm.dcgm_scrape(None, sampler=s).dcgm_metrics
     assert metrics["scrapes"] == 2 and metrics["error"] is None
 
 
@@ -136,14 +137,15 @@ def test_the_subcommand_prints_one_json_object(
 ) -> None:
     seen: dict[str, Any] = {}
 
-    def fake(api: Any, args: Any) -> dict[str, Any]:
+    def fake(api: Any, args: Any) -> DcgmResult:
         seen.update(vars(args))
-        return {"dcgmMetrics": {"gpus": {}}, "measuredAt": "2026-12-01T09:00:32+00:00"}
+        return DcgmResult(dcgm_metrics={"gpus": {}}, measured_at="2026-12-01T09:00:32+00:00")
 
     monkeypatch.setattr(cli, "load_clients", lambda: "api")
     monkeypatch.setattr(kube_dcgm, "from_args", fake)
     assert cli.main(["dcgm", "--seconds", "4", "--interval", "1"]) == 0
-    assert json.loads(capsys.readouterr().out)["measuredAt"] == "2026-12-01T09:00:32+00:00"
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == {"dcgmMetrics": {"gpus": {}}, "measuredAt": "2026-12-01T09:00:32+00:00"}
     assert (seen["namespace"], seen["service"], seen["port"], seen["seconds"], seen["wait"]) == (
         "gpu-operator",
         "nvidia-dcgm-exporter",
@@ -158,7 +160,7 @@ def test_an_exporter_whose_image_is_refused_stops_the_wait_early_with_the_cause(
     seen through the stop rule: the wait ends at the first unanswered scrape, not after --wait."""
     said = "the wait for the DCGM exporter stopped after 0s: image x cannot be pulled [pull-refused]"
     s, clock = sampler([Unavailable()], wait=120, interval=2, stop=lambda after: said)
-    metrics = kube_dcgm.dcgm_scrape(None, sampler=s)["dcgmMetrics"]
+    metrics = kube_dcgm.dcgm_scrape(None, sampler=s).dcgm_metrics
     assert metrics["error"] == said and metrics["scrapes"] == 0
     assert clock.now < 1
 

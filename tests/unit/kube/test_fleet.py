@@ -206,7 +206,7 @@ def test_run_fleet_checks_every_node_and_a_failure_hides_none(monkeypatch: pytes
         return {"smoke": "pass", "compute": "pass", "smokeGpuUuids": uuids, "computeGpus": gpus}
 
     got = fleet.run_fleet(_Api(), SPEC, check=check, sleep=lambda s: None)
-    rows = {r["node"]: r for r in got["nodes"]}
+    rows = {r["node"]: r for r in got.nodes}
     assert sorted(rows) == ["gpu-a", "gpu-b", "gpu-c", "gpu-d"]  # the CPU node is no GPU node
     assert sorted(checked) == [("gpu-a", 8), ("gpu-b", 8)]  # gpu-c failed its gate: not smoke-tested
     assert rows["gpu-a"]["status"] == "pass"
@@ -216,9 +216,9 @@ def test_run_fleet_checks_every_node_and_a_failure_hides_none(monkeypatch: pytes
     # The busy node is not tested (its Pods would wait), never passed nor failed.
     assert rows["gpu-d"]["status"] == "not-tested" and rows["gpu-d"]["smoke"] == "not-tested"
     assert rows["gpu-d"]["notTested"].startswith("1 of its 2 nvidia.com/gpu are held by other Pods")
-    assert got["allocatableGpus"] == 21 and got["capacityGpus"] == 22 and got["expectedGpus"] == 22
-    assert got["nodesPassed"] == 1 and got["devicePluginFound"] == []
-    assert got["nodesSummary"] == (
+    assert got.allocatable_gpus == 21 and got.capacity_gpus == 22 and got.expected_gpus == 22
+    assert got.nodes_passed == 1 and got.device_plugin_found == []
+    assert got.nodes_summary == (
         "4 nodes, 22 GPUs: 21 allocatable; node gpu-c has 3 of 4; failed: gpu-b, gpu-c; "
         "not tested (GPUs in use): gpu-d"
     )

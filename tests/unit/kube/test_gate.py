@@ -79,9 +79,9 @@ def gate(cluster: Cluster, **spec: Any) -> dict[str, Any]:
 
 def test_a_gpu_node_passes_with_its_facts() -> None:
     facts = gate(Cluster([0.0]))
-    assert facts["allocatableGpus"] == 1 and facts["capacityGpus"] == 1 and facts["migResources"] == {}
-    assert facts["clusterPolicyState"] == "ready" and facts["kubernetesVersion"] == "v1.36.3"
-    assert facts["devicePluginPods"][0]["restarts"] == 0
+    assert facts.allocatable_gpus == 1 and facts.capacity_gpus == 1 and facts.mig_resources == {}
+    assert facts.cluster_policy_state == "ready" and facts.kubernetes_version == "v1.36.3"
+    assert facts.device_plugin_pods[0]["restarts"] == 0
 
 
 def test_a_ready_node_without_the_gpu_key_fails_after_the_grace_not_the_timeout() -> None:
@@ -98,7 +98,7 @@ def test_a_ready_node_without_the_gpu_key_fails_after_the_grace_not_the_timeout(
 
 def test_allocatable_that_appears_within_the_grace_passes() -> None:
     nodes = lambda t: [node(allocatable=None, capacity=None) if t < 5 else node()]  # noqa: E731
-    assert gate(Cluster([0.0], nodes_at=nodes))["allocatableGpus"] == 1
+    assert gate(Cluster([0.0], nodes_at=nodes)).allocatable_gpus == 1
 
 
 def test_a_daemonset_on_no_node_fails_after_the_grace() -> None:
@@ -179,7 +179,7 @@ def test_a_slow_operator_still_times_out_with_the_diagnosis() -> None:
 def test_mixed_mig_passes_on_the_mig_resources_with_gpu_zero() -> None:
     nodes = lambda t: [mig_node({"nvidia.com/gpu": "0", "nvidia.com/mig-1g.18gb": "7"})]  # noqa: E731
     facts = gate(Cluster([0.0], nodes_at=nodes), expect=Expected("mixed", 0, {"nvidia.com/mig-1g.18gb": 7}))
-    assert facts["migResources"] == {"nvidia.com/mig-1g.18gb": 7} and facts["allocatableGpus"] == 0
+    assert facts.mig_resources == {"nvidia.com/mig-1g.18gb": 7} and facts.allocatable_gpus == 0
 
 
 def _mig_state(n: dict[str, Any], state: str | None) -> dict[str, Any]:
@@ -207,7 +207,7 @@ def test_a_mig_layout_being_applied_is_waited_for_past_the_grace() -> None:
 
     cluster = Cluster([0.0], nodes_at=nodes)
     facts = gate(cluster, expect=MIXED_7)
-    assert facts["migResources"] == {"nvidia.com/mig-1g.18gb": 7}
+    assert facts.mig_resources == {"nvidia.com/mig-1g.18gb": 7}
     assert cluster.now[0] >= 40  # it waited through pending and rebooting, three graces long
 
 
@@ -240,7 +240,7 @@ def test_a_failed_mig_layout_stops_the_gate_at_once_with_the_fix() -> None:
 def test_the_mig_manager_label_is_not_read_without_mig() -> None:
     # A leftover label on a lab that wants no MIG: the resources decide, as before.
     nodes = lambda t: [_mig_state(node(), "failed")]  # noqa: E731
-    assert gate(Cluster([0.0], nodes_at=nodes))["allocatableGpus"] == 1
+    assert gate(Cluster([0.0], nodes_at=nodes)).allocatable_gpus == 1
 
 
 def test_spec_from_the_command_line() -> None:
@@ -421,4 +421,4 @@ def test_a_sandbox_failing_while_the_toolkit_rolls_out_is_left_to_the_gates_own_
         "message": 'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "nvidia" is configured',  # noqa: E501 (quoted)
     }
     facts = gate(ClusterWithEvents([0.0], pods_at=lambda t: [p], events_at=lambda t: [sandbox]))
-    assert facts["allocatableGpus"] == 1
+    assert facts.allocatable_gpus == 1
