@@ -103,11 +103,37 @@ May import: :mod:`gpulab.config`, :mod:`gpulab.core`. Not :mod:`gpulab.host` (it
 the cluster checks (:mod:`gpulab.kube` calls it) or anything above.
 """
 
-from gpulab.diagnose.cluster import diagnose_cluster
-from gpulab.diagnose.formatting import render
-from gpulab.diagnose.gpus import gpu_holders, gpu_request
-from gpulab.diagnose.namespaces import diagnose_namespace
-from gpulab.diagnose.record import GPU_RESOURCE, Diagnosis
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpulab.diagnose.cluster import diagnose_cluster
+    from gpulab.diagnose.formatting import render
+    from gpulab.diagnose.gpus import gpu_holders, gpu_request
+    from gpulab.diagnose.namespaces import diagnose_namespace
+    from gpulab.diagnose.record import GPU_RESOURCE, Diagnosis
+
+#: Where each name of :data:`__all__` lives: imported on first use (PEP 562), so a check that
+#: only names :class:`gpulab.diagnose.live.Context` does not load every rule table at start-up
+#: (each ``python -m gpulab.kube`` check is a process of its own: ``make bench``).
+_HOMES = {
+    "diagnose_cluster": "cluster",
+    "render": "formatting",
+    "gpu_holders": "gpus",
+    "gpu_request": "gpus",
+    "diagnose_namespace": "namespaces",
+    "GPU_RESOURCE": "record",
+    "Diagnosis": "record",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The re-exported ``name``, imported from its module on first use."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = [
     "GPU_RESOURCE",

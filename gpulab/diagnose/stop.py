@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from gpulab.config.lab import LabConfig
+from gpulab.config import schema
 from gpulab.core import fixes
 from gpulab.diagnose.fields import _event_time, _get, _name, _ns, _one_line
 
@@ -219,12 +219,10 @@ def registry_of(image: str) -> str:
     return "docker.io"
 
 
-#: The lab's pinned image per config key (gpulab.config.lab.LabConfig): a refused image that
-#: is not it can go back to it.
+#: The lab's pinned image per config key (Pulumi.yaml's defaults, as gpulab.config.lab.LabConfig
+#: takes them): a refused image that is not it can go back to it.
 IMAGE_DEFAULTS: Final[Mapping[str, str]] = {
-    "smokeImage": LabConfig.smoke_image,
-    "computeImage": LabConfig.compute_image,
-    "benchmarkImage": LabConfig.benchmark_image,
+    key: str(schema.default(key)) for key in ("smokeImage", "computeImage", "benchmarkImage")
 }
 
 
