@@ -28,7 +28,7 @@ set) and then to "unknown", and the affected items read "not evaluated" instead 
 silently passing.
 
 No Pulumi engine is needed to use this module: tests build a :class:`StackContext` and
-install it with :func:`overridden`.
+record it as the engine would (tests/support/stack_context.py).
 """
 
 from __future__ import annotations
@@ -36,8 +36,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +101,6 @@ def _string_leaves(obj: Any) -> list[str]:
 
 _lock = threading.Lock()
 _recorded: StackContext | None = None
-_override: StackContext | None = None
 
 
 def record(request: Any) -> StackContext:
@@ -142,26 +140,11 @@ def from_environment(env: Mapping[str, str]) -> StackContext | None:
 
 
 def current() -> StackContext:
-    """The best context known now: a test override, the engine's, the environment's, or empty."""
+    """The best context known now: the engine's, the environment's, or empty."""
     with _lock:
-        if _override is not None:
-            return _override
         if _recorded is not None:
             return _recorded
     return from_environment(os.environ) or StackContext()
-
-
-@contextmanager
-def overridden(ctx: StackContext) -> Iterator[StackContext]:
-    """Use ``ctx`` as :func:`current` inside the block (tests)."""
-    global _override
-    with _lock:
-        previous, _override = _override, ctx
-    try:
-        yield ctx
-    finally:
-        with _lock:
-            _override = previous
 
 
 def install_configure_stack_hook() -> bool:

@@ -260,3 +260,82 @@ def test_the_variant_seam_is_declared_once() -> None:
     assert Variant.__annotations__["spec"] in ("ClassVar[VariantSpec]", VariantSpec)
     assert _protocols("gpulab/config") == [] and _protocols("components") == []
     assert _protocols("program") == [] and _protocols("ops") == []
+
+
+#: The longest a product function may be, def line to last line (issue 36: a function that does
+#: not fit on a screen is a list of steps or a table waiting to be named).
+MAX_FUNCTION_LINES = 100
+
+
+def _product_files() -> list[Path]:
+    """Every module of the program's packages and its entry point (not tests, not toolchain/)."""
+    return [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))] + [ROOT / "__main__.py"]
+
+
+def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def test_no_product_function_is_longer_than_a_screen() -> None:
+    long = [
+        f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name} ({fn.end_lineno - fn.lineno + 1} lines)"
+        for path in _product_files()
+        for fn in _functions(ast.parse(path.read_text(encoding="utf-8")))
+        if fn.end_lineno is not None and fn.end_lineno - fn.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert long == []
+
+
+def _names_used(tree: ast.AST) -> set[str]:
+    """Names a module's code refers to: names, attributes and identifiers inside string
+    constants (``getattr`` and ``python -m`` targets), not docstrings and not ``__all__``."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+        ):
+            skipped.add(id(first.value))
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            skipped.update(id(n) for n in ast.walk(node.value))
+    used: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Name):
+            used.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            used.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            used.update(re.findall(r"[A-Za-z_]\w*", node.value))
+    return used
+
+
+def test_no_product_function_is_called_only_by_tests() -> None:
+    """A function the product defines is referred to by the product (its modules, scripts/,
+    the Makefile): by name, so dunders and ``main`` (run as ``python -m``) are exempt. One
+    that only tests call is code the lab carries for nothing (issue 36 item 7)."""
+    defined: dict[str, str] = {}
+    used: set[str] = set()
+    for path in _product_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in _functions(tree):
+            defined.setdefault(fn.name, f"{path.relative_to(ROOT)}:{fn.lineno}")
+        used |= _names_used(tree)
+    for path in [*sorted((ROOT / "scripts").iterdir()), ROOT / "Makefile"]:
+        if path.is_file():
+            lines = path.read_text(encoding="utf-8").splitlines()
+            used.update(
+                re.findall(r"[A-Za-z_]\w*", "\n".join(x for x in lines if not x.lstrip().startswith("#")))
+            )
+    unused = sorted(
+        f"{where} {name}"
+        for name, where in defined.items()
+        if name not in used and not name.startswith("__") and name != "main"
+    )
+    assert unused == []

@@ -9,6 +9,7 @@ import pytest
 
 from policy import stack_context, validators
 from policy.stack_context import StackContext
+from tests.support.stack_context import overridden as stack_context_overridden
 
 
 @pytest.fixture(autouse=True)
@@ -16,7 +17,7 @@ def _fresh_state() -> Iterator[None]:
     """Each test starts with no recorded findings and an update (not a preview) whose
     stack config is the sim lab's, with no secrets."""
     validators.LEDGER.clear()
-    with stack_context.overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "sim"})):
+    with stack_context_overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "sim"})):
         yield
     validators.LEDGER.clear()
 

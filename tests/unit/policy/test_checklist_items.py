@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpulab.core import outputs as out
-from policy import stack_context
 from policy.stack_context import StackContext
+from tests.support.stack_context import overridden as stack_context_overridden
 
 from .harness import (
     ITEMS,
@@ -61,7 +61,7 @@ def test_allocatable_uses_time_slicing_replicas_from_pack_config_else_the_output
     # The replicas come from the outputs as deployed (as the card reads them), not the stack's
     # config now: one derivation, gpulab.core.outputs.LabOutputs.time_slicing_replicas.
     ctx = StackContext(dry_run=False, config={"gpu-lab:timeSlicingReplicas": "4"})
-    with stack_context.overridden(ctx):
+    with stack_context_overridden(ctx):
         assert not check_stack("allocatable-matches-gpus", four).passed
     sliced = good_outputs(**{out.ALLOCATABLE_GPUS: 4, out.OPERATOR_COMPONENTS: {"timeSlicingReplicas": 4}})
     assert check_stack("allocatable-matches-gpus", [stack(sliced)]).passed
@@ -94,7 +94,7 @@ def test_at_preview_every_item_is_not_evaluated_never_passed_nor_violated(item: 
 
 @pytest.mark.parametrize("item", ITEMS)
 def test_a_preview_of_a_deployed_stack_still_reads_not_evaluated(item: str) -> None:
-    with stack_context.overridden(StackContext(dry_run=True, config={})):
+    with stack_context_overridden(StackContext(dry_run=True, config={})):
         o = check_stack(item, [stack(good_outputs())])
     assert not o.violations and o.not_applicable and "known after deployment (preview)" in o.not_applicable
 

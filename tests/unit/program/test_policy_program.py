@@ -11,8 +11,9 @@ from pulumi_policy import PolicyResource
 
 from gpulab.core import outputs as out
 from gpulab.core.argv import decode, encode
-from policy import stack_context, validators
+from policy import validators
 from policy.stack_context import StackContext
+from tests.support.stack_context import overridden as stack_context_overridden
 from tests.unit.policy.harness import Outcome, _opts, check_resource, check_stack
 from tests.unit.program_harness import Run, run_program
 
@@ -30,7 +31,7 @@ def resource_outcomes(run: Run, ctx: StackContext) -> dict[tuple[str, str], Outc
     """Every resource policy on every registered resource, under stack context ``ctx``."""
     assert run.error is None, run.error
     results = {}
-    with stack_context.overridden(ctx):
+    with stack_context_overridden(ctx):
         for reg in run.registrations:
             for spec in validators.SPECS:
                 if spec.kind == "resource":
@@ -102,7 +103,7 @@ def test_minikube_lab_with_a_too_small_node_is_refused_at_preview() -> None:
 def test_stack_policies_at_preview_pass_on_owner_and_cuda(chart: str) -> None:
     run = run_program({"cluster": "sim", "chartPath": chart}, preview=True)
     resources = stack_resources(run)
-    with stack_context.overridden(StackContext(dry_run=True, config={"gpu-lab:cluster": "sim"})):
+    with stack_context_overridden(StackContext(dry_run=True, config={"gpu-lab:cluster": "sim"})):
         assert check_stack("single-device-plugin-owner", resources).passed
         assert check_stack("smoke-image-cuda-fits-host", resources).passed
 
@@ -110,7 +111,7 @@ def test_stack_policies_at_preview_pass_on_owner_and_cuda(chart: str) -> None:
 def test_a_cuda_131_image_on_the_130_capture_fails_at_preview(chart: str) -> None:
     image = "nvidia/cuda:13.1.0-base-ubuntu24.04"
     run = run_program({"cluster": "sim", "chartPath": chart, "smokeImage": image}, preview=True)
-    with stack_context.overridden(StackContext(dry_run=True, config={"gpu-lab:cluster": "sim"})):
+    with stack_context_overridden(StackContext(dry_run=True, config={"gpu-lab:cluster": "sim"})):
         o = check_stack("smoke-image-cuda-fits-host", stack_resources(run))
     assert "needs CUDA 13.1" in o.text and "13.0 at most" in o.text
     assert "nvidia/cuda:13.0.2-base-ubuntu24.04" in o.text
@@ -118,7 +119,7 @@ def test_a_cuda_131_image_on_the_130_capture_fails_at_preview(chart: str) -> Non
 
 def test_minikube_lab_owner_is_the_operator_with_the_addon_disabled() -> None:
     run = run_program({"cluster": "minikube", "hostProbe": "capture"}, preview=True)
-    with stack_context.overridden(StackContext(dry_run=True, config={"gpu-lab:cluster": "minikube"})):
+    with stack_context_overridden(StackContext(dry_run=True, config={"gpu-lab:cluster": "minikube"})):
         assert check_stack("single-device-plugin-owner", stack_resources(run), {"owner": "operator"}).passed
 
 
@@ -126,7 +127,7 @@ def test_checklist_after_a_mocked_up_of_the_sim_lab(chart: str) -> None:
     run = run_program({"cluster": "sim", "chartPath": chart}, preview=False)
     assert run.outputs[out.SIMULATED] is True
     resources = stack_resources(run)
-    with stack_context.overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "sim"})):
+    with stack_context_overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "sim"})):
         outcomes = {
             item: check_stack(item, resources)
             for item in (
@@ -158,7 +159,7 @@ def test_the_dra_lab_passes_every_policy_at_preview(
     assert results[("smoke-pod-dra-claim", "smoke-pod")].passed
     assert results[("smoke-pod-dra-claim", "smoke-claim-template")].passed
     resources = stack_resources(run)
-    with stack_context.overridden(ctx):
+    with stack_context_overridden(ctx):
         failed = {
             s.name: check_stack(s.name, resources).text
             for s in validators.SPECS

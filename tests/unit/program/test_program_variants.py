@@ -23,6 +23,7 @@ from gpulab.host.preflight import Finding, PreflightError
 from gpulab.verdict import checklist
 from policy import stack_context, validators
 from policy.stack_context import StackContext
+from tests.support.stack_context import overridden as stack_context_overridden
 from tests.unit import program_harness
 from tests.unit.program_harness import COMMAND, run_program
 from variants.existing import ctl as existing_ctl
@@ -180,7 +181,7 @@ def test_kind_operator_values_keep_the_toolkit_off_and_the_smoke_pod_asks_for_nv
 
 def test_kind_release_passes_the_toolkit_policy() -> None:
     rel = run_program(KIND).by_name("gpu-operator-release").inputs
-    with stack_context.overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "kind"})):
+    with stack_context_overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "kind"})):
         (finding,) = validators.check_toolkit_runtime(validators.T_RELEASE, rel, {}, stack_context.current())
     assert finding.status == validators.PASS, finding
 
@@ -229,7 +230,7 @@ def test_k3s_toolkit_points_at_k3s_containerd_and_the_smoke_pod_uses_the_nvidia_
     assert "nriPluginEnabled" not in values["cdi"]
     assert run.by_name("smoke-pod").inputs["spec"]["runtimeClassName"] == "nvidia"
     rel = run.by_name("gpu-operator-release").inputs
-    with stack_context.overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "k3s"})):
+    with stack_context_overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "k3s"})):
         (finding,) = validators.check_toolkit_runtime(validators.T_RELEASE, rel, {}, stack_context.current())
     assert finding.status == validators.PASS, finding
 

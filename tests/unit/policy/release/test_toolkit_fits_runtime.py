@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from policy import stack_context, validators
+from policy import validators
 from policy.stack_context import StackContext
+from tests.support.stack_context import overridden as stack_context_overridden
 
 from ..harness import (
     check_resource,
@@ -34,7 +35,7 @@ def test_toolkit_on_k3s_needs_k3s_containerd_paths() -> None:
 
 
 def test_toolkit_on_minikube_docker_runtime_rejects_containerd_settings() -> None:
-    with stack_context.overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "minikube"})):
+    with stack_context_overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "minikube"})):
         assert check_resource("toolkit-fits-runtime", validators.T_RELEASE, release()).passed
         values = {"toolkit": {"enabled": True, "env": K3S_ENV}}
         o = check_resource("toolkit-fits-runtime", validators.T_RELEASE, release(values=values))
@@ -42,7 +43,7 @@ def test_toolkit_on_minikube_docker_runtime_rejects_containerd_settings() -> Non
 
 
 def test_toolkit_runtime_unknown_is_not_evaluated_and_listed_by_the_report_policy() -> None:
-    with stack_context.overridden(StackContext()):
+    with stack_context_overridden(StackContext()):
         o = check_resource("toolkit-fits-runtime", validators.T_RELEASE, release())
     assert not o.violations and o.not_applicable and "runtime is unknown" in o.not_applicable
     lines = unverified_lines()

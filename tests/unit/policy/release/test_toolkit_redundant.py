@@ -6,8 +6,9 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel
 
-from policy import stack_context, validators
+from policy import validators
 from policy.stack_context import StackContext
+from tests.support.stack_context import overridden as stack_context_overridden
 
 from ..harness import check_resource, release
 
@@ -19,7 +20,7 @@ def values(enabled: bool | None) -> dict[str, Any]:
 
 
 def on(cluster: str, enabled: bool | None) -> Any:
-    with stack_context.overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": cluster})):
+    with stack_context_overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": cluster})):
         return check_resource(ITEM, validators.T_RELEASE, release(values=values(enabled)))
 
 
@@ -43,6 +44,6 @@ def test_the_toolkit_off_under_minikube_and_on_elsewhere_pass() -> None:
 
 
 def test_without_stack_config_it_is_not_evaluated() -> None:
-    with stack_context.overridden(StackContext()):
+    with stack_context_overridden(StackContext()):
         o = check_resource(ITEM, validators.T_RELEASE, release(values=values(True)))
     assert not o.violations and o.not_applicable and "no stack config" in o.not_applicable

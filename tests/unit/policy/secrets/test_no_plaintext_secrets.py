@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from gpulab.core.argv import decode, encode
-from policy import stack_context, validators
+from policy import validators
 from policy.stack_context import StackContext
+from tests.support.stack_context import overridden as stack_context_overridden
 
 from ..harness import (
     check_resource,
@@ -23,7 +24,7 @@ SECRET_CTX = StackContext(
 
 def test_secrets_in_environment_only_pass() -> None:
     cmd = ctl_start() | {"environment": {"NGC_KEY": "nvapi-0123456789"}}
-    with stack_context.overridden(SECRET_CTX):
+    with stack_context_overridden(SECRET_CTX):
         assert check_resource("no-plaintext-secrets", validators.T_COMMAND, cmd).passed
         assert check_resource("no-plaintext-secrets", validators.T_RELEASE, release()).passed
 
@@ -34,7 +35,7 @@ def test_secret_in_argv_or_helm_value_violates_naming_the_key_not_the_value() ->
     values = release()["values"] | {"operator": {"env": [{"name": "K", "value": "nvapi-0123456789"}]}}
     pod = smoke_pod()
     pod["spec"]["containers"][0]["env"] = [{"name": "K", "value": "nvapi-0123456789"}]
-    with stack_context.overridden(SECRET_CTX):
+    with stack_context_overridden(SECRET_CTX):
         outcomes = [
             check_resource("no-plaintext-secrets", validators.T_COMMAND, cmd),
             check_resource("no-plaintext-secrets", validators.T_RELEASE, release(values=values)),
@@ -47,6 +48,6 @@ def test_secret_in_argv_or_helm_value_violates_naming_the_key_not_the_value() ->
 
 
 def test_secrets_without_stack_config_are_not_evaluated() -> None:
-    with stack_context.overridden(StackContext()):
+    with stack_context_overridden(StackContext()):
         o = check_resource("no-plaintext-secrets", validators.T_COMMAND, ctl_start())
     assert not o.violations and o.not_applicable and "no stack config" in o.not_applicable
