@@ -14,12 +14,13 @@ from typing import Final
 
 from gpulab.config import lab
 from gpulab.core import argv
-from variants import existing, k3s, kind, minikube, sim
+from variants import existing, k3s, kind, microk8s, minikube, sim
 from variants.base import Variant
 
 #: name -> variant, in the order config errors list them.
 REGISTRY: Final[dict[str, Variant]] = {
-    v.name: v for v in (minikube.VARIANT, sim.VARIANT, kind.VARIANT, k3s.VARIANT, existing.VARIANT)
+    v.name: v
+    for v in (minikube.VARIANT, sim.VARIANT, kind.VARIANT, k3s.VARIANT, microk8s.VARIANT, existing.VARIANT)
 }
 NAMES: Final = tuple(REGISTRY)
 

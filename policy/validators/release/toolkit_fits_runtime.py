@@ -23,6 +23,14 @@ EMBEDDED_CONTAINERD: Final[dict[str, tuple[str, str]]] = {
     "rke2": (RKE2_CONTAINERD_CONFIG_DIR, RKE2_CONTAINERD_SOCKET),
     **{v.spec.node_runtime: paths for v in registry.REGISTRY.values() if (paths := v.spec.containerd)},
 }
+#: runtime -> the ``CONTAINERD_CONFIG`` a lab variant's record gives the toolkit
+#: (``VariantSpec.toolkit_env``): the file the fix names (k3s: config.toml; MicroK8s: the
+#: containerd-template.toml it renders its config from); elsewhere ``config.toml`` in the dir.
+TOOLKIT_CONFIG: Final[dict[str, str]] = {
+    v.spec.node_runtime: config
+    for v in registry.REGISTRY.values()
+    if v.spec.containerd and (config := dict(v.spec.toolkit_env).get("CONTAINERD_CONFIG"))
+}
 RUNTIMES: Final = ("docker", "containerd", "cri-o", *sorted(EMBEDDED_CONTAINERD), "none")
 CONTAINERD_VARS: Final = ("CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "CONTAINERD_RUNTIME_CLASS")
 #: The first fix (表 2: gpu-smoke stays ContainerCreating).
@@ -84,9 +92,10 @@ def check_toolkit_runtime(
     if runtime in EMBEDDED_CONTAINERD:
         config_dir, want_socket = EMBEDDED_CONTAINERD[runtime]
         ok = config_path.startswith(config_dir) and socket == want_socket
+        want_config = TOOLKIT_CONFIG.get(runtime, config_dir + "config.toml")
         fix = (
-            f"set toolkit.env CONTAINERD_CONFIG={config_dir}config.toml and CONTAINERD_SOCKET="
-            f"{want_socket} (the chart's defaults are stock containerd's paths); {FIX_TOOLKIT}"
+            f"set toolkit.env CONTAINERD_CONFIG={want_config} and CONTAINERD_SOCKET={want_socket} "
+            f"(the chart's defaults are stock containerd's paths); {FIX_TOOLKIT}"
         )
         return [_finding(item, ok, observed, expected, fix)]
     if runtime in ("docker", "cri-o"):

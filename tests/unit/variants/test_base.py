@@ -26,6 +26,7 @@ from variants.base import (
 from variants.existing.settings import ExistingSettings
 from variants.k3s.settings import K3sSettings
 from variants.kind.settings import KindSettings
+from variants.microk8s.settings import MicroK8sSettings
 from variants.minikube.settings import MinikubeSettings
 from variants.registry import parse_config
 from variants.sim.settings import SimSettings
@@ -87,6 +88,7 @@ SETTINGS = {
     "minikube": MinikubeSettings,
     "kind": KindSettings,
     "k3s": K3sSettings,
+    "microk8s": MicroK8sSettings,
     "existing": ExistingSettings,
     "sim": SimSettings,
 }
@@ -100,7 +102,7 @@ def test_every_variant_s_settings_type_is_its_own(name: str) -> None:
     assert SETTINGS.get(name, own) is own
 
 
-@pytest.mark.parametrize("name", ["minikube", "kind", "k3s", "sim"])
+@pytest.mark.parametrize("name", ["minikube", "kind", "k3s", "microk8s", "sim"])
 def test_the_chosen_variant_s_settings_ride_in_lab_config(name: str) -> None:
     cfg = parse_config({"cluster": name}, env={})
     assert type(cfg.variant_settings) is SETTINGS[name]

@@ -34,6 +34,34 @@ def test_toolkit_on_k3s_needs_k3s_containerd_paths() -> None:
     assert "CONTAINERD_CONFIG=/etc/containerd/config.toml" in o.text
 
 
+def test_the_fix_names_the_config_file_the_variant_s_record_gives_the_toolkit() -> None:
+    # k3s: its rendered config.toml; MicroK8s: the template it renders its config from on every
+    # start (an edit of containerd.toml would be lost); RKE2, no lab variant: config.toml.
+    cases = {
+        "k3s": "CONTAINERD_CONFIG=/var/lib/rancher/k3s/agent/etc/containerd/config.toml and "
+        "CONTAINERD_SOCKET=/run/k3s/containerd/containerd.sock",
+        "microk8s": "CONTAINERD_CONFIG=/var/snap/microk8s/current/args/containerd-template.toml and "
+        "CONTAINERD_SOCKET=/var/snap/microk8s/common/run/containerd.sock",
+        "rke2": "CONTAINERD_CONFIG=/var/lib/rancher/rke2/agent/etc/containerd/config.toml and "
+        "CONTAINERD_SOCKET=/run/k3s/containerd/containerd.sock",
+    }
+    for runtime, fix in cases.items():
+        o = check_resource(
+            "toolkit-fits-runtime", validators.T_RELEASE, release(), {"clusterRuntime": runtime}
+        )
+        assert not o.passed and f"set toolkit.env {fix} (" in o.text, runtime
+    with stack_context.overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "microk8s"})):
+        env = [
+            {
+                "name": "CONTAINERD_CONFIG",
+                "value": "/var/snap/microk8s/current/args/containerd-template.toml",
+            },
+            {"name": "CONTAINERD_SOCKET", "value": "/var/snap/microk8s/common/run/containerd.sock"},
+        ]
+        values = {"toolkit": {"enabled": True, "env": env}}
+        assert check_resource("toolkit-fits-runtime", validators.T_RELEASE, release(values=values)).passed
+
+
 def test_toolkit_on_minikube_docker_runtime_rejects_containerd_settings() -> None:
     with stack_context_overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "minikube"})):
         assert check_resource("toolkit-fits-runtime", validators.T_RELEASE, release()).passed
