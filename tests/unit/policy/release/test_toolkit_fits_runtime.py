@@ -50,7 +50,7 @@ def test_the_fix_names_the_config_file_the_variant_s_record_gives_the_toolkit() 
             "toolkit-fits-runtime", validators.T_RELEASE, release(), {"clusterRuntime": runtime}
         )
         assert not o.passed and f"set toolkit.env {fix} (" in o.text, runtime
-    with stack_context.overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "microk8s"})):
+    with stack_context_overridden(StackContext(dry_run=False, config={"gpu-lab:cluster": "microk8s"})):
         env = [
             {
                 "name": "CONTAINERD_CONFIG",

@@ -12,6 +12,7 @@ import variants.microk8s
 from gpulab.core import outputs as out
 from policy import stack_context, validators
 from policy.stack_context import StackContext
+from tests.support.stack_context import overridden as stack_context_overridden
 from tests.unit import program_harness
 from tests.unit.program_harness import Run, run_program
 
@@ -75,12 +76,12 @@ def test_the_toolkit_points_at_the_snap_s_containerd_and_the_policy_passes_it() 
     assert "env" not in values["devicePlugin"]  # the chart's device list (CDI)
     assert "runtimeClassName" not in run.by_name("smoke-pod").inputs["spec"]
     ctx = StackContext(dry_run=False, config={"gpu-lab:cluster": "microk8s"})
-    with stack_context.overridden(ctx):
+    with stack_context_overridden(ctx):
         (finding,) = validators.check_toolkit_runtime(validators.T_RELEASE, rel, {}, stack_context.current())
     assert finding.status == validators.PASS, finding
     # The chart's defaults (stock containerd's paths) fail the same policy on MicroK8s.
     stock = {**rel, "values": {**values, "toolkit": {"enabled": True}}}
-    with stack_context.overridden(ctx):
+    with stack_context_overridden(ctx):
         (finding,) = validators.check_toolkit_runtime(
             validators.T_RELEASE, stock, {}, stack_context.current()
         )
