@@ -47,7 +47,7 @@ spec:
     resources: {limits: {nvidia.com/gpu: 1}}
 YAML
   k wait --for=jsonpath='{.status.phase}'=Succeeded pod/gpu-smoke --timeout=300s >/dev/null
-  k logs gpu-smoke | grep -q 'Driver Version'
+  k logs gpu-smoke | grep 'Driver Version' >/dev/null  # not -q: an early exit would SIGPIPE kubectl (pipefail: 141)
   # The lab's compute check (issue #12), the same work by hand: a CUDA vectorAdd Pod after the
   # smoke Pod, its log must say Test PASSED.
   k apply -f - >/dev/null <<'YAML'
@@ -62,7 +62,7 @@ spec:
     resources: {limits: {nvidia.com/gpu: 1}}
 YAML
   k wait --for=jsonpath='{.status.phase}'=Succeeded pod/gpu-compute --timeout=300s >/dev/null
-  k logs gpu-compute | grep -q 'Test PASSED'
+  k logs gpu-compute | grep 'Test PASSED' >/dev/null
   ;;
 down)
   k delete pod gpu-smoke gpu-compute --wait >/dev/null || true
