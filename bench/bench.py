@@ -14,9 +14,9 @@ Prints three tables and writes ``.state/bench.json``:
 3. **Where an `up` spends its time**: from the engine's event log of the last run, the
    program's start (until the first resource) and each resource's step, longest first.
 
-Targets (issue #11): up within 1.25x of the plain script; no-op up under 5 s; destroy under
-30 s. This is a benchmark, not a test: it reports, it does not assert (exit code 1 only when
-a target is missed, so a CI job could gate on it).
+Targets (issue #11; the ratio is issue 36's): up within 1.1x of the plain script; no-op up
+under 5 s; destroy under 30 s. This is a benchmark, not a test: it reports, it does not assert
+(exit code 1 only when a target is missed, so a CI job could gate on it).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from tests.support.sandbox import make_project, missing_toolchain, shared_chart, toolchain_env  # noqa: E402
 
 STACKS = ("minikube", "kind", "k3s", "existing", "sim")
-TARGET_RATIO = 1.25
+TARGET_RATIO = 1.1  # issue 36 (was 1.25, issue 11)
 
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
