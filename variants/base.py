@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import sys
 from abc import ABC, abstractmethod
@@ -126,6 +127,28 @@ HOST_FIELDS: Final[tuple[str, ...]] = (
     out.HOST_TOPOLOGY,
     out.NODE_RUNTIME,
 )
+
+
+def as_root(argv: Sequence[str], euid: int | None = None) -> list[str]:
+    """``argv`` as root, for a variant that installs its distribution on this host (k3s,
+    MicroK8s): unchanged when the helper is root (effective uid ``euid``, default this
+    process's), else through ``sudo -n --`` (non-interactive: it fails instead of asking for a
+    password; the variant's preflight checks that first)."""
+    uid = os.geteuid() if euid is None else euid
+    return list(argv) if uid == 0 else ["sudo", "-n", "--", *argv]
+
+
+def ready_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Names of the nodes (JSON dicts, ``kubectl get nodes -o json``'s items) whose Ready
+    condition is True."""
+    return [
+        str((n.get("metadata") or {}).get("name"))
+        for n in nodes
+        if any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in (n.get("status") or {}).get("conditions") or []
+        )
+    ]
 
 
 def started_record(root: Path, variant: str, profile: str) -> Path:

@@ -1,7 +1,7 @@
 """k3s lifecycle for the lab: install and uninstall through commands, check-then-act.
 
 Run by the K3sCluster component as ``python3 -m variants.k3s.ctl up|down|preflight``, as
-the user who runs ``make lab``. Only the steps that need root run as root (:func:`as_root`:
+the user who runs ``make lab``. Only the steps that need root run as root (:func:`variants.base.as_root`:
 directly when the helper is root, else through ``sudo -n``, which never prompts): the
 installer (it writes ``/usr/local/bin`` and a systemd unit), the uninstaller, the marker in
 ``/etc/rancher/k3s`` and reading ``/etc/rancher/k3s/k3s.yaml`` (mode 0600, root's: k3s
@@ -50,7 +50,7 @@ from gpulab.core.names import PROJECT
 from gpulab.host import preflight
 from gpulab.host.preflight import Finding, PreflightError, raise_on_failures
 from gpulab.kube.client import load_clients
-from variants.base import Action, ctl_main
+from variants.base import Action, as_root, ctl_main, ready_nodes
 
 INSTALL_SCRIPT_URL: Final = "https://get.k3s.io"
 K3S_BIN: Final = Path("/usr/local/bin/k3s")
@@ -105,14 +105,6 @@ def plan(installed: str | None, ours: bool, wanted: str) -> str:
     if installed == wanted:
         return "reuse"
     return "upgrade" if ours else "refuse"
-
-
-def as_root(argv: Sequence[str], euid: int | None = None) -> list[str]:
-    """``argv`` as root: unchanged when the helper is root (effective uid ``euid``, default
-    this process's), else through ``sudo -n --`` (non-interactive: it fails instead of asking
-    for a password; preflight checks it first, :func:`check_sudo`)."""
-    uid = os.geteuid() if euid is None else euid
-    return list(argv) if uid == 0 else ["sudo", "-n", "--", *argv]
 
 
 def root_env_argv(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
@@ -202,18 +194,6 @@ def check_installed(installed: str | None, ours: bool, wanted: str) -> Finding:
         f"use it as it is (scripts/pulumi config set gpu-lab:k3sVersion {installed}), or uninstall it first "
         f"({UNINSTALL_SCRIPT})",
     )
-
-
-def ready_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Names of the nodes (JSON dicts) whose Ready condition is True."""
-    return [
-        str((n.get("metadata") or {}).get("name"))
-        for n in nodes
-        if any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in (n.get("status") or {}).get("conditions") or []
-        )
-    ]
 
 
 def marker_present(run: cmd.Probe = cmd.probe, euid: int | None = None, marker: Path | None = None) -> bool:

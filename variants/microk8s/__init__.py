@@ -48,6 +48,7 @@ from variants.base import (
     Tool,
     Variant,
     VariantSpec,
+    as_root,
     run_quietly,
 )
 from variants.microk8s.settings import MicroK8sSettings
@@ -131,13 +132,6 @@ CHECK_INSTALLED: Final = "microk8s-installed"
 
 
 # --------------------------------------------------------------------------- host checks
-
-
-def as_root(argv: Sequence[str], euid: int | None = None) -> list[str]:
-    """``argv`` as root: unchanged when the helper is root (effective uid ``euid``, default
-    this process's), else through ``sudo -n --`` (never prompts; :func:`check_sudo` first)."""
-    uid = os.geteuid() if euid is None else euid
-    return list(argv) if uid == 0 else ["sudo", "-n", "--", *argv]
 
 
 def list_argv() -> list[str]:

@@ -2,7 +2,7 @@
 
 Run by the variant's cluster command as ``python3 -m variants.microk8s.ctl up|down|preflight``,
 as the user who runs ``make lab``. Only the steps that need root run as root
-(:func:`variants.microk8s.as_root`: directly when the helper is root, else ``sudo -n``, which never
+(:func:`variants.base.as_root`: directly when the helper is root, else ``sudo -n``, which never
 prompts): ``snap install|refresh|remove``, ``microk8s status|config`` (the snap's wrappers refuse
 users outside its ``microk8s`` group, which the lab does not join you to) and the marker.
 
@@ -39,7 +39,7 @@ from gpulab.core.errors import GpuLabError
 from gpulab.core.names import PROJECT
 from gpulab.host import preflight
 from gpulab.host.preflight import PreflightError
-from variants.base import Action, ctl_main
+from variants.base import Action, ctl_main, ready_nodes
 from variants.microk8s import (
     SNAP,
     as_root,
@@ -80,18 +80,6 @@ def status_argv(timeout: int) -> list[str]:
 def config_argv() -> list[str]:
     """``microk8s config --use-loopback``: the admin kubeconfig with server 127.0.0.1."""
     return [SNAP.command, "config", "--use-loopback"]
-
-
-def ready_nodes(nodes: Sequence[dict[str, Any]]) -> list[str]:
-    """Names of the nodes (JSON dicts) whose Ready condition is True."""
-    return [
-        str((n.get("metadata") or {}).get("name"))
-        for n in nodes
-        if any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in (n.get("status") or {}).get("conditions") or []
-        )
-    ]
 
 
 # --------------------------------------------------------------------------- commands
