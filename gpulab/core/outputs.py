@@ -370,7 +370,9 @@ class _Bad(Exception):
     """A value that does not fit its shape; the argument says what was expected."""
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
+    """``value`` (parsed JSON) for an error line: its repr, cut at 60 characters, and its type,
+    e.g. ``'12' (str)``."""
     text = repr(value)
     return (text if len(text) <= 60 else text[:57] + "...") + f" ({type(value).__name__})"
 
@@ -426,7 +428,7 @@ def _object_of(item: Shape, what: str) -> Shape:
             try:
                 out[k] = None if v is None else item(v)
             except _Bad:
-                raise _Bad(f"an object of {what} (its {k!r} is {_shown(v)})") from None
+                raise _Bad(f"an object of {what} (its {k!r} is {shown_value(v)})") from None
         return out
 
     return shape
@@ -604,7 +606,7 @@ class LabOutputs:
             ValueError: ``time_slicing_replicas`` is not an integer >= 1.
         """
         if not isinstance(raw, Mapping):
-            raise OutputsError([f"<document>: expected an object of output keys, got {_shown(raw)}"])
+            raise OutputsError([f"<document>: expected an object of output keys, got {shown_value(raw)}"])
         values: dict[str, Any] = {}
         absent: set[str] = set()
         unknown: set[str] = set()
@@ -623,7 +625,7 @@ class LabOutputs:
             try:
                 values[f.name] = shape(value)
             except _Bad as bad:
-                problems.append(f"{key}: expected {bad.args[0]}, got {_shown(value)}")
+                problems.append(f"{key}: expected {bad.args[0]}, got {shown_value(value)}")
         if time_slicing_replicas is not None and (
             isinstance(time_slicing_replicas, bool)
             or not isinstance(time_slicing_replicas, int)
@@ -661,7 +663,7 @@ class LabOutputs:
                 try:
                     values[name] = _FIELD_BY_ATTR[name].metadata["shape"](value)
                 except _Bad as bad:
-                    problems.append(f"{_ATTR_KEY[name]}: expected {bad.args[0]}, got {_shown(value)}")
+                    problems.append(f"{_ATTR_KEY[name]}: expected {bad.args[0]}, got {shown_value(value)}")
         if problems:
             raise OutputsError(problems)
         return replace(self, **values, absent=self.absent - keys, unknown_keys=self.unknown_keys - keys)

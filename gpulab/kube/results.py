@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Final, Self, Union
 
 from gpulab.core.errors import GpuLabError
+from gpulab.core.outputs import shown_value
 
 
 class CheckResultError(GpuLabError, ValueError):
@@ -49,11 +50,6 @@ class CheckResultError(GpuLabError, ValueError):
 
 class _Bad(Exception):
     """A value that does not fit its shape; the argument says what was expected."""
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return (text if len(text) <= 60 else text[:57] + "...") + f" ({type(value).__name__})"
 
 
 #: Scalars: (what one is called, what many are called).
@@ -170,7 +166,7 @@ class CheckRecord:
                 bad key named, e.g. ``smokeEvents: expected a list of strings, got 'x' (str)``).
         """
         if not isinstance(raw, Mapping):
-            raise CheckResultError(cls.COMMAND, [f"<document>: expected an object, got {_shown(raw)}"])
+            raise CheckResultError(cls.COMMAND, [f"<document>: expected an object, got {shown_value(raw)}"])
         values: dict[str, Any] = {}
         problems: list[str] = []
         for attr, key, hint, _ in _shapes(cls):
@@ -179,7 +175,7 @@ class CheckRecord:
             try:
                 _check(raw[key], hint)
             except _Bad as bad:
-                problems.append(f"{key}: expected {bad.args[0]}, got {_shown(raw[key])}")
+                problems.append(f"{key}: expected {bad.args[0]}, got {shown_value(raw[key])}")
                 continue
             values[attr] = raw[key]
         if problems:
