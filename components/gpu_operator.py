@@ -233,6 +233,8 @@ def gate_args(args: GpuOperatorArgs) -> list[str]:
         *(["--gpu-resource", expect.resource] if expect.resource != names.GPU_RESOURCE else []),
         "--profile",
         args.profile,
+        # No operator process runs in the simulated lab: the gate writes its ClusterPolicy status.
+        *(["--simulate-clusterpolicy", "ready"] if args.simulate_operands else []),
     ]
 
 
@@ -268,7 +270,7 @@ class GpuOperator(pulumi.ComponentResource):
             plugin_image = next(
                 (i.ref for i in op.operand_images if i.operand == "devicePlugin"), DEVICE_PLUGIN_IMAGE
             )
-            gate_after += self._simulated_operands(name, k8s_opts, args.kubeconfig, plugin_image)
+            gate_after += self._simulated_operands(name, k8s_opts, plugin_image)
         self.gate = kube_command(
             f"{name}-gate",
             gate_args(args),
@@ -364,7 +366,6 @@ class GpuOperator(pulumi.ComponentResource):
         self,
         name: str,
         k8s_opts: pulumi.ResourceOptions,
-        kubeconfig: pulumi.Input[str],
         plugin_image: str = DEVICE_PLUGIN_IMAGE,
     ) -> list[pulumi.Resource]:
         """Stand-ins for the operator's own work; no operator process runs in the sim lab."""
@@ -395,13 +396,6 @@ class GpuOperator(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.release])),
         )
-        status = kube_command(
-            f"{name}-sim-clusterpolicy-status",
-            ["simulate-clusterpolicy", "--state", "ready"],
-            kubeconfig,
-            triggers=[self.release.status.apply(lambda s: s.revision if s else None)],
-            timeout=120,
-            # The ClusterPolicy exists only once the release has installed it.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
-        )
-        return [ds, status]
+        # The ClusterPolicy's status is the gate's to write first (``--simulate-clusterpolicy``),
+        # in its own process: a command of its own cost a process start.
+        return [ds]

@@ -37,7 +37,6 @@ STEPS: Final[dict[tuple[str, str], str]] = {
     ("gpulab.kube", "compute"): "compute-check",
     ("gpulab.kube", "benchmark"): "benchmark-result",
     ("gpulab.kube", "dcgm"): "dcgm-scrape",
-    ("gpulab.kube", "simulate-clusterpolicy"): "sim-clusterpolicy-status",
     ("gpulab.kube", "access"): "fleet-access",
     ("gpulab.kube", "fleet"): "fleet-check",
     ("gpulab.kube.identity", "record"): "cluster-identity",

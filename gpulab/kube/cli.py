@@ -155,12 +155,19 @@ def _gate_options(g: argparse.ArgumentParser) -> None:
     g.add_argument("--grace", type=float, default=60, help="seconds a stuck state may last (gpuGraceSeconds)")
     g.add_argument("--mig-strategy", choices=("none", "single", "mixed"), default="none")
     g.add_argument("--expected-mig", action="append", default=[], help="mixed: PROFILE=COUNT (repeatable)")
+    g.add_argument(
+        "--simulate-clusterpolicy",
+        metavar="STATE",
+        help="simulated lab only: first write ClusterPolicy status.state STATE (no operator runs there)",
+    )
     _host_options(g)
     _gpu_resource_option(g)
 
 
 def _gate(api: Any, args: argparse.Namespace) -> GateResult:
     spec = gate.spec_from_args(args)
+    if args.simulate_clusterpolicy:
+        simulated.simulate_clusterpolicy(api, args.simulate_clusterpolicy, args.timeout)
     return gate.gate(api, spec, gate.context(spec, args.host_max_cuda))
 
 
@@ -257,10 +264,6 @@ def _fleet(api: Any, args: argparse.Namespace) -> FleetResult:
 
 def _access_options(acc: argparse.ArgumentParser) -> None:
     acc.add_argument("--namespace", required=True, help="the lab's namespace (labNamespace)")
-
-
-def _simulate_options(c: argparse.ArgumentParser) -> None:
-    c.add_argument("--state", default="ready")
 
 
 def fleet_args(p: argparse.ArgumentParser) -> None:
@@ -360,10 +363,5 @@ SUBCOMMANDS: Final[dict[str, Subcommand]] = {
         "the permissions the lab needs, asked first (SelfSubjectAccessReview)",
         _access_options,
         lambda api, args: access.check(access.ssar(api), args.namespace),
-    ),
-    "simulate-clusterpolicy": Subcommand(
-        "sim lab: set ClusterPolicy status",
-        _simulate_options,
-        lambda api, args: simulated.simulate_clusterpolicy(api, args.state),
     ),
 }

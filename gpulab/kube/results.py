@@ -488,18 +488,3 @@ class QueueSweepResult(CheckRecord):
     COMMAND: ClassVar[str] = "gpulab.kube queues-sweep"
 
     deleted: list[str] | None = None
-
-
-@dataclass(frozen=True)
-class SimulatedPolicyResult(CheckRecord):
-    """``python -m gpulab.kube simulate-clusterpolicy`` (gpulab.kube.simulated): the sim lab's
-    ClusterPolicy status written.
-
-    Attributes:
-        cluster_policy_state: the state written (``"ready"``); simulated: always True.
-    """
-
-    COMMAND: ClassVar[str] = "gpulab.kube simulate-clusterpolicy"
-
-    cluster_policy_state: str | None = None
-    simulated: bool | None = None

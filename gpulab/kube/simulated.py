@@ -7,11 +7,11 @@ from typing import Any
 
 from gpulab.core.names import OPERATOR_NAMESPACE
 from gpulab.kube.client import Waiter
-from gpulab.kube.results import SimulatedPolicyResult
 
 
-def simulate_clusterpolicy(api: Any, state: str, timeout: float = 120) -> SimulatedPolicyResult:
-    """Simulated lab only: write ClusterPolicy ``cluster-policy`` ``status.state``.
+def simulate_clusterpolicy(api: Any, state: str, timeout: float = 120) -> None:
+    """Simulated lab only: write ClusterPolicy ``cluster-policy`` ``status.state`` (the gate's
+    ``--simulate-clusterpolicy STATE`` does it first, in the gate's own process).
 
     No operator process runs against the simulated control plane, so nothing else would
     ever set the status. The object is annotated ``gpulab.dev/simulated-status: "true"``
@@ -56,4 +56,3 @@ def simulate_clusterpolicy(api: Any, state: str, timeout: float = 120) -> Simula
         }
     }
     custom.patch_cluster_custom_object_status(*args, status)
-    return SimulatedPolicyResult(cluster_policy_state=state, simulated=True)

@@ -13,7 +13,7 @@ import pytest
 import variants.sim
 from gpulab.core.errors import GpuLabError
 from gpulab.kube import cli, fleet, identity
-from gpulab.kube.results import FleetResult, PingResult
+from gpulab.kube.results import FleetResult, GateResult, PingResult
 from tests.unit import program_harness
 from tests.unit.program_harness import COMMAND, MINIKUBE, run_program, sim
 
@@ -79,13 +79,37 @@ def test_fleet_prints_the_node_table_on_stderr_and_the_facts_on_stdout(
 def test_a_failed_check_prints_its_cause_and_returns_1(
     cluster: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def refuse(api: Any, state: str) -> dict[str, Any]:
+    def refuse(api: Any, state: str, timeout: float) -> None:
         raise GpuLabError(f"ClusterPolicy not set to {state}")
 
+    def gate_never(*a: Any) -> Any:
+        raise AssertionError("the gate ran although the simulated status was not written")
+
     monkeypatch.setattr(cli.simulated, "simulate_clusterpolicy", refuse)
-    assert cli.main(["simulate-clusterpolicy", "--state", "notReady"]) == 1
+    monkeypatch.setattr(cli.gate, "gate", gate_never)
+    assert cli.main(["gate", "--simulate-clusterpolicy", "notReady"]) == 1
     io = capsys.readouterr()
     assert io.err.strip() == "ClusterPolicy not set to notReady" and io.out == ""
+
+
+def test_the_sim_gate_writes_the_clusterpolicy_status_before_it_waits(
+    cluster: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(
+        cli.simulated,
+        "simulate_clusterpolicy",
+        lambda api, state, timeout: calls.append(f"status {state} {timeout}"),
+    )
+    monkeypatch.setattr(
+        cli.gate, "gate", lambda api, spec, ctx: calls.append("gate") or GateResult(allocatable_gpus=1)
+    )
+    assert cli.main(["gate", "--timeout", "42", "--simulate-clusterpolicy", "ready"]) == 0
+    assert calls == ["status ready 42.0", "gate"]
+    assert json.loads(capsys.readouterr().out)["allocatableGpus"] == 1
+    calls.clear()
+    assert cli.main(["gate"]) == 0
+    assert calls == ["gate"]
 
 
 def test_a_missing_required_option_is_a_usage_error(cluster: None) -> None:

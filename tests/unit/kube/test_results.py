@@ -105,7 +105,6 @@ SAMPLES: dict[type[r.CheckRecord], r.CheckRecord] = {
     ),
     r.QueueCensusResult: r.QueueCensusResult(leftovers=[]),
     r.QueueSweepResult: r.QueueSweepResult(deleted=["kueue-batch-admin-role"]),
-    r.SimulatedPolicyResult: r.SimulatedPolicyResult(cluster_policy_state="ready", simulated=True),
     r.PingResult: r.PingResult(
         kubernetes_version="v1.36.3", kube_system_uid="3f6c0a52-0000-4000-8000-000000000000"
     ),

@@ -53,7 +53,6 @@ def test_sim_lab_registers_each_piece_in_dependency_order(chart: str) -> None:
         "gpu-operator-namespace",
         "gpu-operator-release",
         "gpu-operator-sim-device-plugin",
-        "gpu-operator-sim-clusterpolicy-status",
         "gpu-operator-gate",
         "smoke",
         "smoke-pod",
@@ -63,6 +62,8 @@ def test_sim_lab_registers_each_piece_in_dependency_order(chart: str) -> None:
     gate = run.by_name("gpu-operator-gate")
     assert run.urn_of("gpu-operator-release") in gate.dependencies
     assert run.urn_of("gpu-operator-sim-device-plugin") in gate.dependencies
+    # No operator runs in the sim lab: the gate itself writes the ClusterPolicy's status first.
+    assert gate.inputs["create"].endswith('"--simulate-clusterpolicy", "ready"]')
     smoke = run.by_name("smoke")
     assert run.urn_of("gpu-operator-gate") in smoke.dependencies
     # Children are parented to their component.

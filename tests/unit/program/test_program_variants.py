@@ -176,6 +176,7 @@ def test_kind_operator_values_keep_the_toolkit_off_and_the_smoke_pod_asks_for_nv
     assert spec["runtimeClassName"] == "nvidia"
     # No simulated stand-ins on a real cluster.
     assert "gpu-operator-sim-device-plugin" not in run.names()
+    assert "--simulate-clusterpolicy" not in run.by_name("gpu-operator-gate").inputs["create"]
     assert run.outputs[out.SIMULATED] is False
 
 
@@ -357,7 +358,7 @@ def test_existing_with_simulated_operands_adds_the_annotated_stand_ins(kubeconfi
     assert run.error is None, run.error
     ds = run.by_name("gpu-operator-sim-device-plugin").inputs
     assert ds["metadata"]["annotations"]["gpulab.dev/simulated"] == "true"
-    assert "gpu-operator-sim-clusterpolicy-status" in run.names()
+    assert "--simulate-clusterpolicy" in run.by_name("gpu-operator-gate").inputs["create"]
     pod = run.by_name("smoke-pod").inputs
     assert pod["metadata"]["annotations"]["gpulab.dev/simulated-execution"] == "true"
     assert run.outputs[out.SIMULATED] is True
