@@ -14,12 +14,30 @@ replacement (a change under ``triggers``) deletes the old one first.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
 from components.command import PYTHON, lab_command, parse_json_stdout
 from gpulab.kube.client import KUBECONFIG_ENV
+
+
+@dataclass(frozen=True)
+class PreRelease:
+    """A GPU stack's check before its release, run by the cluster-identity command in the
+    same process once the cluster is verified (``identity record --then``).
+
+    Attributes:
+        argv: the check's module and arguments (a module of gpulab.kube.identity.PRE_RELEASE).
+            A change of them is a change of the command's ``create``: an in-place update
+            that re-runs both with the identity recorded before (never ``triggers``, which
+            would replace the command and record the identity afresh).
+        timeout: seconds the check may take (CRD upgrades included), besides the identity's.
+    """
+
+    argv: Sequence[str]
+    timeout: int
 
 
 class ClusterOutputs:
@@ -102,11 +120,18 @@ class CommandCluster(pulumi.ComponentResource, ClusterOutputs):
         )
 
 
-def identity_command(cluster: ClusterOutputs, owned: bool, opts: pulumi.ResourceOptions | None = None) -> Any:
+def identity_command(
+    cluster: ClusterOutputs,
+    owned: bool,
+    opts: pulumi.ResourceOptions | None = None,
+    then: PreRelease | None = None,
+) -> Any:
     """The command that records the identity of the cluster the stack is built on
     (``python -m gpulab.kube.identity record``, gpulab.kube.identity): it runs once the cluster answers,
     and the Kubernetes provider depends on it. Its stdout is the JSON ``{"server",
-    "caSha256", "kubeSystemUid", "createdAt"}``.
+    "caSha256", "kubeSystemUid", "createdAt"}``. With ``then`` (the GPU stack's
+    :class:`PreRelease`) it runs that check next, in the same process, and fails with it; a
+    change of ``then``'s arguments re-runs both as an update.
 
     It runs again as an in-place update whenever the kubeconfig changes, given the identity
     it recorded before (pulumi-command's ``PULUMI_COMMAND_STDOUT``): a kubeconfig that now
@@ -117,12 +142,14 @@ def identity_command(cluster: ClusterOutputs, owned: bool, opts: pulumi.Resource
     """
     ready = cluster.ready
     rebuilt = [getattr(ready, "id", None)] if owned and getattr(ready, "id", None) is not None else []
+    record = [PYTHON, "-m", "gpulab.kube.identity", "record", "--stack", pulumi.get_stack()]
     return lab_command(
         "cluster-identity",
-        [PYTHON, "-m", "gpulab.kube.identity", "record", "--stack", pulumi.get_stack()],
+        [*record, "--then", *then.argv] if then else record,
         environment=pulumi.Output.secret({KUBECONFIG_ENV: cluster.kubeconfig}),
         triggers=rebuilt,
-        timeout=120,
+        # The pre-release check may upgrade CRDs (gpulab.kube.crd_check --apply).
+        timeout=120 + (then.timeout if then else 0),
         previous_stdout=True,
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[ready])),
     )

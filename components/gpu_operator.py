@@ -30,14 +30,14 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.command import PYTHON, check_result, kube_command, lab_command
+from components.cluster import PreRelease
+from components.command import check_result, kube_command
 from components.namespace import lab_namespace
 from gpulab.config import mig, time_slicing
 from gpulab.config.lab import OperatorConfig
 from gpulab.config.mig import Expected
 from gpulab.config.variant import VariantSpec
 from gpulab.core import names
-from gpulab.kube.client import KUBECONFIG_ENV
 from gpulab.kube.results import GateResult
 
 NAMESPACE = names.OPERATOR_NAMESPACE
@@ -136,14 +136,13 @@ def chart_source(op: OperatorConfig) -> str:
 
 
 def crd_check_args(op: OperatorConfig, owns_cluster: bool, values_json: str = "{}") -> list[str]:
-    """The pre-release check's argv (``python -m gpulab.kube.crd_check``): for a local chart at
+    """The pre-release check's module and arguments (``gpulab.kube.crd_check``, run by the
+    cluster-identity command: ``identity record --then ...``): for a local chart at
     ``op.chart_path`` ``--chart``, ``--nfd`` with NFD on and ``--apply`` (upgrade stale CRDs)
     only on a cluster the lab owns; always ``--values`` (the release's values as JSON, whose
     ConfigMap references are checked)."""
     local = bool(op.chart_path)
     return [
-        PYTHON,
-        "-m",
         "gpulab.kube.crd_check",
         *(["--chart", str(op.chart_path)] if local else []),
         *(["--nfd"] if op.nfd and local else []),
@@ -151,6 +150,22 @@ def crd_check_args(op: OperatorConfig, owns_cluster: bool, values_json: str = "{
         "--values",
         values_json,
     ]
+
+
+def pre_release_check(op: OperatorConfig, variant: VariantSpec, owns_cluster: bool) -> PreRelease:
+    """The operator's pre-release check (module docstring of gpulab.kube.crd_check): CRDs, the
+    chart's kubeVersion and the APIs its templates need, and the ConfigMaps its values name;
+    run by the cluster-identity command in its process once the cluster is verified
+    (``components.cluster.identity_command``); it re-runs when the chart path or the values
+    change (its arguments), as an update of that command.
+
+    Helm installs a chart's crds/ only where absent and never upgrades them: CRDs left by
+    another chart version are compared first, and upgraded (on a cluster the lab owns) or
+    stopped at with the fix. A repository chart is not on disk before Helm pulls it, so only
+    a local chart's CRDs, kubeVersion and APIs are checked; the ConfigMaps always.
+    """
+    values_json = json.dumps(helm_values(op, variant), sort_keys=True)
+    return PreRelease(crd_check_args(op, owns_cluster, values_json), op.timeout_seconds)
 
 
 def operator_components(op: OperatorConfig, variant: VariantSpec) -> dict[str, Any]:
@@ -262,9 +277,9 @@ class GpuOperator(pulumi.ComponentResource):
         self.namespace = privileged_namespace(
             f"{name}-namespace", NAMESPACE, k8s_opts, NAMESPACE in args.adopted_namespaces
         )
-        self.release = self._release(
-            name, args, k8s_opts, [*args.release_after, *self._crd_check(name, args)]
-        )
+        # The pre-release check (pre_release_check) ran in the cluster-identity command, which
+        # the provider depends on.
+        self.release = self._release(name, args, k8s_opts, list(args.release_after))
         gate_after: list[pulumi.Resource] = [self.release]
         if args.simulate_operands:
             plugin_image = next(
@@ -282,29 +297,6 @@ class GpuOperator(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=gate_after),
         )
         self._outputs(op, args.variant, check_result(self.gate.stdout, GateResult))
-
-    def _crd_check(self, name: str, args: GpuOperatorArgs) -> list[pulumi.Resource]:
-        """The pre-release check (``[command]``): CRDs, the chart's kubeVersion and the APIs
-        its templates need, and the ConfigMaps its values name (gpulab.kube.crd_check,
-        gpulab.kube.compat); it re-runs when the values change.
-
-        Helm installs a chart's crds/ only where absent and never upgrades them: CRDs left by
-        another chart version are compared first, and upgraded (on a cluster the lab owns) or
-        stopped at with the fix. A repository chart is not on disk before Helm pulls it, so only
-        a local chart's CRDs, kubeVersion and APIs are checked; the ConfigMaps always.
-        """
-        op = args.operator
-        values_json = json.dumps(helm_values(op, args.variant), sort_keys=True)
-        return [
-            lab_command(
-                f"{name}-crds",
-                crd_check_args(op, args.owns_cluster, values_json),
-                environment=pulumi.Output.secret({KUBECONFIG_ENV: args.kubeconfig}),
-                triggers=[op.chart_version, op.chart_path, values_json],
-                timeout=op.timeout_seconds,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.release_after) or None),
-            )
-        ]
 
     def _release(
         self,

@@ -26,14 +26,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.benchmark import BenchmarkArgs, TflopsBenchmark
-from components.cluster import identity_command
+from components.cluster import PreRelease, identity_command
 from components.command import GpuPodArgs, parse_json_stdout
 from components.compute import ComputeCheck
 from components.dcgm import DcgmArgs, DcgmMetrics
 from components.device_plugin import DevicePluginArgs, DevicePluginChartRelease
 from components.dra import DraArgs, DraDriver
 from components.fleet import FoundGpuStack, FoundStackArgs
-from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.gpu_operator import GpuOperator, GpuOperatorArgs, pre_release_check
 from components.host_probe import HostProbe
 from components.queues import QueueArgs, QueueLayer
 from components.smoke import SmokeTest
@@ -82,7 +82,7 @@ class Lab(pulumi.ComponentResource):
         self.probe = HostProbe("host", mode=cfg.effective_host_probe, facts=facts, opts=self._child())
         self.cluster = variant.create(cfg, self._child())
         expect = variant.gpu_expectation(cfg, facts)
-        self._identify(variant.spec.owns_cluster)
+        self._identify(variant.spec.owns_cluster, self._pre_release(cfg, variant))
         self.provider = self._kubernetes_provider(variant.spec.owns_cluster)
         self.mig_plan = self._mig_plan(cfg, facts, expect)
         self.device_plugin = self._device_plugin_chart(cfg, variant)
@@ -112,18 +112,27 @@ class Lab(pulumi.ComponentResource):
         """A child's options: parented to the Lab, created after ``after`` (side-effect order only)."""
         return pulumi.ResourceOptions(parent=self, depends_on=list(after) or None)
 
-    def _identify(self, owns_cluster: bool) -> None:
-        """The cluster's identity (``identity_command``, ``identity``: its record) and the
-        kubeconfig every check gets (``check_kubeconfig``: carrying that identity; secret)."""
+    def _identify(self, owns_cluster: bool, then: PreRelease | None) -> None:
+        """The cluster's identity (``identity_command``, ``identity``: its record), then the
+        GPU stack's pre-release check ``then`` in the same process, and the kubeconfig every
+        check gets (``check_kubeconfig``: carrying that identity; secret)."""
         # Which cluster: recorded once it answers, compared whenever the kubeconfig changes
         # (gpulab.kube.identity); every check below verifies it before it reads anything.
-        self.identity_command = identity_command(self.cluster, owns_cluster, self._child())
+        self.identity_command = identity_command(self.cluster, owns_cluster, self._child(), then)
         self.identity = parse_json_stdout(self.identity_command.stdout, "gpulab.kube.identity record")
         self.check_kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
             pulumi.Output.all(self.cluster.kubeconfig, self.identity).apply(
                 lambda a: identity.embed(a[0], a[1])
             )
         )
+
+    @staticmethod
+    def _pre_release(cfg: LabConfig, variant: Variant) -> PreRelease | None:
+        """The GPU stack's check before its release (the GPU Operator's CRDs and values:
+        components.gpu_operator.pre_release_check); None for the other stacks."""
+        if cfg.fleet.dra or cfg.fleet.per_node:
+            return None
+        return pre_release_check(cfg.operator, variant.spec, variant.spec.owns_cluster)
 
     def _kubernetes_provider(self, owns_cluster: bool) -> k8s.Provider:
         """The Kubernetes provider, built from the cluster's kubeconfig (data, not depends_on)."""

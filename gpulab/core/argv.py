@@ -40,8 +40,6 @@ STEPS: Final[dict[tuple[str, str], str]] = {
     ("gpulab.kube", "access"): "fleet-access",
     ("gpulab.kube", "fleet"): "fleet-check",
     ("gpulab.kube.identity", "record"): "cluster-identity",
-    # A module without subcommands: "" matches any arguments.
-    ("gpulab.kube.crd_check", ""): "operator-crds",
 }
 
 
@@ -101,7 +99,7 @@ def step_of(command: str | None, variant_steps: VariantSteps = lambda module, su
     if len(argv) >= 4 and argv[1] == "-m":
         if argv[2].startswith("variants."):
             return variant_steps(argv[2], argv[3])
-        return STEPS.get((argv[2], argv[3])) or STEPS.get((argv[2], ""))
+        return STEPS.get((argv[2], argv[3]))
     if len(argv) >= 2:
         return variant_steps(os.path.basename(argv[0]), argv[1])
     return None

@@ -34,6 +34,10 @@ CLI (``python -m gpulab.kube.identity``; the kubeconfig text in ``$GPULAB_KUBECO
   kubeconfig changed), the previous stdout arrives in ``$PULUMI_COMMAND_STDOUT``
   (pulumi-command's update contract, ``addPreviousOutputInEnv``); a different cluster then
   fails the update, naming both, before the Kubernetes provider or any object changes.
+  ``record --then MODULE ARGS...`` then runs the GPU stack's pre-release check (one of
+  :data:`PRE_RELEASE`: ``gpulab.kube.crd_check``) in the same process, against the cluster
+  just verified, its report on stderr; the identity is printed only when it passes, and its
+  exit code is the command's. One process, not two, is the first contact with the cluster.
 * ``check --recorded JSON``: exit 0 when the cluster answers and is the recorded one, 1 (with
   the message) otherwise.
 
@@ -50,6 +54,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from contextlib import redirect_stdout
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,6 +71,9 @@ from gpulab.kube.client import KUBECONFIG_ENV, GateError
 IDENTITY_ENV: Final = "GPULAB_CLUSTER_IDENTITY"
 #: pulumi-command's update contract: the previous stdout of the resource being updated.
 PREVIOUS_STDOUT_ENV: Final = "PULUMI_COMMAND_STDOUT"
+#: The checks ``record --then`` may run once the identity is verified: module -> its CLI's
+#: ``main(argv) -> exit code`` (imported only when named).
+PRE_RELEASE: Final = frozenset({"gpulab.kube.crd_check"})
 
 
 class IdentityError(GpuLabError, RuntimeError):
@@ -356,10 +364,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("record", help="print the cluster's identity (compared with the previous one)")
     r.add_argument("--stack", default=None, help="the stack recording it (named in a mismatch's fix)")
+    r.add_argument(
+        "--then",
+        nargs=argparse.REMAINDER,
+        default=[],
+        metavar="MODULE ARGS",
+        help=f"once verified, run this pre-release check in this process ({', '.join(sorted(PRE_RELEASE))})",
+    )
     c = sub.add_parser("check", help="exit 0 when the cluster is the recorded one")
     c.add_argument("--recorded", required=True, help="the recorded identity, JSON")
     c.add_argument("--timeout", type=float, default=10)
     args = ap.parse_args(argv)
+    then = list(getattr(args, "then", None) or [])
+    if then and then[0] not in PRE_RELEASE:
+        ap.error(f"--then {then[0]}: not a pre-release check (one of {', '.join(sorted(PRE_RELEASE))})")
     kubeconfig = os.environ.get(KUBECONFIG_ENV, "")
     try:
         if not kubeconfig:
@@ -386,8 +404,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (GpuLabError, ValueError) as exc:
         print(f"gpu-lab: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps(live.to_json(), sort_keys=True))
-    return 0
+    code = _run_then(then) if then else 0
+    if code == 0:
+        print(json.dumps(live.to_json(), sort_keys=True))
+    return code
+
+
+def _run_then(then: Sequence[str]) -> int:
+    """Run pre-release check ``then`` (``[module, *args]``, module in :data:`PRE_RELEASE`) in
+    this process: its ``main(args)``, whose stdout goes to stderr (this command's stdout is the
+    identity). Returns its exit code."""
+    import importlib
+
+    check = importlib.import_module(then[0])
+    with redirect_stdout(sys.stderr):
+        code: int = check.main(list(then[1:]))
+    return code
 
 
 if __name__ == "__main__":

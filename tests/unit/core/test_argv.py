@@ -83,7 +83,17 @@ def test_steps_of_the_lab_and_of_each_variant() -> None:
     assert step_of(enc(["python", "-m", "variants.sim.ctl", "up"])) == "sim-cluster"
     assert step_of(enc(["python", "-m", "variants.existing.ctl", "census"])) == "existing-census"
     assert step_of(enc(["/usr/local/bin/minikube", "start", "-p", "x"])) == "minikube-start"
-    assert step_of(enc(["python", "-m", "gpulab.kube.crd_check", "--chart", "/c"])) == "operator-crds"
+    record = [
+        "python",
+        "-m",
+        "gpulab.kube.identity",
+        "record",
+        "--then",
+        "gpulab.kube.crd_check",
+        "--chart",
+        "/c",
+    ]
+    assert step_of(enc(record)) == "cluster-identity"
     assert step_of(enc(["python", "-m", "variants.sim.ctl", "down"])) is None
     assert step_of("not json") is None and step_of(None) is None
     # Without the variants' steps (passed in by the registry) a variant's helper has no name.

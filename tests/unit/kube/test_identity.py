@@ -169,3 +169,46 @@ def test_record_without_a_kubeconfig_says_so(monkeypatch: pytest.MonkeyPatch, ca
     monkeypatch.delenv("GPULAB_KUBECONFIG", raising=False)
     assert identity.main(["record"]) == 1
     assert "GPULAB_KUBECONFIG is empty" in capsys.readouterr().err
+
+
+def test_record_then_runs_the_pre_release_check_in_its_process_once_verified(
+    monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    # The GPU stack's pre-release check (gpulab.kube.crd_check) runs after the identity is
+    # verified, in the same process; its report goes to stderr, the identity stays on stdout.
+    from gpulab.kube import crd_check
+
+    ran: list[list[str]] = []
+
+    def check(argv: list[str]) -> int:
+        ran.append(argv)
+        print('{"crds": []}')
+        return 0 if "--values" in argv else 1
+
+    live = identity.Identity("https://127.0.0.1:32766", "a", "uid-1")
+    monkeypatch.setenv("GPULAB_KUBECONFIG", kubeconfig())
+    monkeypatch.delenv(identity.PREVIOUS_STDOUT_ENV, raising=False)
+    monkeypatch.setattr(identity, "read", lambda kc, api=None, timeout=10: live)
+    monkeypatch.setattr(crd_check, "main", check)
+    then = ["--then", "gpulab.kube.crd_check", "--chart", "/c"]
+    assert identity.main(["record", "--stack", "sim", *then, "--values", "{}"]) == 0
+    io = capsys.readouterr()
+    assert ran == [["--chart", "/c", "--values", "{}"]]
+    assert json.loads(io.out)["kubeSystemUid"] == "uid-1" and '{"crds": []}' in io.err
+    # A failing check fails the command, and no identity is printed (none is recorded).
+    assert identity.main(["record", "--stack", "sim", *then]) == 1
+    assert capsys.readouterr().out == ""
+    # Another cluster than the recorded one: stopped before the check touches it.
+    ran.clear()
+    previous = {"server": "https://127.0.0.1:32766", "caSha256": "a", "kubeSystemUid": "other"}
+    monkeypatch.setenv(identity.PREVIOUS_STDOUT_ENV, json.dumps(previous))
+    assert identity.main(["record", "--stack", "sim", *then, "--values", "{}"]) == 1
+    assert ran == [] and "another cluster" in capsys.readouterr().err
+
+
+def test_record_then_runs_only_a_pre_release_check(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.setenv("GPULAB_KUBECONFIG", kubeconfig())
+    with pytest.raises(SystemExit) as exit_:
+        identity.main(["record", "--then", "os", "-c", "x"])
+    assert exit_.value.code == 2
+    assert "--then os: not a pre-release check (one of gpulab.kube.crd_check)" in capsys.readouterr().err

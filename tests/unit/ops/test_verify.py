@@ -15,7 +15,7 @@ GATE = f"{PREFIX}$gpulab:gpu_operator:GpuOperator$command:local:Command::gpu-ope
 SMOKE = f"{PREFIX}$gpulab:smoke:SmokeTest$kubernetes:core/v1:Pod::smoke-pod"
 BENCH = f"{PREFIX}$gpulab:benchmark:TflopsBenchmark$kubernetes:core/v1:Pod::benchmark-pod"
 OTHERS = (
-    f"{PREFIX}$gpulab:gpu_operator:GpuOperator$command:local:Command::gpu-operator-crds",
+    f"{PREFIX}$command:local:Command::cluster-identity",
     f"{PREFIX}$gpulab:smoke:SmokeTest$command:local:Command::smoke-check",
     f"{PREFIX}$gpulab:gpu_operator:GpuOperator$kubernetes:helm.sh/v3:Release::gpu-operator-release",
     f"{PREFIX}$gpulab:benchmark:TflopsBenchmark$kubernetes:core/v1:ConfigMap::benchmark-modules",

@@ -91,6 +91,7 @@ def test_the_device_plugin_lab_with_queues(chart: str, charts: Path) -> None:
         "gpulab:queues:QueueLayer::queues": ["gpu-stack-gate"],
     }
     identity = ["cluster-identity", "sim-cluster"]  # every check runs after the cluster's identity
+    assert "--then" not in run.by_name("cluster-identity").argv()  # the operator's CRD check: not here
     assert _children(run, "gpu-stack") == {
         "command:local:Command::gpu-stack-access": identity,
         "kubernetes:core/v1:Namespace::gpu-stack-namespace": ["gpu-stack-access"],

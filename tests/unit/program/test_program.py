@@ -62,6 +62,13 @@ def test_sim_lab_registers_each_piece_in_dependency_order(chart: str) -> None:
     gate = run.by_name("gpu-operator-gate")
     assert run.urn_of("gpu-operator-release") in gate.dependencies
     assert run.urn_of("gpu-operator-sim-device-plugin") in gate.dependencies
+    # The chart's CRDs and values are checked before the release, in the identity command's
+    # process (one process: the first contact with the cluster); the lab owns it: --apply.
+    identity = argv(run, "cluster-identity")
+    then = identity[identity.index("--then") + 1 :]
+    assert then[:3] == ["gpulab.kube.crd_check", "--chart", chart] and "--apply" in then
+    assert not any(n.endswith("-crds") for n in names)
+    assert run.urn_of("cluster-identity") in run.by_name("k8s").dependencies
     # No operator runs in the sim lab: the gate itself writes the ClusterPolicy's status first.
     assert gate.inputs["create"].endswith('"--simulate-clusterpolicy", "ready"]')
     smoke = run.by_name("smoke")

@@ -260,18 +260,18 @@ def test_existing_cluster_has_no_lifecycle_only_operator_smoke_and_checks(
     commands = {r.name: r.step for r in run.registrations if r.typ == COMMAND}
     assert commands == {
         "existing-census": "existing-census",
-        # Which cluster: recorded, and compared when the kubeconfig changes (gpulab.kube.identity).
+        # Which cluster: recorded, and compared when the kubeconfig changes (gpulab.kube.identity);
+        # then, in the same process, the chart's CRDs compared with what the cluster has,
+        # before the release (no --apply: the lab does not own this cluster).
         "cluster-identity": "cluster-identity",
-        # The chart's CRDs compared with what the cluster has, before the release (no --apply:
-        # the lab does not own this cluster).
-        "gpu-operator-crds": "operator-crds",
         "gpu-operator-gate": "operator-gate",
         "smoke-check": "smoke-check",
         "compute-check": "compute-check",
         # The DCGM exporter's metrics, read through the API server (the cluster's GPUs are real).
         "dcgm-scrape": "dcgm-scrape",
     }
-    assert "--apply" not in argv(run, "gpu-operator-crds")
+    identity = argv(run, "cluster-identity")
+    assert identity[identity.index("--then") + 1] == "gpulab.kube.crd_check" and "--apply" not in identity
     census = run.by_name("existing-census")
     assert not census.inputs.get("delete"), "reading a cluster must not delete anything"
     assert argv(run, "existing-census") == [
