@@ -9,6 +9,7 @@ official ``kubernetes`` Python client.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -387,10 +388,50 @@ def wait_finished(
         )
         return stop.stop_message(f"the wait for {what}", hit, after) if hit else None
 
-    found: dict[str, Any] = Waiter(timeout, interval, api=api).until(
-        what, done, lambda: _diagnose(api, ctx or Context()), stop=stopped
-    )
+    waiter = Waiter(timeout, interval, api=api, sleep=pod_change_pause(api, namespace, pod, seen))
+    found: dict[str, Any] = waiter.until(what, done, lambda: _diagnose(api, ctx or Context()), stop=stopped)
     return found
+
+
+def pod_change_pause(api: Any, namespace: str, pod: str, seen: dict[str, Any]) -> Callable[[float], None]:
+    """A :class:`Waiter` pause that ends as soon as Pod ``namespace/pod`` changes, as ``kubectl
+    wait`` does: a watch from the resourceVersion of the last read (``seen["pod"]``, JSON),
+    bounded by the pause (seconds). A run-once Pod's end is seen when it happens, not at the
+    next poll. Without a resourceVersion, or when the watch fails (an expired
+    resourceVersion: 410, a dropped connection), it sleeps out the pause.
+    """
+    from kubernetes import client, watch
+    from kubernetes.client.rest import ApiException
+    from urllib3.exceptions import HTTPError
+
+    core = client.CoreV1Api(api)
+
+    def pause(seconds: float) -> None:
+        rv = ((seen.get("pod") or {}).get("metadata") or {}).get("resourceVersion")
+        if not rv:
+            time.sleep(seconds)
+            return
+        w = watch.Watch()
+        start = time.monotonic()
+        try:
+            for _change in w.stream(
+                core.list_namespaced_pod,
+                namespace,
+                field_selector=f"metadata.name={pod}",
+                resource_version=rv,
+                timeout_seconds=max(1, math.ceil(seconds)),
+                _request_timeout=(REQUEST_TIMEOUT[0], seconds),
+                deserialize=False,
+            ):
+                break
+        except (ApiException, HTTPError, ConnectionError):
+            # The pause passed without a change (a read timeout), or the watch failed: the
+            # rest of the pause is slept, never a tight loop of reads.
+            time.sleep(max(0.0, seconds - (time.monotonic() - start)))
+        finally:
+            w.stop()
+
+    return pause
 
 
 def wait_succeeded(

@@ -124,3 +124,69 @@ def test_pod_times_are_the_containers_start_and_finish() -> None:
     assert pod_times(doc) == ("2026-12-01T10:00:03+00:00", "2026-12-01T10:00:09+00:00")
     # Not finished: the Pod's start only.
     assert pod_times(_pod(startTime="2026-12-01T10:00:00Z")) == ("2026-12-01T10:00:00+00:00", None)
+
+
+class _Changes:
+    """A watch answer (``_preload_content=False``): the given lines, then the end."""
+
+    def __init__(self, *lines: bytes) -> None:
+        self.lines = lines
+
+    def stream(self, amt: Any = None, decode_content: bool = False) -> Any:
+        yield from self.lines
+
+    def close(self) -> None:
+        pass
+
+    def release_conn(self) -> None:
+        pass
+
+
+def _watching(monkeypatch: pytest.MonkeyPatch, answer: Any) -> list[dict[str, Any]]:
+    asked: list[dict[str, Any]] = []
+
+    class Core:
+        def __init__(self, api: Any) -> None:
+            pass
+
+        def list_namespaced_pod(self, namespace: str, **kw: Any) -> Any:
+            asked.append({"namespace": namespace, **kw})
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+    from kubernetes import client
+
+    monkeypatch.setattr(client, "CoreV1Api", Core)
+    return asked
+
+
+def test_the_pause_ends_when_the_pod_changes_watching_from_the_last_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # kubectl wait's way: the end of a run-once Pod is seen when it happens, not at the next poll.
+    changed = b'{"type": "MODIFIED", "object": {"metadata": {"name": "gpu-smoke"}}}\n'
+    asked = _watching(monkeypatch, _Changes(changed))
+    seen = {"pod": _pod("Running") | {"metadata": {"name": "gpu-smoke", "resourceVersion": "41"}}}
+    t0 = time.monotonic()
+    kube_client.pod_change_pause(_Api(), "default", "gpu-smoke", seen)(5.0)
+    assert time.monotonic() - t0 < 1
+    (kw,) = asked
+    assert kw["watch"] is True and kw["resource_version"] == "41" and kw["timeout_seconds"] == 5
+    assert kw["field_selector"] == "metadata.name=gpu-smoke" and kw["namespace"] == "default"
+
+
+def test_the_pause_sleeps_without_a_resource_version_or_when_the_watch_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kubernetes.client.rest import ApiException
+
+    asked = _watching(monkeypatch, ApiException(status=410, reason="Gone"))
+    slept: list[float] = []
+    monkeypatch.setattr(kube_client.time, "sleep", slept.append)
+    kube_client.pod_change_pause(_Api(), "default", "gpu-smoke", {})(0.4)
+    assert slept == [0.4] and asked == []  # nothing read yet: no resourceVersion to watch from
+    seen = {"pod": {"metadata": {"resourceVersion": "7"}}}
+    kube_client.pod_change_pause(_Api(), "default", "gpu-smoke", seen)(0.4)
+    # An expired resourceVersion: the rest of the pause is slept, never a tight loop of reads.
+    assert len(asked) == 1 and len(slept) == 2 and 0.3 < slept[1] <= 0.4
