@@ -19,7 +19,6 @@ import yaml
 from variants import microk8s as m
 from variants import registry
 from variants.microk8s import ctl
-from variants.microk8s import settings as ms
 
 
 def test_the_pinned_channel_and_its_containerd() -> None:
@@ -30,8 +29,8 @@ def test_the_pinned_channel_and_its_containerd() -> None:
     the first track whose containerd injects the CDI devices of the chart's default device list
     (``cdi-annotations,cdi-cri``). NVIDIA/cloud-native-docs gpu-operator/platform-support.rst:
     Canonical MicroK8s 1.33 to 1.35 validated (Ubuntu 24.04 and 26.04)."""
-    assert ms.MicroK8sSettings().channel == "1.35/stable"
-    assert ms.CDI_TRACK == (1, 35) == ms.MicroK8sSettings().track
+    assert m.MicroK8sSettings().channel == "1.35/stable"
+    assert m.CDI_TRACK == (1, 35) == m.MicroK8sSettings().track
 
 
 def test_install_refresh_and_remove() -> None:

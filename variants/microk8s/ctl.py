@@ -17,7 +17,7 @@ waits (``microk8s status --wait-ready``, then a Ready node), reads the kubeconfi
 move with the host's default interface) and prints one JSON object: ``{"kubeconfig",
 "kubernetesVersion", "channel", "installed": bool}``.
 
-The channel is validated by config (:data:`variants.microk8s.settings.CHANNEL`) and passed as one argv
+The channel is validated by config (:data:`variants.microk8s.CHANNEL`) and passed as one argv
 element; no shell parses it.
 """
 

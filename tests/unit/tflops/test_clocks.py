@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import threading
 import time
 from types import SimpleNamespace
 from typing import Any
@@ -34,10 +35,21 @@ def fake_pynvml(sm: int = 1980, power_mw: int = 690_000, instant_mw: int | None 
 
 
 def test_nvml_sampler_polls_in_a_thread() -> None:
-    sampler = tflops_clocks.NvmlSampler(fake_pynvml(), interval_s=0.002)
+    nvml = fake_pynvml()
+    read, three = [0], threading.Event()
+
+    def temperature(handle: Any, sensor: int) -> int:  # the last reading of each sample
+        read[0] += 1
+        if read[0] >= 3:
+            three.set()
+        return 59
+
+    nvml.nvmlDeviceGetTemperature = temperature
+    sampler = tflops_clocks.NvmlSampler(nvml, interval_s=0.002)
     sampler.start()
     t0 = time.perf_counter()
-    time.sleep(0.03)
+    # On the event, not on time: a loaded machine may run the thread late.
+    assert three.wait(timeout=30), "the sampler's thread never read three samples"
     samples = sampler.stop()
     assert len(samples) >= 3
     assert samples[-1] == Sample(samples[-1].t, 1980, 690.0, 700.0, 0x4, 59)

@@ -14,7 +14,6 @@ from gpulab.config.lab import ConfigError
 from gpulab.core.run import Result
 from variants import microk8s as m
 from variants import registry
-from variants.microk8s import settings as ms
 from variants.registry import parse_config
 
 #: ``snap list microk8s`` as snapd prints it (cmd/snap/cmd_list.go outputSnapsDefault).
@@ -29,12 +28,12 @@ SNAP_LIST = (
 
 def test_the_channel_defaults_to_pulumi_yaml_and_decides_the_track() -> None:
     cfg = parse_config({"cluster": "microk8s"}, env={})
-    s = cfg.settings(ms.MicroK8sSettings)
-    assert s == ms.MicroK8sSettings() and s.channel == schema.default("microk8sChannel") == "1.35/stable"
+    s = cfg.settings(m.MicroK8sSettings)
+    assert s == m.MicroK8sSettings() and s.channel == schema.default("microk8sChannel") == "1.35/stable"
     assert s.track == (1, 35)
-    assert ms.track_of("1.36/edge") == (1, 36)
+    assert m.track_of("1.36/edge") == (1, 36)
     with pytest.raises(ValueError, match="not a MicroK8s channel"):
-        ms.track_of("latest/stable")
+        m.track_of("latest/stable")
 
 
 @pytest.mark.parametrize(
