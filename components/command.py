@@ -257,7 +257,9 @@ class GpuPodArgs:
             or under MIG ``mixed`` a ``nvidia.com/mig-<profile>`` (gpulab.config.mig.plan).
         timeout_seconds: seconds for the Pod to reach ``Succeeded`` (image pull included).
         simulated: the sim lab (kwok fakes the execution; the Pod's annotation says so).
-        host_max_cuda: the host's newest CUDA, and ``profile``: named in a failure's diagnosis.
+        host_max_cuda: the host's newest CUDA, and ``profile``: named in a failure's diagnosis;
+            ``node_command``: how its fixes run a command on the GPU node (the variant's
+            ``VariantSpec.node``; None: the minikube node of ``profile``).
         runtime_class: the Pod's ``runtimeClassName`` (``nvidia`` on kind and k3s, whose
             containerd keeps runc as default), None for the node's default runtime.
         unit: what one container of the compute Pod is given (gpulab.kube.gpu_isolation: ``gpu``,
@@ -276,6 +278,7 @@ class GpuPodArgs:
     simulated: bool = False
     host_max_cuda: str | None = None
     profile: str = names.DEFAULT_PROFILE
+    node_command: str | None = None
     runtime_class: str | None = None
     unit: str = "gpu"
     host_gpu_uuids: tuple[str, ...] = ()
@@ -326,7 +329,8 @@ class GpuPodArgs:
         so the command of a lab without the rename stays as it was)."""
         cuda = ["--host-max-cuda", self.host_max_cuda] if self.host_max_cuda else []
         shared = ["--gpu-resource", self.resource] if self.resource == names.SHARED_GPU_RESOURCE else []
-        return [*cuda, "--profile", self.profile, *shared]
+        node = ["--node-command", self.node_command] if self.node_command else []
+        return [*cuda, "--profile", self.profile, *node, *shared]
 
 
 def pod_uid(pod: k8s.core.v1.Pod) -> pulumi.Output[Any]:

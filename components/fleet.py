@@ -39,7 +39,8 @@ class FoundStackArgs:
     """Inputs: ``fleet`` (gpulab.config.fleet.FleetSettings), ``kubeconfig`` (secret),
     ``smoke_image``, ``compute_image`` (None: no compute Pods, "not tested"), ``resource``,
     ``runtime_class``, ``timeout_seconds`` (each Pod), ``grace_seconds`` (a node's time to
-    advertise), ``simulated``, ``profile``, ``release_after`` (the census: before anything),
+    advertise), ``simulated``, ``profile``, ``node_command`` (how fixes reach a GPU node: the
+    variant's), ``release_after`` (the census: before anything),
     ``dcgm_exporter`` (the lab reads the DCGM exporter found there; False: its checklist item
     is not tested, as with an operator installed without one), ``installed`` (NVIDIA's device
     plugin chart the lab installed, ``gpuStack: device-plugin``; None: the stack was found),
@@ -55,6 +56,7 @@ class FoundStackArgs:
     grace_seconds: int = 10
     simulated: bool = False
     profile: str = names.DEFAULT_PROFILE
+    node_command: str | None = None
     release_after: tuple[pulumi.Resource, ...] = ()
     dcgm_exporter: bool = False
     installed: DevicePluginChartRelease | None = None
@@ -198,5 +200,6 @@ def _gate_argv(args: FoundStackArgs) -> list[str]:
         *(["--simulated"] if args.simulated else []),
         "--profile",
         args.profile,
+        *(["--node-command", args.node_command] if args.node_command else []),
         *install_args,
     ]

@@ -248,6 +248,8 @@ def gate_args(args: GpuOperatorArgs) -> list[str]:
         *(["--gpu-resource", expect.resource] if expect.resource != names.GPU_RESOURCE else []),
         "--profile",
         args.profile,
+        "--node-command",
+        args.variant.node(args.profile),
         # No operator process runs in the simulated lab: the gate writes its ClusterPolicy status.
         *(["--simulate-clusterpolicy", "ready"] if args.simulate_operands else []),
     ]

@@ -87,7 +87,7 @@ class Lab(pulumi.ComponentResource):
         self.mig_plan = self._mig_plan(cfg, facts, expect)
         self.device_plugin = self._device_plugin_chart(cfg, variant)
         self.operator = self._gpu_stack(cfg, variant)
-        smoke_args = self._smoke_args(cfg, facts, expect)
+        smoke_args = self._smoke_args(cfg, facts, expect, variant.spec.node(cfg.profile))
         self.smoke = SmokeTest(
             "smoke",
             smoke_args,
@@ -235,6 +235,7 @@ class Lab(pulumi.ComponentResource):
                 grace_seconds=cfg.gpu.grace_seconds,
                 simulated=cfg.simulated,
                 profile=cfg.profile,
+                node_command=variant.spec.node(cfg.profile),
                 release_after=tuple(self.cluster.release_after),
                 dcgm_exporter=cfg.operator.dcgm_exporter,
                 installed=self.device_plugin,
@@ -246,8 +247,11 @@ class Lab(pulumi.ComponentResource):
             opts=self._child(),
         )
 
-    def _smoke_args(self, cfg: LabConfig, facts: HostFacts | None, expect: GpuExpectation) -> GpuPodArgs:
-        """The smoke Pod's arguments (the compute Pod starts from them)."""
+    def _smoke_args(
+        self, cfg: LabConfig, facts: HostFacts | None, expect: GpuExpectation, node_command: str
+    ) -> GpuPodArgs:
+        """The smoke Pod's arguments (the compute Pod starts from them); ``node_command``: how
+        its fixes reach the GPU node (the variant's)."""
         # smokeGpus all: every GPU of this host where one Pod can hold them all. The smoke Pod
         # asks for them all; the compute Pod runs one vectorAdd container on each.
         pod_gpus = gpu_config.smoke_gpu_count(
@@ -266,6 +270,7 @@ class Lab(pulumi.ComponentResource):
             simulated=cfg.simulated,
             host_max_cuda=facts.max_cuda if facts else None,
             profile=cfg.profile,
+            node_command=node_command,
             runtime_class=cfg.smoke_runtime_class,
             host_driver=facts.driver_version if facts else None,
             # A found GPU stack's lab (and the device plugin chart's) writes its Pods in its own namespace.
@@ -381,6 +386,7 @@ class Lab(pulumi.ComponentResource):
             "cluster_identity": self.identity,
             "owns_cluster_flag": variant.spec.owns_cluster,
             "host_is_cluster_flag": host_is_cluster,
+            "node_command": variant.spec.node(cfg.profile),
             "host_gpu_count": config_gpus if config_gpus is not None else self._found_gpus(probe),
             "host_gpu_models": probe.gpu_models,
             "host_gpus": probe.gpus,

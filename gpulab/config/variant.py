@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from gpulab.core import fixes
 from gpulab.core.findings import Finding
 
 #: ``get(key)``: a config key's parsed value, or its default (Pulumi.yaml).
@@ -158,6 +159,9 @@ class VariantSpec:
             than recorded, over ``{profile}``, ``{stack}``, ``{recorded}``, ``{live}``.
         start_or_delete_hint: the first fix for its cluster that exists but does not answer,
             over ``{profile}`` and ``{workdir}``.
+        node_command: how a fix runs a command on its GPU node from this host, over
+            ``{profile}`` and ``{cmd}`` (``"minikube -p {profile} ssh -- {cmd}"``; ``"{cmd}"``
+            where this host is the node; the default where the lab cannot reach the node).
         queue_controller: the helper's subcommands ``(start, stop)`` that run Kueue's controller
             as a process of the cluster (the sim), given ``--name`` and ``--workdir``; None: the
             chart's Pod runs it.
@@ -192,6 +196,7 @@ class VariantSpec:
     direct_steps: Mapping[tuple[str, str], str] = field(default_factory=dict)
     endpoint_fix: str = DEFAULT_ENDPOINT_FIX
     start_or_delete_hint: str = "make the API server reachable"
+    node_command: str = fixes.ANY_NODE
     queue_controller: tuple[str, str] | None = None
     policies: tuple[CommandPolicy, ...] = ()
 
@@ -235,6 +240,11 @@ class VariantSpec:
     def hint(self, profile: str) -> str:
         """:attr:`start_or_delete_hint` filled in."""
         return self.start_or_delete_hint.format(profile=profile, workdir=self.workdir(profile))
+
+    def node(self, profile: str) -> str:
+        """:attr:`node_command` for cluster ``profile``: a template of ``{cmd}`` only
+        (gpulab.core.fixes.on_node)."""
+        return self.node_command.replace("{profile}", profile)
 
     def queue_controller_argv(self, profile: str) -> tuple[list[str], list[str]] | None:
         """The helper's argv that starts Kueue's controller (and waits until the API server

@@ -35,6 +35,7 @@ from gpulab.core.names import (
 
 __all__ = [
     "ALLOCATABLE_ZERO",
+    "ANY_NODE",
     "CUDA_NEWER",
     "KUBECTL",
     "MINIKUBE_START",
@@ -55,9 +56,11 @@ __all__ = [
     "driver_mismatch",
     "install_toolkit",
     "measure_tflops",
+    "minikube_node",
     "minimum",
     "node_nvidia_smi",
     "node_resources",
+    "on_node",
     "pending",
     "prove_docker_gpus",
     "set_resources",
@@ -179,9 +182,27 @@ def pending(pod: str = SMOKE_POD) -> str:
 # --- allocatable and the device plugin ---------------------------------------------------
 
 
-def node_nvidia_smi(profile: str) -> str:
-    """Does the node see the GPU: ``nvidia-smi`` inside the minikube node."""
-    return f"minikube -p {profile} ssh -- nvidia-smi"
+#: How a fix runs ``{cmd}`` where the lab does not know how to reach the GPU node (an existing
+#: cluster's nodes, outputs from before ``nodeCommand``).
+ANY_NODE: Final = "{cmd} on the GPU node"
+
+
+def minikube_node(profile: str) -> str:
+    """How a fix runs ``{cmd}`` on the minikube node of ``profile`` (the chapter's lab): the
+    template where the variant's own (``VariantSpec.node_command``) is not given."""
+    return f"minikube -p {profile} ssh -- {{cmd}}"
+
+
+def on_node(cmd: str, node: str) -> str:
+    """``cmd`` run on the cluster's GPU node: ``node`` is a template with ``{cmd}``
+    (``"docker exec gpu-lab-worker {cmd}"``, ``"{cmd}"`` where this host is the node)."""
+    return node.replace("{cmd}", cmd)
+
+
+def node_nvidia_smi(profile: str, node: str | None = None) -> str:
+    """Does the node see the GPU: ``nvidia-smi`` on the node (``node``: the variant's template,
+    :func:`on_node`; None: inside the minikube node of ``profile``)."""
+    return on_node("nvidia-smi", node or minikube_node(profile))
 
 
 def device_plugin_logs(
@@ -206,11 +227,13 @@ def unhealthy_gpus(plugin_logs: str | None = None) -> str:
     )
 
 
-def allocatable(profile: str, plugin_logs: str | None = None) -> str:
-    """Allocatable ``nvidia.com/gpu`` is 0 or missing: the node's GPU, then the device
-    plugin's log (:func:`device_plugin_logs` unless ``plugin_logs`` is given) (表 2)."""
+def allocatable(profile: str, plugin_logs: str | None = None, node: str | None = None) -> str:
+    """Allocatable ``nvidia.com/gpu`` is 0 or missing: the node's GPU (:func:`node_nvidia_smi`),
+    then the device plugin's log (:func:`device_plugin_logs` unless ``plugin_logs`` is given) (表 2)."""
     logs = plugin_logs or device_plugin_logs()
-    return f"check the node sees the GPU: {node_nvidia_smi(profile)}; then the device plugin's log: {logs}"
+    return (
+        f"check the node sees the GPU: {node_nvidia_smi(profile, node)}; then the device plugin's log: {logs}"
+    )
 
 
 def sim_allocatable() -> str:
@@ -223,10 +246,10 @@ def sim_allocatable() -> str:
     )
 
 
-def driver_mismatch(profile: str) -> str:
-    """The smoke Pod's driver differs from the host's baseline."""
+def driver_mismatch(profile: str, node: str | None = None) -> str:
+    """The smoke Pod's driver differs from the host's baseline (``node``: :func:`node_nvidia_smi`)."""
     return (
-        f"compare the node's and the host's driver: {node_nvidia_smi(profile)} and nvidia-smi on "
+        f"compare the node's and the host's driver: {node_nvidia_smi(profile, node)} and nvidia-smi on "
         f"the host; after a driver upgrade reboot the host, then {REMEASURE} to refresh the baseline"
     )
 

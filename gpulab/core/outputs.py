@@ -56,6 +56,10 @@ OWNS_CLUSTER: Final = "ownsCluster"
 #: (``hostGpus``, and one Pod can hold them all); ``False`` where the GPU count comes from config
 #: (``expectedGpus``: an existing cluster's nodes are elsewhere).
 HOST_IS_CLUSTER: Final = "hostIsCluster"
+#: How a fix runs a command on the cluster's GPU node from this host: the variant's template of
+#: ``{cmd}`` (``VariantSpec.node``: ``"minikube -p gpu-lab ssh -- {cmd}"``, ``"{cmd}"`` where this
+#: host is the node), which the card's first fixes fill in (gpulab.core.fixes.on_node).
+NODE_COMMAND: Final = "nodeCommand"
 
 # --- host (from the host probe) -----------------------------------------------------
 #: Number of physical GPUs nvidia-smi lists (MIG instances not counted).
@@ -258,6 +262,7 @@ ALL_KEYS: Final = (
     CLUSTER_IDENTITY,
     OWNS_CLUSTER,
     HOST_IS_CLUSTER,
+    NODE_COMMAND,
     HOST_GPU_COUNT,
     HOST_GPU_MODELS,
     HOST_GPUS,
@@ -524,6 +529,7 @@ class LabOutputs:
     cluster_identity: dict[str, Any] | None = _field(CLUSTER_IDENTITY, _object)
     owns_cluster_flag: bool | None = _field(OWNS_CLUSTER, _bool)
     host_is_cluster_flag: bool | None = _field(HOST_IS_CLUSTER, _bool)
+    node_command: str | None = _field(NODE_COMMAND, _str)
     host_gpu_count: int | None = _field(HOST_GPU_COUNT, _int)
     host_gpu_models: list[str] | None = _field(HOST_GPU_MODELS, _STRS)
     host_gpus: list[HostGpu] | None = _field(HOST_GPUS, _OBJECTS)

@@ -41,6 +41,7 @@ def diagnose_cluster(
     gpu_resource: str = GPU_RESOURCE,
     device_plugin: tuple[str, str] | None = None,
     workloads: Sequence[Json] = (),
+    node_command: str | None = None,
 ) -> list[Diagnosis]:
     """Diagnose the lab's cluster state; return findings, the one to fix first first.
 
@@ -68,6 +69,8 @@ def diagnose_cluster(
             None: the operator's (or minikube addon's) ``nvidia-device-plugin*`` DaemonSet.
         workloads: Deployments, ReplicaSets and the ClusterPolicy (each with its ``kind``),
             whose conditions :mod:`gpulab.diagnose.workloads` reads.
+        node_command: how a fix runs a command on the GPU node, the variant's template of
+            ``{cmd}`` (gpulab.core.fixes.on_node); None: the minikube node of ``profile``.
 
     Returns:
         Diagnoses ordered along the dependency chain (:mod:`gpulab.diagnose`), blocking before
@@ -85,6 +88,7 @@ def diagnose_cluster(
         namespaces=list(namespaces),
         now=now or datetime.now(UTC),
         device_plugin=device_plugin,
+        node_command=node_command,
     )
     pairs: list[tuple[Diagnosis, int]] = [
         *_namespace_diagnoses(ctx),

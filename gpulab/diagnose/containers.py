@@ -128,7 +128,8 @@ def _plugin_restarts(c: _Crash) -> Diagnosis | None:
         object=c.obj,
         reason=f"device plugin keeps restarting ({c.summary})",
         detail=_one_line(_evidence(c.line)),
-        fix=f"{c.prev_logs}; check the node sees the GPU: {fixes.node_nvidia_smi(c.ctx.profile)}",
+        fix=f"{c.prev_logs}; check the node sees the GPU: "
+        f"{fixes.node_nvidia_smi(c.ctx.profile, c.ctx.node_command)}",
         variant="other",
     )
 

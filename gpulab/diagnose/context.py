@@ -29,6 +29,8 @@ class _Ctx:
     #: ``(namespace, DaemonSet)`` of the device plugin the gate waits for; None: the
     #: operator's (or minikube addon's) ``nvidia-device-plugin*`` DaemonSet, found by name.
     device_plugin: tuple[str, str] | None = None
+    #: How a fix runs a command on the GPU node (gpulab.core.fixes.on_node); None: minikube's.
+    node_command: str | None = None
 
     def pod_events(self, pod: Json) -> list[Json]:
         ns, name = _ns(pod), _name(pod)

@@ -39,6 +39,9 @@ class Context:
     expected_mig: Mapping[str, int] | None = None
     gpu_resource: str = GPU_RESOURCE
     device_plugin: tuple[str, str] | None = None
+    #: How a fix runs a command on the GPU node: the variant's template of ``{cmd}``
+    #: (gpulab.core.fixes.on_node); None: the minikube node of :attr:`profile`.
+    node_command: str | None = None
 
 
 #: Waiting reasons of a container that failed to run (kubelet's, as kubectl shows them).
@@ -177,6 +180,7 @@ def diagnosis(api: Any, ctx: Context) -> str:
         expected_gpus=ctx.expected_gpus,
         host_max_cuda=ctx.host_max_cuda,
         profile=ctx.profile,
+        node_command=ctx.node_command,
         mig_strategy=ctx.mig_strategy,
         expected_mig=ctx.expected_mig,
         namespaces=namespaces,

@@ -130,6 +130,7 @@ class _Supply:
     pending: str
     simulated: bool
     profile: str
+    node_command: str | None
     expected: int | None
 
     @property
@@ -176,10 +177,11 @@ def _supply(ctx: _Ctx, expected_gpus: int | None, gpu_pending: list[tuple[Json, 
         plugin_state=plugin_state,
         plugin_ns=plugin_ns,
         plugin_logs=fixes.device_plugin_logs(plugin_ns, selector=selector),
-        check_node=fixes.node_nvidia_smi(ctx.profile),
+        check_node=fixes.node_nvidia_smi(ctx.profile, ctx.node_command),
         pending="".join(f"; pod {_ns(p)}/{_name(p)} Pending: {_one_line(m, 200)}" for p, m in gpu_pending),
         simulated=_all_simulated(ctx.nodes),
         profile=ctx.profile,
+        node_command=ctx.node_command,
         expected=expected_gpus,
     )
 
@@ -226,7 +228,7 @@ def _not_registered(s: _Supply) -> Diagnosis | None:
         fix=(
             f"simulated lab: {fixes.sim_allocatable()}"
             if s.simulated
-            else fixes.allocatable(s.profile, s.plugin_logs)
+            else fixes.allocatable(s.profile, s.plugin_logs, s.node_command)
         ),
         variant="not-registered",
     )

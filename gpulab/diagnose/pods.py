@@ -272,7 +272,8 @@ def _failed(v: _PodView) -> _Pair:
                 "(timeSlicingFailRequestsGreaterThanOne): ask for 1 per container; "
                 if too_many_shared
                 else "the kubelet refused the GPU at admission (devices unhealthy or gone): "
-                f"{fixes.device_plugin_logs(v.ns)}; {fixes.node_nvidia_smi(v.ctx.profile)}; "
+                f"{fixes.device_plugin_logs(v.ns)}; "
+                f"{fixes.node_nvidia_smi(v.ctx.profile, v.ctx.node_command)}; "
                 if gpu_admission
                 else ""
             )

@@ -114,8 +114,8 @@ def _facts_disagree(
                 "the host's, so neither an older image nor a driver upgrade is the fix"
             ),
             detail=_one_line(evidence),
-            fix=f"{fixes.driver_mismatch(ctx.profile)}; then re-create the Pod: {fixes.KUBECTL} -n "
-            f"{_ns(pod)} delete pod {_name(pod)} && make lab",
+            fix=f"{fixes.driver_mismatch(ctx.profile, ctx.node_command)}; then re-create the Pod: "
+            f"{fixes.KUBECTL} -n {_ns(pod)} delete pod {_name(pod)} && make lab",
             variant="facts-disagree",
         ),
         rank,

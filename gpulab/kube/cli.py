@@ -122,6 +122,17 @@ def _host_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expected-gpus", type=int, help="host GPUs x time-slicing replicas")
     p.add_argument("--host-max-cuda", help="newest CUDA the host driver supports")
     p.add_argument("--profile", default=DEFAULT_PROFILE, help="minikube profile named in fixes")
+    _node_command_option(p)
+
+
+def _node_command_option(p: argparse.ArgumentParser) -> None:
+    """``--node-command``: how a fix runs a command on the GPU node (the variant's template)."""
+    p.add_argument(
+        "--node-command",
+        default=None,
+        metavar="TEMPLATE",
+        help="how a fix runs {cmd} on the GPU node (default: the minikube node of --profile)",
+    )
 
 
 def _inputs_option(p: argparse.ArgumentParser) -> None:
@@ -187,7 +198,13 @@ def _smoke_options(s: argparse.ArgumentParser) -> None:
 
 
 def _smoke(api: Any, args: argparse.Namespace) -> SmokeResult:
-    ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource)
+    ctx = Context(
+        args.expected_gpus,
+        args.host_max_cuda,
+        args.profile,
+        gpu_resource=args.gpu_resource,
+        node_command=args.node_command,
+    )
     # DRA: the claim is read while it is allocated and reserved (it is gone once the Pod is done).
     observed = (
         dra.observe_claim(api, args.namespace, args.pod, pod_specs.CLAIM_GATE, args.timeout)
@@ -247,10 +264,17 @@ def _compute_options(cp: argparse.ArgumentParser) -> None:
     compute.add_arguments(cp)
     _inputs_option(cp)
     _gpu_resource_option(cp)
+    _node_command_option(cp)
 
 
 def _compute(api: Any, args: argparse.Namespace) -> ComputeResult:
-    ctx = Context(args.expected_gpus, args.host_max_cuda, args.profile, gpu_resource=args.gpu_resource)
+    ctx = Context(
+        args.expected_gpus,
+        args.host_max_cuda,
+        args.profile,
+        gpu_resource=args.gpu_resource,
+        node_command=args.node_command,
+    )
     return compute.compute(
         api, args.namespace, args.pod, args.timeout, ctx, compute.isolation_from_args(args), args.inputs
     )
@@ -280,6 +304,7 @@ def fleet_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool-gpus", action="append", default=[], help="POOL=GPUS per node (repeatable)")
     p.add_argument("--simulated", action="store_true")
     p.add_argument("--profile", default=DEFAULT_PROFILE)
+    _node_command_option(p)
     p.add_argument(
         "--installed-in",
         default=None,
@@ -313,6 +338,7 @@ def fleet_spec(args: argparse.Namespace) -> fleet.FleetSpec:
         pool_gpus=pools,
         simulated=args.simulated,
         profile=args.profile,
+        node_command=args.node_command,
         installed_in=args.installed_in,
         wait=max(0.0, args.wait),
     )

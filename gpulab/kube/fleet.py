@@ -104,7 +104,8 @@ class FleetSpec:
             (``nodePoolLabel``, ``nodePoolGpus``).
         simulated: the nodes are simulated (kwok): the Pods are annotated, DCGM is "not
             observable in simulation".
-        profile: named in fixes.
+        profile: named in fixes; node_command: how a fix runs a command on the GPU node (the
+            variant's template, gpulab.core.fixes.on_node; None: minikube's).
         installed_in: the namespace of NVIDIA's device plugin chart the lab installed
             (``gpuStack: device-plugin``; None: the stack was found). Then every GPU node must run
             the chart's device-plugin Pod and carry GFD's labels, and the gate waits up to
@@ -126,6 +127,7 @@ class FleetSpec:
     pool_gpus: Mapping[str, int] = field(default_factory=dict)
     simulated: bool = False
     profile: str = PROJECT
+    node_command: str | None = None
     installed_in: str | None = None
     wait: float = 0
 
@@ -441,7 +443,7 @@ def check_node(api: Any, node: str, gpus: int, spec: FleetSpec) -> dict[str, Any
     ``compute``, ``smokeGpuUuids``, ``computeGpus``, ``driverVersion`` and, on failure,
     ``firstFailure`` and ``fix``. Never raises for the node's own failures."""
     runner = PodRunner(api)
-    ctx = Context(gpus, None, spec.profile, gpu_resource=spec.resource)
+    ctx = Context(gpus, None, spec.profile, gpu_resource=spec.resource, node_command=spec.node_command)
     row: dict[str, Any] = {"smoke": NOT_TESTED, "compute": NOT_TESTED}
     sname = pod_name(SMOKE_PREFIX, node)
     try:

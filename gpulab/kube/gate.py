@@ -71,6 +71,8 @@ class GateSpec:
         grace: seconds a stuck state may last before the gate fails (``gpuGraceSeconds``).
         expect: what the nodes should advertise.
         profile: the minikube profile named in fixes.
+        node_command: how a fix runs a command on the GPU node, the variant's template of
+            ``{cmd}`` (gpulab.core.fixes.on_node); None: the minikube node of ``profile``.
     """
 
     device_plugin_namespace: str = OPERATOR_NAMESPACE
@@ -80,6 +82,7 @@ class GateSpec:
     grace: float = rules.DEFAULT_GRACE_SECONDS
     expect: Expected = field(default_factory=Expected)
     profile: str = "gpu-lab"
+    node_command: str | None = None
 
 
 class KubeReader:
@@ -302,12 +305,11 @@ def run_gate(
             if grace.expired(f"nodes-{k}", key == k, clock()):
                 if k == "mismatch" and not spec.expect.wants_mig:
                     cause = f"{cause}; {_sharing(reader, nodes, spec)}"
-                # The fix names the plugin the gate waited for (its namespace and pods), and
-                # registered-but-unhealthy GPUs get the XID fix.
-                have = rules.Resources.of(nodes, spec.expect.resource)
+                have = rules.Resources.of(nodes, spec.expect.resource)  # the fix: the plugin waited for
                 logs = fixes.device_plugin_logs(ns, selector=_selector(seen["ds"], ds_name))
-                unhealthy = have.allocatable == 0 and (have.capacity or 0) > 0
-                raise stop(rules.resources_stuck(k, cause, spec.profile, _simulated(nodes), logs, unhealthy))
+                sick = have.allocatable == 0 and (have.capacity or 0) > 0  # registered, unhealthy: XID
+                sim = _simulated(nodes)
+                raise stop(rules.resources_stuck(k, cause, spec.profile, sim, logs, sick, spec.node_command))
         return None
 
     nodes = waiter().until(f"the nodes to advertise {spec.expect.describe()}", resources_seen, diagnose)
@@ -389,6 +391,7 @@ def spec_from_args(args: Any) -> GateSpec:
         grace=args.grace,
         expect=expect,
         profile=args.profile,
+        node_command=args.node_command,
     )
 
 
@@ -402,6 +405,7 @@ def context(spec: GateSpec, host_max_cuda: str | None = None) -> Context:
         expected_mig=spec.expect.mig,
         gpu_resource=spec.expect.resource,
         device_plugin=(spec.device_plugin_namespace, spec.device_plugin_ds),
+        node_command=spec.node_command,
     )
 
 
@@ -411,7 +415,7 @@ def gate(api: Any, spec: GateSpec, ctx: Context | None = None) -> GateResult:
     Raises:
         GateError: see :func:`run_gate`.
     """
-    ctx = ctx or Context(profile=spec.profile)
+    ctx = ctx or Context(profile=spec.profile, node_command=spec.node_command)
     print(
         f"[gpulab] gate: expecting {spec.expect.describe()} (migStrategy {spec.expect.strategy}); "
         f"a stuck state fails after {spec.grace:.0f}s",

@@ -314,13 +314,15 @@ def resources_stuck(
     simulated: bool,
     plugin_logs: str | None = None,
     unhealthy: bool = False,
+    node_command: str | None = None,
 ) -> Stuck:
     """The :class:`Stuck` for a :func:`resources_verdict` that held for the grace.
 
     ``plugin_logs``: the command that shows the log of the device plugin the gate waited for
     (default: the operator's DaemonSet's); ``unhealthy``: the plugin registered GPUs (capacity
     > 0) that it reports unhealthy (allocatable 0), whose first fix is the host's XID records,
-    not whether the node sees a GPU.
+    not whether the node sees a GPU; ``node_command``: how the fix runs ``nvidia-smi`` on the
+    node (gpulab.core.fixes.node_nvidia_smi).
     """
     row = "allocatable-mismatch" if key == "mismatch" else "allocatable-zero"
     logs = plugin_logs or fixes.device_plugin_logs()
@@ -329,9 +331,9 @@ def resources_stuck(
         if simulated
         else fixes.unhealthy_gpus(logs)
         if key == "zero" and unhealthy
-        else fixes.allocatable(profile, logs)
+        else fixes.allocatable(profile, logs, node_command)
         if key != "mismatch"
         else "expected = GPUs x time-slicing replicas (MIG: the MIG devices, see migStrategy); "
-        f"{fixes.node_nvidia_smi(profile)}; {logs}"
+        f"{fixes.node_nvidia_smi(profile, node_command)}; {logs}"
     )
     return Stuck(row, f"{cause}, for longer than the grace", fix)

@@ -121,9 +121,15 @@ def _not_evaluated(keys: Sequence[str]) -> str:
     return f"{KNOWN_AFTER_DEPLOYMENT} ({', '.join(keys)} not known yet)"
 
 
+def _node(view: LabOutputs) -> str:
+    """How the card's fixes run a command on the GPU node: the variant's (``nodeCommand``), else
+    (outputs from before that key) the words that hold for every variant."""
+    return view.node_command or fixes.ANY_NODE
+
+
 def _allocatable_fix(view: LabOutputs, profile: str) -> str:
     addon = view.device_plugin_owner == "minikube-addon"
-    real = fixes.allocatable(profile, fixes.device_plugin_logs(addon=addon))
+    real = fixes.allocatable(profile, fixes.device_plugin_logs(addon=addon), _node(view))
     return _in_lab(view, fixes.sim_allocatable(), real)
 
 
@@ -222,7 +228,7 @@ def _driver_matches(view: LabOutputs, profile: str) -> Item:
     title = "Smoke Pod's driver version equals the host baseline (kubectl logs gpu-smoke)"
     expected = "smoke log Driver Version == host Driver Version"
     sim_fix = "both versions come from the shipped capture (gpulab/host/captures): re-run make lab"
-    fix = _in_lab(view, sim_fix, fixes.driver_mismatch(profile))
+    fix = _in_lab(view, sim_fix, fixes.driver_mismatch(profile, _node(view)))
     sim = view.simulated(keys)
     unknown = [k for k in keys if view.unknown(k) or view.get(k) is None]
     if unknown:

@@ -77,6 +77,7 @@ class K3s(Variant):
         start_or_delete_hint=(
             "start it (`sudo systemctl start k3s`) or uninstall it (`sudo k3s-uninstall.sh`)"
         ),
+        node_command="{cmd}",  # k3s runs on this host: it is the GPU node
         steps={"up": "k3s-install"},
     )
 

@@ -87,6 +87,8 @@ class Kind(Variant):
             "start its node containers (`docker start {profile}-control-plane {profile}-worker`) "
             "or delete it (`kind delete cluster --name {profile}`)"
         ),
+        # The GPU worker is a container of this host's Docker (variants/kind/ctl.py names it).
+        node_command="docker exec {profile}-worker {cmd}",
         steps={"up": "kind-cluster"},
     )
 

@@ -355,6 +355,7 @@ class MicroK8s(Variant):
         start_or_delete_hint=(
             "start it (`sudo microk8s start`) or remove it (`sudo snap remove --purge microk8s`)"
         ),
+        node_command="{cmd}",  # the snap runs on this host: it is the GPU node
     )
 
     def preflight(self, cfg: LabConfig) -> Sequence[Finding]:

@@ -92,6 +92,7 @@ class Minikube(Variant):
         start_or_delete_hint=(
             "start it (`minikube start -p {profile}`) or delete it (`minikube delete -p {profile}`)"
         ),
+        node_command="minikube -p {profile} ssh -- {cmd}",
         steps={"up": "minikube-start", "addon": "minikube-addon"},
         direct_steps={("minikube", "start"): "minikube-start", ("minikube", "addons"): "minikube-addon"},
         policies=policies.POLICIES,  # on its minikube start: GPUs, driver, runtime, resources

@@ -83,7 +83,7 @@ def check_single_owner(resources: list[Res], cfg: Settings, ctx: StackContext) -
     expected = "exactly one of minikube's addon and the operator's device plugin" + (
         f", owned by {want}" if want else ""
     )
-    allocatable = fixes.allocatable(outputs.profile)
+    allocatable = fixes.allocatable(outputs.profile, node=outputs.node_command or fixes.ANY_NODE)
     fix = (
         "scripts/pulumi config set gpu-lab:devicePluginOwner operator (the lab disables minikube's "
         "addon), or "

@@ -27,6 +27,9 @@ def test_the_gate_waits_for_the_operator_s_device_plugin_and_the_expected_count(
         "60",
         "--profile",
         "p",
+        # The sim's GPU node is a kwok node: no shell reaches it, the fix says so.
+        "--node-command",
+        "{cmd} on the GPU node",
     ]
 
 
@@ -61,3 +64,14 @@ def test_operator_components_record_the_settings() -> None:
     comps = operator_components(OperatorConfig(time_slicing_replicas=4), registry.get("kind").spec)
     assert comps["driver"] is False and comps["timeSlicingReplicas"] == 4
     assert comps["deviceListStrategy"] == "envvar"
+
+
+def test_the_gate_s_fixes_reach_the_gpu_node_the_variant_s_way() -> None:
+    def node_command(variant: str) -> str:
+        argv = gate_args(GpuOperatorArgs(OperatorConfig(), registry.get(variant).spec, "kc", profile="lab"))
+        return argv[argv.index("--node-command") + 1]
+
+    assert node_command("minikube") == "minikube -p lab ssh -- {cmd}"
+    assert node_command("kind") == "docker exec lab-worker {cmd}"  # kind's GPU worker container
+    assert node_command("k3s") == node_command("microk8s") == "{cmd}"  # this host is the node
+    assert node_command("existing") == "{cmd} on the GPU node"

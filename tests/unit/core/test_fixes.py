@@ -75,9 +75,14 @@ def test_toolkit_reaction() -> None:
 
 def test_checklist_quotes_the_same_texts() -> None:
     items = {i.id: i for i in checklist.evaluate(LabOutputs.from_json({}, profile="lab"))}
-    assert items["allocatable-matches-gpus"].fix == fixes.allocatable("lab")
+    assert items["allocatable-matches-gpus"].fix == fixes.allocatable("lab", node=fixes.ANY_NODE)
     assert items["events-scheduled-and-pulled"].fix == fixes.toolkit()
-    assert items["driver-version-matches"].fix == fixes.driver_mismatch("lab")
+    assert items["driver-version-matches"].fix == fixes.driver_mismatch("lab", fixes.ANY_NODE)
+    node = "minikube -p lab ssh -- {cmd}"
+    items = {i.id: i for i in checklist.evaluate(LabOutputs.from_json({"nodeCommand": node}, profile="lab"))}
+    assert (
+        items["allocatable-matches-gpus"].fix == fixes.allocatable("lab") == fixes.allocatable("x", node=node)
+    )
     assert items["baseline-card-complete"].fix == fixes.card()
 
 

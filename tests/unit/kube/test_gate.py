@@ -255,12 +255,14 @@ def test_spec_from_the_command_line() -> None:
         expected_gpus=0,
         profile="gpu-lab",
         gpu_resource="nvidia.com/gpu",
+        node_command="docker exec gpu-lab-worker {cmd}",
     )
     spec = spec_from_args(args)
     assert spec.expect == Expected("mixed", 0, {"nvidia.com/mig-1g.18gb": 7}) and spec.grace == 10
     ctx = context(spec, "13.0")
     assert ctx.mig_strategy == "mixed" and ctx.expected_mig == {"nvidia.com/mig-1g.18gb": 7}
     assert ctx.gpu_resource == "nvidia.com/gpu"
+    assert ctx.node_command == spec.node_command == "docker exec gpu-lab-worker {cmd}"
     renamed = spec_from_args(
         argparse.Namespace(
             **{

@@ -77,7 +77,11 @@ def test_allocatable_key_missing_is_device_plugin_not_registered(real: dict[str,
     item = by_id(checklist.evaluate(LabOutputs.from_json(real)))["allocatable-matches-gpus"]
     assert item.status == "fail"
     assert "device plugin not registered" in item.observed
-    assert "minikube -p gpu-lab ssh -- nvidia-smi" in item.fix
+    # The capture predates nodeCommand: words that hold for every variant.
+    assert "check the node sees the GPU: nvidia-smi on the GPU node;" in item.fix
+    real[o.NODE_COMMAND] = "minikube -p gpu-lab ssh -- {cmd}"  # what a minikube lab exports now
+    item = by_id(checklist.evaluate(LabOutputs.from_json(real)))["allocatable-matches-gpus"]
+    assert "check the node sees the GPU: minikube -p gpu-lab ssh -- nvidia-smi;" in item.fix
 
 
 def test_allocatable_zero_is_devices_unhealthy(real: dict[str, Any]) -> None:
@@ -228,7 +232,18 @@ def test_first_fix_fits_the_lab_it_is_shown_in() -> None:
     (real,) = [
         i for i in checklist.evaluate(LabOutputs.from_json(facts)) if i.id == "allocatable-matches-gpus"
     ]
-    assert real.fix.startswith("check the node sees the GPU: minikube")
+    assert real.fix.startswith("check the node sees the GPU: nvidia-smi on the GPU node;")
+    for node, said in (
+        ("minikube -p lab ssh -- {cmd}", "minikube -p lab ssh -- nvidia-smi;"),
+        ("docker exec lab-worker {cmd}", "docker exec lab-worker nvidia-smi;"),
+        ("{cmd}", "nvidia-smi;"),  # k3s, microk8s: this host is the node
+    ):
+        (item,) = [
+            i
+            for i in checklist.evaluate(LabOutputs.from_json({**facts, o.NODE_COMMAND: node}))
+            if i.id == "allocatable-matches-gpus"
+        ]
+        assert item.fix.startswith(f"check the node sees the GPU: {said}"), item.fix
     sim_items = checklist.evaluate(LabOutputs.from_json({**facts, o.SIMULATED: True}))
     (sim,) = [i for i in sim_items if i.id == "allocatable-matches-gpus"]
     assert sim.fix.startswith("simulated lab: the kwok node advertises simGpus GPUs")
