@@ -1,4 +1,4 @@
-"""The offline pulumi-command stand-in (toolchain/command): its pure parts, then its gRPC
+"""The offline pulumi-command stand-in (hack/offline/command): its pure parts, then its gRPC
 surface in-process (a fake engine collects the log lines). No Pulumi CLI needed."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from google.protobuf import empty_pb2, json_format
 from pulumi.runtime.proto import engine_pb2_grpc, provider_pb2, provider_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[2]
-PROVIDER_PY = ROOT / "toolchain" / "command" / "pulumi_resource_command.py"
+PROVIDER_PY = ROOT / "hack" / "offline" / "command" / "pulumi_resource_command.py"
 
 
 def _load() -> Any:
@@ -27,7 +27,7 @@ def _load() -> Any:
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules["pulumi_resource_command"] = mod
-    spec.loader.exec_module(mod)  # also puts toolchain/command on sys.path
+    spec.loader.exec_module(mod)  # also puts hack/offline/command on sys.path
     return mod
 
 

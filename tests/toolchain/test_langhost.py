@@ -24,7 +24,7 @@ from pulumi.runtime.proto import language_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location(
-    "pulumi_language_python", ROOT / "toolchain" / "langhost" / "pulumi_language_python.py"
+    "pulumi_language_python", ROOT / "hack" / "offline" / "langhost" / "pulumi_language_python.py"
 )
 assert _spec and _spec.loader
 host = importlib.util.module_from_spec(_spec)

@@ -1,4 +1,4 @@
-"""toolchain/node: the real-node harness's pieces that run without a GPU: the program's
+"""hack/node: the real-node harness's pieces that run without a GPU: the program's
 rendering for the node, the gate's arguments there, the device plugin's Go tests."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-NODE = ROOT / "toolchain" / "node"
+NODE = ROOT / "hack" / "node"
 
 
 def _load(name: str, path: Path):  # type: ignore[no-untyped-def]
@@ -177,7 +177,7 @@ def _module_dir(module: str) -> Path:
     escaped = "".join(f"!{c.lower()}" if c.isupper() else c for c in path)
     d = Path(cache) / f"{escaped}@{version}"
     if not d.is_dir():
-        pytest.skip(f"{module} is not in the Go module cache (toolchain/node/build.sh nvidia-dp nfd)")
+        pytest.skip(f"{module} is not in the Go module cache (hack/node/build.sh nvidia-dp nfd)")
     return d
 
 

@@ -1,4 +1,4 @@
-"""toolchain/node/image.py: the real-node harness's OCI image layouts, made from local files."""
+"""hack/node/image.py: the real-node harness's OCI image layouts, made from local files."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("node_image", ROOT / "toolchain" / "node" / "image.py")
+_spec = importlib.util.spec_from_file_location("node_image", ROOT / "hack" / "node" / "image.py")
 assert _spec and _spec.loader
 image = importlib.util.module_from_spec(_spec)
 sys.modules["node_image"] = image

@@ -1,4 +1,4 @@
-"""toolchain/node/site.py: the Python packages a real-node run carries (stage.sh's and
+"""hack/node/site.py: the Python packages a real-node run carries (stage.sh's and
 stage-pulumi.sh's site.tar.xz), pinned from this checkout's virtualenv.
 
 The 2026-12-03 run on the H200 needed two hand fixes here: stage.sh's hard-coded list pinned
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-NODE = ROOT / "toolchain" / "node"
+NODE = ROOT / "hack" / "node"
 _spec = importlib.util.spec_from_file_location("node_site", NODE / "site.py")
 assert _spec and _spec.loader
 site = importlib.util.module_from_spec(_spec)
@@ -109,7 +109,7 @@ def test_the_pulumi_site_carries_every_import_of_the_program() -> None:
     program, the policy pack and the toolchain's stand-ins import; what the hand fix added is
     in it (nothing is left to the machine's own Python)."""
     srcs = _bash_array(NODE / "stage-pulumi.sh", "srcs")
-    assert {"gpulab", "program", "policy", "toolchain/langhost"} <= set(srcs)
+    assert {"gpulab", "program", "policy", "hack/offline/langhost"} <= set(srcs)
     p = _pins("-r", "requirements.txt", "--check-imports", *srcs)
     assert p.returncode == 0, p.stderr
     names = _names(p.stdout)
