@@ -113,7 +113,7 @@ test: toolchain-tests lint
 	$(PYTEST) -q $(XDIST) --durations=15 tests
 
 bench: toolchain-tests
-	. scripts/env.sh && rc=0 && { $(PY) bench/bench.py || rc=$$?; } && { $(PY) bench/fleet.py || rc=$$?; } && exit $$rc
+	. scripts/env.sh && rc=0 && { $(PY) hack/bench/bench.py || rc=$$?; } && { $(PY) hack/bench/fleet.py || rc=$$?; } && exit $$rc
 
 clean-state: venv
 	@scripts/lab clean-state

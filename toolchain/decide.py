@@ -8,7 +8,7 @@ One decision, made the same way by the Makefile, the scripts and the tests:
   Nothing is compiled for the GPU stacks.
 * **offline**: no usable CLI on PATH, or ``GPULAB_OFFLINE=1``. The CLI, the Kubernetes
   provider and this project's stand-ins (Python language host, ``command`` provider) are
-  built or installed from Go modules and PyPI (toolchain/build-pulumi.sh); needs ``go``.
+  built or installed from Go modules and PyPI (hack/offline/build-pulumi.sh); needs ``go``.
 
 Independently of the mode, the simulated control plane is set up only for the ``sim``
 stacks and for the tests (``--for tests``): toolchain/sim/fetch.py downloads the pinned

@@ -2,7 +2,7 @@
 # make toolchain: decide which Pulumi toolchain this machine uses (toolchain/decide.py), say
 # which and why, then build or install only what that needs:
 #   user mode, GPU stacks   nothing (your pulumi, plugins the standard way)
-#   offline mode            toolchain/build-pulumi.sh (CLI, Kubernetes provider, stand-ins)
+#   offline mode            hack/offline/build-pulumi.sh (CLI, Kubernetes provider, stand-ins)
 #   sim stack, or --for tests   the simulated control plane: toolchain/sim/fetch.py downloads
 #                               the pinned release binaries (checksums verified) where the
 #                               release servers answer, else runs toolchain/sim/build.sh
@@ -22,10 +22,10 @@ decision=$(python3 "$here/decide.py" --stack "$stack" --for "$purpose" --shell) 
 eval "$decision"
 echo "gpu-lab: toolchain: $GPULAB_TOOLCHAIN_REASON" >&2
 [[ $GPULAB_TOOLCHAIN_MODE == offline ]] &&
-  echo "gpu-lab: toolchain: offline stand-ins (toolchain/): the Python language host and the command provider" >&2
+  echo "gpu-lab: toolchain: offline stand-ins (hack/offline/): the Python language host and the command provider" >&2
 for part in $GPULAB_TOOLCHAIN_BUILD; do
   case $part in
-    pulumi) "$here/build-pulumi.sh" ;;
+    pulumi) "$here/../hack/offline/build-pulumi.sh" ;;
     sim)
       python3 "$here/sim/fetch.py"
       # Kueue's controller (queues: true runs it as a process of the sim): no release binary

@@ -8,7 +8,7 @@ toolchain/sim/build.sh built from Go modules, repackaged as each project package
 release, with the projects' checksum files (tests/support/releases.py). ``make lab`` must
 say it downloads them and why, verify them, bring the simulated lab up and pass its
 checklist; ``make destroy`` must leave no stack resource, no cluster directory and no
-process. The times are printed (``bench/connected_sim.py`` is the re-runnable benchmark).
+process. The times are printed (``hack/bench/connected_sim.py`` is the re-runnable benchmark).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """pulumi-command's ``local.Command`` through the real engine: the behaviour the lab relies on.
 
-By default this runs against gpu-lab's offline stand-in (toolchain/command), installed by
-``toolchain/command/install.sh`` into a plugin cache of this module's own. With
+By default this runs against gpu-lab's offline stand-in (hack/offline/command), installed by
+``hack/offline/command/install.sh`` into a plugin cache of this module's own. With
 ``GPULAB_COMMAND_PROVIDER=upstream`` nothing is installed and automatic plugin acquisition
 is allowed, so a connected machine runs the same tests against the real provider the
 engine downloads (pulumi-command 1.2.1): both must pass the same suite.
@@ -68,7 +68,10 @@ def engine_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     else:
         env["PULUMI_IGNORE_AMBIENT_PLUGINS"] = "true"  # never a pulumi-resource-command on PATH
         p = subprocess.run(
-            [str(ROOT / "toolchain" / "command" / "install.sh"), cli], env=env, capture_output=True, text=True
+            [str(ROOT / "hack" / "offline" / "command" / "install.sh"), cli],
+            env=env,
+            capture_output=True,
+            text=True,
         )
         assert p.returncode == 0, p.stderr
     return env

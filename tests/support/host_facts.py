@@ -3,7 +3,7 @@
 The product writes :meth:`gpulab.host.facts.HostFacts.to_json` (the debug bundle, the
 real-node runs' ``host-probe.json``) and never reads it back; the tests read it back to prove
 the JSON form loses nothing, and compare the NVML and ``nvidia-smi`` readings of one host
-(tests/data/device-h200). The real-node replay (toolchain/node/replay.py) reads a run's probe
+(tests/data/device-h200). The real-node replay (hack/node/replay.py) reads a run's probe
 with :func:`facts_from_json`.
 """
 

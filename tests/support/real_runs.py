@@ -62,7 +62,7 @@ ORIGINS: dict[str, str] = {
     "nvidia-ml-py), as NVIDIA ships it or built here from NVIDIA's unmodified source at a tag",
     "other-upstream": "another upstream project's released code (Kubernetes, etcd, containerd, runc, "
     "the CNI plugins, Pulumi, PyTorch, CuPy, Python packages), as shipped or built here from its "
-    "unmodified source at a tag (build options: toolchain/node/README.md, docs/toolchain.md)",
+    "unmodified source at a tag (build options: hack/node/README.md, docs/toolchain.md)",
     "project": "this repository's own code (the lab itself, the harness's device plugin, images "
     "and programs, the offline toolchain's stand-ins), at the commit given",
 }
@@ -91,26 +91,26 @@ ENTRY_KEYS = ("date", "machine", "mode", "path", "components", "results", "notes
 MODES: dict[str, str] = {
     "host-probe": "no cluster: the host probe, topology and TFLOPS measurements on the host",
     "host-explore": "no cluster: nvidia-smi, NVML and matmul exploration scripts on the host",
-    "harness-feasibility": "toolchain/node's real node (run.sh feasibility): bring-up, the lab's "
+    "harness-feasibility": "hack/node's real node (run.sh feasibility): bring-up, the lab's "
     "census, gate and smoke checks as the program renders them; no Pulumi engine",
-    "harness-whole": "toolchain/node's real node (run.sh whole): the lab's rendered census, gate, "
+    "harness-whole": "hack/node's real node (run.sh whole): the lab's rendered census, gate, "
     "smoke and compute checks and the unhealthy-GPU negative; no Pulumi engine",
-    "harness-fleet": "toolchain/node's real node (run.sh fleet): the lab's rendered commands for "
+    "harness-fleet": "hack/node's real node (run.sh fleet): the lab's rendered commands for "
     "gpuStack: found (access, fleet check, smoke, compute) and the negative; no Pulumi engine",
-    "lab-found": "toolchain/node's real node (run.sh lab): the lab's own scripts/lab up, verify "
+    "lab-found": "hack/node's real node (run.sh lab): the lab's own scripts/lab up, verify "
     "(the negative) and destroy, existing variant with gpuStack: found",
-    "lab-up": "toolchain/node's real node (run.sh lab): the lab's own scripts/lab up, verify "
+    "lab-up": "hack/node's real node (run.sh lab): the lab's own scripts/lab up, verify "
     "(the negative) and destroy, the GPU stack installed by the program (no gpuStack: found)",
-    "lab-device-plugin": "toolchain/node's real node (run.sh lab-nvidia): the lab's own scripts/lab "
+    "lab-device-plugin": "hack/node's real node (run.sh lab-nvidia): the lab's own scripts/lab "
     "up with gpuStack: device-plugin (NVIDIA's nvidia-device-plugin chart, GFD and NFD built from "
     "their modules and installed by the lab's Helm release), a second stack finding it, verify, "
     "the taint negative, destroy and the census of what is left",
-    "lab-dra": "toolchain/node's real node (run.sh lab-dra): the lab's own scripts/lab up with "
+    "lab-dra": "hack/node's real node (run.sh lab-dra): the lab's own scripts/lab up with "
     "gpuStack: dra (NVIDIA's DRA driver chart and GPU kubelet plugin built from their module and "
     "installed by the lab's Helm release), the smoke and compute Pods through ResourceClaims, "
     "verify, destroy and the census of what is left",
 }
-#: summary.json's ``mode`` (toolchain/node/device/node.py) -> the index's mode (``lab``:
+#: summary.json's ``mode`` (hack/node/device/node.py) -> the index's mode (``lab``:
 #: :func:`mode_of` tells lab-found from lab-up by the stack's gpuStack config).
 SUMMARY_MODES = {
     "feasibility": "harness-feasibility",
@@ -363,8 +363,8 @@ LAB_KEEP: tuple[str, ...] = (
 
 
 def node_record_module() -> ModuleType:
-    """toolchain/node/record.py (read-only use: its record() and Redactor)."""
-    spec = importlib.util.spec_from_file_location("node_record", ROOT / "toolchain" / "node" / "record.py")
+    """hack/node/record.py (read-only use: its record() and Redactor)."""
+    spec = importlib.util.spec_from_file_location("node_record", ROOT / "hack" / "node" / "record.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -373,7 +373,7 @@ def node_record_module() -> ModuleType:
 
 def record(files_at: Path, dest: Path, keep: Sequence[str] | None = LAB_KEEP) -> list[str]:
     """Record the device call's results under ``files_at`` (summary.json, harness.log,
-    work.tar.gz) into ``dest``: toolchain/node/record.py's record() (GPU UUIDs replaced, the
+    work.tar.gz) into ``dest``: hack/node/record.py's record() (GPU UUIDs replaced, the
     same UUID by the same placeholder in every file) into a scratch folder, then only the
     files of ``keep`` copied (None: every file record.py wrote). A README.md already in ``dest``
     stays; other files are replaced.
@@ -406,7 +406,7 @@ def _version(text: str) -> str | None:
 
 
 def manifest_versions(run: Path) -> dict[str, str]:
-    """MANIFEST's binary -> version (toolchain/node/build.sh --stage), where recorded."""
+    """MANIFEST's binary -> version (hack/node/build.sh --stage), where recorded."""
     path = run / "MANIFEST"
     if not path.is_file():
         return {}
@@ -458,7 +458,7 @@ def derive_machine(run: Path) -> str | None:
     )
 
 
-#: A staged binary (MANIFEST's, toolchain/node/build.sh) -> its component and origin.
+#: A staged binary (MANIFEST's, hack/node/build.sh) -> its component and origin.
 BINARIES: dict[str, tuple[str, str]] = {
     "gpulab-kube": (
         "Kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet)",
@@ -480,7 +480,7 @@ BINARIES: dict[str, tuple[str, str]] = {
     "bridge": ("CNI plugins (bridge, host-local, loopback)", "other-upstream"),
     "host-local": ("CNI plugins (bridge, host-local, loopback)", "other-upstream"),
     "loopback": ("CNI plugins (bridge, host-local, loopback)", "other-upstream"),
-    "gpulab-device-plugin": ("gpulab-device-plugin (toolchain/node/deviceplugin)", "project"),
+    "gpulab-device-plugin": ("gpulab-device-plugin (hack/node/deviceplugin)", "project"),
     "gpulab-pause": (
         "the harness's images and programs (gpulab-vectoradd, gpulab-pause, image.py)",
         "project",
@@ -577,11 +577,11 @@ def derive_components(run: Path, revision: str | None = None) -> list[dict[str, 
         tail = (lab.get("plugin-command") or {}).get("tail", "")
         m = re.search(r"resource-command-(v\d+\.\d+\.\d+)", tail)
         add(
-            "pulumi-resource-command (the project's offline stand-in, toolchain/command)",
+            "pulumi-resource-command (the project's offline stand-in, hack/offline/command)",
             m and m.group(1),
             "project",
         )
-        add("pulumi-language-python (the project's offline stand-in, toolchain/langhost)", None, "project")
+        add("pulumi-language-python (the project's offline stand-in, hack/offline/langhost)", None, "project")
         card = _json(run / "lab-baseline-card.json") or {}
         tools: Mapping[str, str] = card.get("toolVersions") or {}
         for dist, name in (
@@ -652,7 +652,7 @@ def _check(step: Any, ok: bool = True) -> str | None:
 
 
 def derive_results(run: Path) -> dict[str, Any]:
-    """The results a real-node run's record says (toolchain/node/device/node.py's
+    """The results a real-node run's record says (hack/node/device/node.py's
     summary.json; for a lab-mode run its stack outputs and card too). Every value not
     observed is None."""
     summary = _json(run / "summary.json")
@@ -712,7 +712,7 @@ def derive_results(run: Path) -> dict[str, Any]:
 
 
 def mode_of(summary: Mapping[str, Any]) -> str:
-    """The index's mode of a toolchain/node run's summary.json.
+    """The index's mode of a hack/node run's summary.json.
 
     Raises:
         RealRunsError: a mode the index does not know.
@@ -730,12 +730,12 @@ def derive_entry(
     """An index entry for the real-node run recorded at ``run`` (a folder under tests/data).
 
     Raises:
-        RealRunsError: ``run`` has no summary.json of toolchain/node's, or one of a mode the
+        RealRunsError: ``run`` has no summary.json of hack/node's, or one of a mode the
             index does not know.
     """
     summary = _json(run / "summary.json")
     if not isinstance(summary, Mapping):
-        raise RealRunsError(f"{run}: no summary.json of a toolchain/node run")
+        raise RealRunsError(f"{run}: no summary.json of a hack/node run")
     started = str(summary.get("startedAt", ""))
     rel = run.resolve().relative_to(ROOT).as_posix()
     return {

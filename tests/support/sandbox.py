@@ -37,8 +37,10 @@ COPY = (
     "scripts",
     "Makefile",
     "requirements-dev.txt",
-    # `make lab` in the copy runs toolchain/setup.sh (finding the cached build, it builds nothing).
+    # `make lab` in the copy runs toolchain/setup.sh (finding the cached build, it builds nothing),
+    # which in offline mode runs hack/offline/build-pulumi.sh (it refreshes the stand-ins).
     "toolchain",
+    "hack/offline",
 )
 
 

@@ -209,6 +209,7 @@ _TOP = (
     "policy/",
     "tests/",
     "toolchain/",
+    "hack/",
     "stacks/",
     "scripts/",
 )
@@ -339,3 +340,60 @@ def test_no_product_function_is_called_only_by_tests() -> None:
         if name not in used and not name.startswith("__") and name != "main"
     )
     assert unused == []
+
+
+#: What a user's run imports or runs: the program's packages, its entry point, and toolchain/
+#: (`make lab` and `make toolchain` run toolchain/decide.py and toolchain/sim/fetch.py anywhere).
+_USER_RUN = (*PACKAGES, "__main__.py", "toolchain")
+#: The workbench: the tests, and hack/ (the offline build, the real-node harness, the benchmark).
+_WORKBENCH = ("tests", "hack")
+
+
+def _workbench_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(line, module)`` of each absolute import of a workbench module in ``tree``: ``import``,
+    ``from ... import`` and ``importlib.import_module`` / ``__import__`` of a literal name."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            names = [node.args[0].value]
+        else:
+            continue
+        found += [(node.lineno, n) for n in names if n.split(".")[0] in _WORKBENCH]
+    return found
+
+
+def test_nothing_a_users_run_imports_imports_tests_or_the_workbench() -> None:
+    """No module of the program's packages, ``__main__.py`` or ``toolchain/`` imports ``tests``
+    or ``hack`` (issue 36 item 4): a user's run needs neither, and a reader of the product may
+    skip both. hack/ may import tests; nothing here may import hack/."""
+    found = []
+    for top in _USER_RUN:
+        paths = [ROOT / top] if top.endswith(".py") else sorted((ROOT / top).rglob("*.py"))
+        assert paths, top
+        for path in paths:
+            for line, module in _workbench_imports(ast.parse(path.read_text(encoding="utf-8"))):
+                found.append(f"{path.relative_to(ROOT)}:{line}: imports {module}")
+    assert found == []
+    # The finder sees each form, and not a name that only starts like one nor a relative import.
+    sample = (
+        "import tests.support.sandbox\n"
+        "from hack.node import replay\n"
+        "def f():\n    importlib.import_module('tests.unit.program_harness')\n"
+        "import testing, hacks\n"
+        "from .tests import x\n"
+    )
+    assert _workbench_imports(ast.parse(sample)) == [
+        (1, "tests.support.sandbox"),
+        (2, "hack.node"),
+        (4, "tests.unit.program_harness"),
+    ]

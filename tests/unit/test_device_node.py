@@ -1,12 +1,12 @@
 """The real-node run on the lent H200 (tests/data/device-h200-node), replayed through the lab.
 
-The run (toolchain/node/README.md) put the lab's own cluster-side commands in front of a real
+The run (hack/node/README.md) put the lab's own cluster-side commands in front of a real
 kubelet with the project's device plugin, CDI injection by containerd and the harness's
 images. These tests read what it recorded with the lab's parsers and checks: the smoke Pod's
 log is nvidia-smi's, its driver and GPU are the host's, the compute Pod's kernel passed on that
 GPU, the gate's facts and its rules on the recorded nodes (healthy, and the GPU reported
 unhealthy), the negative's diagnosis, and the program's outputs and card on those facts
-(toolchain/node/replay.py). GPU UUIDs are placeholders (toolchain/node/record.py).
+(hack/node/replay.py). GPU UUIDs are placeholders (hack/node/record.py).
 """
 
 from __future__ import annotations
@@ -198,12 +198,12 @@ def test_the_feasibility_run_found_the_driver_under_usr_local_nvidia() -> None:
 
 
 def load_replay(rendered: Any):  # type: ignore[no-untyped-def]
-    """toolchain/node/replay.py as a module, for a run whose rendering is ``rendered``
+    """hack/node/replay.py as a module, for a run whose rendering is ``rendered``
     (``rendered.json``); skips the test when no GPU Operator chart is at hand."""
     chart = os.environ.get("GPULAB_CHART_PATH") or rendered["positive"]["config"]["chartPath"]
     if not Path(chart, "Chart.yaml").is_file():
         pytest.skip("no GPU Operator chart (GPULAB_CHART_PATH): the program's preflight needs one offline")
-    spec = importlib.util.spec_from_file_location("node_replay", ROOT / "toolchain" / "node" / "replay.py")
+    spec = importlib.util.spec_from_file_location("node_replay", ROOT / "hack" / "node" / "replay.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     sys.modules["node_replay"] = mod

@@ -1,13 +1,13 @@
 """The found-stack run on the lent H200 (tests/data/device-h200-node/fleet), replayed through the lab.
 
-``run.sh fleet`` (toolchain/node/README.md) rendered the ``existing`` variant with
+``run.sh fleet`` (hack/node/README.md) rendered the ``existing`` variant with
 ``gpuStack: found`` (no Helm release; the node's pool ``h200`` of 1 GPU in ``nodePoolGpus``,
 as no GPU Feature Discovery runs there) and ran, on a real kubelet with the project's device
 plugin, the lab's access check, its fleet check (the per-node gate, a smoke and a compute Pod
 pinned to the node) and the chapter's single smoke and compute Pods, then the negative (the
 plugin reports the GPU unhealthy: the fleet check must fail naming the node). These tests read
 what it recorded with the lab's own parsers and rules, and replay the program on it
-(toolchain/node/replay.py). GPU UUIDs are placeholders (toolchain/node/record.py).
+(hack/node/replay.py). GPU UUIDs are placeholders (hack/node/record.py).
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ def test_readme_and_the_docs_index_list_every_page() -> None:
 
 @pytest.mark.parametrize("phrase", ["The simulated lab", "Offline machines", "What the lab still lacks"])
 def test_the_sections_code_points_readers_to_are_named_in_readme(phrase: str) -> None:
-    """scripts/choose-variant, variants/sim, tests/contract/conftest.py and toolchain/node/replay.py
+    """scripts/choose-variant, variants/sim, tests/contract/conftest.py and hack/node/replay.py
     send readers to README by these names; README names each (its index leads on to the page)."""
     assert phrase in _read(README)
 

@@ -2,12 +2,12 @@
 docs/tested-against.md generated from it, and the lab-found run
 (tests/data/device-h200-node/lab-found) replayed through the program.
 
-The lab-found run is the lab's own ``scripts/lab up`` on a real H200 node (toolchain/node,
+The lab-found run is the lab's own ``scripts/lab up`` on a real H200 node (hack/node,
 ``run.sh lab``: the existing variant with ``gpuStack: found``, the project's device plugin):
 its stack outputs are read with the program's typed model, the checklist evaluated on them
 gives the verdict the run recorded, and the card built from them is the card the run wrote.
 Every index entry's results and versions are checked against the files its run recorded.
-GPU UUIDs are placeholders (toolchain/node/record.py).
+GPU UUIDs are placeholders (hack/node/record.py).
 """
 
 from __future__ import annotations
@@ -400,7 +400,7 @@ def test_components_come_from_the_staged_manifest_and_name_an_unknown_binary(tmp
     assert comps["NVIDIA k8s-device-plugin (gpu-feature-discovery)"] == ("v0.18.0", "nvidia-upstream")
     assert comps["something-new (origin guessed from its name: check it)"] == ("v1.0.0", "other-upstream")
     assert comps["NVIDIA driver (NVML, nvidia-smi, libcuda)"] == ("unknown (not recorded)", "nvidia-upstream")
-    assert "gpulab-device-plugin (toolchain/node/deviceplugin)" not in comps  # not staged
+    assert "gpulab-device-plugin (hack/node/deviceplugin)" not in comps  # not staged
 
 
 def test_the_index_documents_what_the_module_checks() -> None:

@@ -198,7 +198,7 @@ def test_the_benchmark_document_is_kept_whole() -> None:
 
 
 RECORDED = Path(__file__).parents[2] / "data" / "device-h200-node"
-#: The recorded files of each check (toolchain/node's run.sh names them).
+#: The recorded files of each check (hack/node's run.sh names them).
 BY_FILE: dict[str, type[r.CheckRecord]] = {
     "gate": r.GateResult,
     "smoke-check": r.SmokeResult,
@@ -233,7 +233,7 @@ def test_what_a_real_node_printed_reads_back_and_prints_the_same(
 
 
 def test_the_newest_recordings_have_every_key_of_their_record() -> None:
-    """The fleet run (toolchain/node run.sh fleet) printed every key of these records but the
+    """The fleet run (hack/node run.sh fleet) printed every key of these records but the
     fleet's ``timeSlicingReplicas``, which came later, and the smoke's ``smokeClaim`` (the DRA
     path's only)."""
     for name in ("smoke-check", "compute-check", "access"):

@@ -120,7 +120,7 @@ def test_orphaned_plugins_are_those_without_an_engine_and_their_children(tmp_pat
             here,
             "/root/.pulumi/plugins/resource-kubernetes-v4.25.0/pulumi-resource-kubernetes 127.0.0.1:2",
         ),
-        Proc(21, 1, here, "python3 toolchain/command/pulumi_resource_command.py 127.0.0.1:2"),
+        Proc(21, 1, here, "python3 hack/offline/command/pulumi_resource_command.py 127.0.0.1:2"),
         Proc(22, 21, here, '.venv/bin/python -m gpulab.core.argv ["python", "-m", "variants.sim.ctl", "up"]'),
         Proc(
             30, 1, here, "python -m variants.sim.ctl supervise --name x"

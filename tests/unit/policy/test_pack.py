@@ -84,7 +84,7 @@ def test_policy_yaml_runs_in_the_projects_virtualenv() -> None:
     doc = yaml.safe_load((ROOT / "policy" / "PulumiPolicy.yaml").read_text())
     # The official Python host resolves a relative virtualenv against the pack's directory and
     # keeps the ambient python3 for a pack without one (pulumi/pulumi v3.259.0
-    # sdk/python/cmd/pulumi-language-python RunPlugin; tests/toolchain/test_langhost.py).
+    # sdk/python/cmd/pulumi-language-python RunPlugin; tests/hack/test_langhost.py).
     assert doc["runtime"] == {"name": "python", "options": {"virtualenv": "../.venv"}}
     assert (ROOT / "policy" / doc["runtime"]["options"]["virtualenv"]).resolve() == (ROOT / ".venv").resolve()
     project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
