@@ -167,6 +167,10 @@ class VariantSpec:
             chart's Pod runs it.
         policies: its policies on its own steps' commands (:class:`CommandPolicy`), which the
             policy pack runs beside its own.
+        device_plugin_addon: whether its cluster runs a device plugin of its own (minikube's
+            ``nvidia-device-plugin`` addon), read from its steps' commands: ``(step -> the
+            Command's create) -> (on, what says so)``, None when none of its steps is there;
+            the policy ``single-device-plugin-owner`` asks it. None: it has no such addon.
     """
 
     name: str
@@ -199,6 +203,7 @@ class VariantSpec:
     node_command: str = fixes.ANY_NODE
     queue_controller: tuple[str, str] | None = None
     policies: tuple[CommandPolicy, ...] = ()
+    device_plugin_addon: Callable[[Mapping[str, Sequence[str] | str]], tuple[bool, str] | None] | None = None
 
     @property
     def ctl(self) -> str:

@@ -397,3 +397,24 @@ def test_nothing_a_users_run_imports_imports_tests_or_the_workbench() -> None:
         (2, "hack.node"),
         (4, "tests.unit.program_harness"),
     ]
+
+
+def test_no_variant_s_code_is_imported_outside_variants() -> None:
+    """Outside ``variants/`` only the registry and the seam (``variants.registry``,
+    ``variants.base``) are imported, never one variant's package (issue 36 item 2: a variant's
+    code, its policies' included, lives in its folder and is reached through its record)."""
+    found = []
+    for top in ("gpulab", "components", "program", "policy", "ops", "__main__.py"):
+        paths = [ROOT / top] if top.endswith(".py") else sorted((ROOT / top).rglob("*.py"))
+        for path in paths:
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names: list[str] = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                for name in names:
+                    parts = name.split(".")
+                    if parts[0] == "variants" and len(parts) > 1 and parts[1] not in ("registry", "base"):
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert found == []

@@ -96,6 +96,7 @@ class Minikube(Variant):
         steps={"up": "minikube-start", "addon": "minikube-addon"},
         direct_steps={("minikube", "start"): "minikube-start", ("minikube", "addons"): "minikube-addon"},
         policies=policies.POLICIES,  # on its minikube start: GPUs, driver, runtime, resources
+        device_plugin_addon=policies.device_plugin_addon,
     )
 
     def preflight(self, cfg: LabConfig) -> Sequence[Finding]:

@@ -22,6 +22,8 @@ from gpulab.core.names import MIN_CPUS, MIN_MEMORY_MIB
 
 #: The step whose command these policies read (the record's ``steps`` and ``direct_steps``).
 START_STEP: Final = "minikube-start"
+#: The step that turns minikube's ``nvidia-device-plugin`` addon on or off.
+ADDON_STEP: Final = "minikube-addon"
 #: The helper's module and subcommand that start minikube (variants/minikube/ctl.py).
 _CTL_UP: Final = ["-m", "variants.minikube.ctl", "up"]
 
@@ -192,3 +194,20 @@ POLICIES: Final = (
         {"minCpus": _int(1, MIN_CPUS), "minMemoryMiB": _int(1, MIN_MEMORY_MIB)},
     ),
 )
+
+
+def device_plugin_addon(steps: Mapping[str, Sequence[str] | str]) -> tuple[bool, str] | None:
+    """``VariantSpec.device_plugin_addon``: whether minikube's own ``nvidia-device-plugin`` addon
+    runs, from the stack's commands by step (their creates, known ones only): the addon
+    command's ``--state``, else ``minikube start --gpus`` (which turns the addon on). None when
+    neither step is in the stack."""
+    if ADDON_STEP in steps:
+        state = cli_flags(command_argv(steps[ADDON_STEP]) or []).get("state")
+        return state == "enabled", f"minikube addon nvidia-device-plugin {state}"
+    if START_STEP in steps:
+        argv = minikube_start_argv(steps[START_STEP]) or []
+        gpus = cli_flags(argv[2:]).get("gpus")
+        if gpus:
+            return True, f"minikube addon on (minikube start --gpus={gpus}, no addon command)"
+        return False, "no minikube addon (minikube start without --gpus)"
+    return None

@@ -9,7 +9,6 @@ from typing import Any, Final
 
 from gpulab.config import lab as labconfig
 from gpulab.core import fixes
-from gpulab.core.argv import command_argv
 from gpulab.core.outputs import LabOutputs, OutputsError
 from gpulab.verdict import checklist
 from policy.stack_context import StackContext
@@ -23,28 +22,25 @@ from policy.validators.tokens import (
     T_GPU_OPERATOR,
     T_RELEASE,
 )
-from variants.minikube.policies import cli_flags, minikube_start_argv
-from variants.registry import step_of
+from variants.registry import NAMES, get, step_of
 
 
 def _addon_state(resources: Sequence[Res]) -> tuple[Any, str]:
-    commands = _of_type(resources, T_COMMAND)
-    # A create still unknown at preview is another step's (the lab's minikube commands are
-    # built from config alone).
-    for cmd in commands:
+    """Whether a variant's own device plugin addon runs (``VariantSpec.device_plugin_addon``:
+    minikube's), from the stack's commands whose create is known (an unknown one at preview
+    is another step's: the lab's cluster commands are built from config alone)."""
+    steps: dict[str, Any] = {}
+    for cmd in _of_type(resources, T_COMMAND):
         create = cmd.props.get("create")
-        if not has_unknown(create) and step_of(create) == "minikube-addon":
-            state = cli_flags(command_argv(create) or []).get("state")
-            return state == "enabled", f"minikube addon nvidia-device-plugin {state}"
-    for cmd in commands:
-        create = cmd.props.get("create")
-        if not has_unknown(create) and step_of(create) == "minikube-start":
-            argv = minikube_start_argv(create or []) or []
-            gpus = cli_flags(argv[2:]).get("gpus")
-            if gpus:
-                # minikube start --gpus turns its own nvidia-device-plugin addon on.
-                return True, f"minikube addon on (minikube start --gpus={gpus}, no addon command)"
-    return False, "no minikube addon"
+        step = None if has_unknown(create) else step_of(create)
+        if step is not None:
+            steps.setdefault(step, create)
+    for name in NAMES:
+        addon = get(name).spec.device_plugin_addon
+        found = addon(steps) if addon is not None else None
+        if found is not None:
+            return found
+    return False, "no device-plugin addon"
 
 
 def _operator_plugin(resources: Sequence[Res], outputs: LabOutputs) -> tuple[Any, str]:

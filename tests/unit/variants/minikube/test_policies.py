@@ -68,3 +68,24 @@ def test_minikube_resources() -> None:
     assert check_resource("minikube-start-resources", validators.T_COMMAND, direct).passed
     o = check_resource("minikube-start-resources", validators.T_COMMAND, ctl_start(), {"minCpus": 8})
     assert "expected: --cpus >= 8" in o.text and "scripts/pulumi config set gpu-lab:cpus 8" in o.text
+
+
+def test_the_record_says_whether_minikube_s_own_device_plugin_addon_runs() -> None:
+    # single-device-plugin-owner asks each variant's record, never minikube's module.
+    ask = registry.get("minikube").spec.device_plugin_addon
+    assert ask is not None
+    assert all(registry.get(n).spec.device_plugin_addon is None for n in registry.NAMES if n != "minikube")
+    addon_cmd = addon("disabled")["create"]  # the lab's: variants.minikube.ctl addon --state disabled
+    on = encode(["minikube", "start", "-p", "lab", "--driver=docker", "--gpus=all"])
+    off = encode(["minikube", "start", "-p", "lab", "--driver=docker"])
+    assert ask({"minikube-start": on}) == (
+        True,
+        "minikube addon on (minikube start --gpus=all, no addon command)",
+    )
+    assert ask({"minikube-start": off}) == (False, "no minikube addon (minikube start without --gpus)")
+    # The addon command's own state wins over the start's --gpus.
+    assert ask({"minikube-start": on, "minikube-addon": addon_cmd}) == (
+        False,
+        "minikube addon nvidia-device-plugin disabled",
+    )
+    assert ask({"sim-cluster": encode(["python", "-m", "variants.sim.ctl", "up"])}) is None
