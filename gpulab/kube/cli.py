@@ -197,14 +197,19 @@ def _smoke_options(s: argparse.ArgumentParser) -> None:
     _gpu_resource_option(s)
 
 
-def _smoke(api: Any, args: argparse.Namespace) -> SmokeResult:
-    ctx = Context(
+def _pod_context(args: argparse.Namespace) -> Context:
+    """The diagnosis' context of a Pod check (``smoke``, ``compute``): what its options name."""
+    return Context(
         args.expected_gpus,
         args.host_max_cuda,
         args.profile,
         gpu_resource=args.gpu_resource,
         node_command=args.node_command,
     )
+
+
+def _smoke(api: Any, args: argparse.Namespace) -> SmokeResult:
+    ctx = _pod_context(args)
     # DRA: the claim is read while it is allocated and reserved (it is gone once the Pod is done).
     observed = (
         dra.observe_claim(api, args.namespace, args.pod, pod_specs.CLAIM_GATE, args.timeout)
@@ -268,13 +273,7 @@ def _compute_options(cp: argparse.ArgumentParser) -> None:
 
 
 def _compute(api: Any, args: argparse.Namespace) -> ComputeResult:
-    ctx = Context(
-        args.expected_gpus,
-        args.host_max_cuda,
-        args.profile,
-        gpu_resource=args.gpu_resource,
-        node_command=args.node_command,
-    )
+    ctx = _pod_context(args)
     return compute.compute(
         api, args.namespace, args.pod, args.timeout, ctx, compute.isolation_from_args(args), args.inputs
     )
