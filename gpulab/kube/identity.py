@@ -71,7 +71,7 @@ from gpulab.kube.client import KUBECONFIG_ENV, GateError
 IDENTITY_ENV: Final = "GPULAB_CLUSTER_IDENTITY"
 #: pulumi-command's update contract: the previous stdout of the resource being updated.
 PREVIOUS_STDOUT_ENV: Final = "PULUMI_COMMAND_STDOUT"
-#: The checks ``record --then`` may run once the identity is verified: module -> its CLI's
+#: The checks ``record --then`` may run once the identity is verified: modules whose CLI is
 #: ``main(argv) -> exit code`` (imported only when named).
 PRE_RELEASE: Final = frozenset({"gpulab.kube.crd_check"})
 
