@@ -16,7 +16,11 @@ from pathlib import Path
 
 import grimp
 
+from tests.support.pyast import parse
+
 ROOT = Path(__file__).resolve().parents[2]
+
+
 PACKAGES = ("program", "policy", "ops", "variants", "components", "gpulab")
 
 
@@ -157,16 +161,16 @@ def test_no_variant_name_is_compared_outside_variants() -> None:
     for top in _CORE:
         paths = [ROOT / top] if top.endswith(".py") else sorted((ROOT / top).rglob("*.py"))
         for path in paths:
-            for line, name in _compared_names(ast.parse(path.read_text()), names):
+            for line, name in _compared_names(parse(path.read_text()), names):
                 leaks.append(f"{path.relative_to(ROOT)}:{line}: {name!r}")
     assert leaks == [], "ask the variant (a capability) or the outputs, never its name"
     # The finder finds one: the comparisons ops/bundle.py, the checklist items and
     # gpulab/core/argv.py made before the variants answered for themselves.
-    assert _compared_names(ast.parse('if kind == "existing" or x in ("k3s", "y"): pass'), names) == [
+    assert _compared_names(parse('if kind == "existing" or x in ("k3s", "y"): pass'), names) == [
         (1, "existing"),
         (1, "k3s"),
     ]
-    assert _compared_names(ast.parse('T = {"minikube": [1], "kind": 2}'), names) == [(1, "minikube")]
+    assert _compared_names(parse('T = {"minikube": [1], "kind": 2}'), names) == [(1, "minikube")]
 
 
 def test_one_subprocess_runner() -> None:
@@ -185,7 +189,7 @@ def test_one_subprocess_runner() -> None:
             rel = str(path.relative_to(ROOT))
             if rel in allowed or rel.startswith("gpulab/tflops/"):
                 continue
-            for node in ast.walk(ast.parse(path.read_text())):
+            for node in ast.walk(parse(path.read_text())):
                 if isinstance(node, ast.Import | ast.ImportFrom):
                     mods = [a.name for a in node.names] + (
                         [node.module] if isinstance(node, ast.ImportFrom) else []
@@ -241,7 +245,7 @@ def _protocols(folder: str) -> list[str]:
     """``path:Class`` of every class in ``folder`` that subclasses ``Protocol``."""
     found = []
     for path in sorted((ROOT / folder).rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef) and any(
                 (isinstance(b, ast.Name) and b.id == "Protocol")
                 or (isinstance(b, ast.Attribute) and b.attr == "Protocol")
@@ -281,7 +285,7 @@ def test_no_product_function_is_longer_than_a_screen() -> None:
     long = [
         f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name} ({fn.end_lineno - fn.lineno + 1} lines)"
         for path in _product_files()
-        for fn in _functions(ast.parse(path.read_text(encoding="utf-8")))
+        for fn in _functions(parse(path.read_text(encoding="utf-8")))
         if fn.end_lineno is not None and fn.end_lineno - fn.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert long == []
@@ -324,7 +328,7 @@ def test_no_product_function_is_called_only_by_tests() -> None:
     defined: dict[str, str] = {}
     used: set[str] = set()
     for path in _product_files():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse(path.read_text(encoding="utf-8"))
         for fn in _functions(tree):
             defined.setdefault(fn.name, f"{path.relative_to(ROOT)}:{fn.lineno}")
         used |= _names_used(tree)
@@ -381,7 +385,7 @@ def test_nothing_a_users_run_imports_imports_tests_or_the_workbench() -> None:
         paths = [ROOT / top] if top.endswith(".py") else sorted((ROOT / top).rglob("*.py"))
         assert paths, top
         for path in paths:
-            for line, module in _workbench_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            for line, module in _workbench_imports(parse(path.read_text(encoding="utf-8"))):
                 found.append(f"{path.relative_to(ROOT)}:{line}: imports {module}")
     assert found == []
     # The finder sees each form, and not a name that only starts like one nor a relative import.
@@ -392,7 +396,7 @@ def test_nothing_a_users_run_imports_imports_tests_or_the_workbench() -> None:
         "import testing, hacks\n"
         "from .tests import x\n"
     )
-    assert _workbench_imports(ast.parse(sample)) == [
+    assert _workbench_imports(parse(sample)) == [
         (1, "tests.support.sandbox"),
         (2, "hack.node"),
         (4, "tests.unit.program_harness"),
@@ -407,7 +411,7 @@ def test_no_variant_s_code_is_imported_outside_variants() -> None:
     for top in ("gpulab", "components", "program", "policy", "ops", "__main__.py"):
         paths = [ROOT / top] if top.endswith(".py") else sorted((ROOT / top).rglob("*.py"))
         for path in paths:
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
                 names: list[str] = []
                 if isinstance(node, ast.Import):
                     names = [a.name for a in node.names]

@@ -300,10 +300,12 @@ def test_the_benchmark_pod_modules_are_closed_and_stdlib_only() -> None:
     import ast
     import sys
 
+    from tests.support.pyast import parse
+
     package_dir = Path(tflops.__file__).resolve().parent
     shipped = {"__init__", "__main__", "benchmark", "measure", "clocks", "peaks"}
     for name in shipped:
-        tree = ast.parse((package_dir / f"{name}.py").read_text())
+        tree = parse((package_dir / f"{name}.py").read_text())
         for node in tree.body:
             if isinstance(node, ast.ImportFrom) and node.module:
                 if node.module == "gpulab.tflops":
