@@ -143,7 +143,11 @@ class Lab(pulumi.ComponentResource):
             # destroy` (make destroy first confirms it is gone: ops.teardown). Never for a
             # cluster somebody else runs: unreachable there means "not now", not "gone".
             delete_unreachable=owns_cluster,
-            # Nothing touches the cluster before its identity is known to be the stack's own.
+            # Nothing touches the cluster before its identity is known to be the stack's own,
+            # not even the provider's own state: configured beside the identity check (0.6 s
+            # sooner), a kubeconfig reaching another cluster would be recorded as the
+            # provider's before the check refuses it, and `destroy` would delete there
+            # (tests/e2e/test_sim_wrong_cluster.py compares the state's provider).
             opts=self._child(self.identity_command),
         )
 
