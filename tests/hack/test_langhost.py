@@ -14,6 +14,8 @@ program directory = the policy pack path).
 from __future__ import annotations
 
 import importlib.util
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -103,3 +105,23 @@ def test_run_plugin_starts_the_pack_with_the_venv_s_python_and_not_path_s(
     venv_seen, cwd, argv = record.read_text().strip().split("|")
     assert venv_seen == str(venv) and cwd == str(pack)
     assert argv == f"-u -m pulumi.policy 127.0.0.1:1234 {pack}"
+
+
+def test_the_host_stops_on_the_engines_sigint_even_when_started_with_sigint_ignored() -> None:
+    """The engine stops a plugin with SIGINT and kills it 5 s later (pulumi#19603,
+    sdk/go/common/resource/plugin/plugin.go): a host started with SIGINT ignored (a background
+    job of a script) must still stop on it, or every `pulumi` run waits those 5 s."""
+    script = ROOT / "hack" / "offline" / "langhost" / "pulumi_language_python.py"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "127.0.0.1:1"],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip().isdigit()  # serving: its port
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=5) == 0  # the engine's own bound before it kills
+    finally:
+        proc.kill()
+        proc.wait()

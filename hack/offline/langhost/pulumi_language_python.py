@@ -11,7 +11,8 @@ does not install their ``pulumi-resource-pulumi-python`` shim.)
 
 Process contract (set by the engine, ``sdk/go/common/resource/plugin/langruntime_plugin.go``):
 the engine starts ``pulumi-language-python [flags] <engine-address>``; the host prints its
-gRPC port on the first stdout line and serves until the engine kills it.
+gRPC port on the first stdout line and serves until the engine interrupts it (SIGINT, then
+SIGKILL 5 s later).
 
 Program execution is delegated to ``pulumi-language-python-exec``, the upstream runner
 script shipped in the ``github.com/pulumi/pulumi/sdk/v3`` module zip, which
@@ -369,11 +370,19 @@ def main(argv: list[str]) -> int:
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print(port, flush=True)
-    threading.Thread(target=_watch_parent, args=(host, server), daemon=True).start()
-    try:
-        server.wait_for_termination()
-    except KeyboardInterrupt:
+
+    def stop(signum: int, frame: Any) -> None:
         host.terminate_children()
+        server.stop(0)
+
+    # The engine shuts a plugin down with SIGINT and kills it 5 s later (plugin.go, since
+    # pulumi#19603). Handled here, not left to Python's default: a process started with SIGINT
+    # ignored (a `make lab &` from a script; POSIX shells ignore it in background jobs) keeps
+    # it ignored, and every `pulumi` run would wait out those 5 s.
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    threading.Thread(target=_watch_parent, args=(host, server), daemon=True).start()
+    server.wait_for_termination()
     return 0
 
 
