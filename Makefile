@@ -45,7 +45,13 @@ $(VENV_STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 	rm -f .venv/.stamp-*; touch $@
 
+# The program's own modules compiled once here (up to date: a fraction of a second), as pip
+# compiles what it installs: every `pulumi up` starts a dozen Python processes (the program, its
+# checks, the sim's control), and where PYTHONDONTWRITEBYTECODE is set none of them could cache
+# what it compiled. A stale file is recompiled by Python itself (timestamps).
+PROGRAM_SOURCES := __main__.py components program gpulab variants policy ops
 venv: $(VENV_STAMP)
+	@$(PY) -m compileall -q $(PROGRAM_SOURCES)
 
 # Only what this machine's stack needs: nothing on a GPU host with a recent pulumi.
 toolchain: venv

@@ -32,10 +32,17 @@ as for :mod:`gpulab.kube`)::
         [--values JSON]
 
 prints one JSON object (``chart``, ``chartVersion``, ``crds``: the verdicts, ``applied``,
-``blocked``; with ``--values``, ``compat``: :mod:`gpulab.kube.compat`'s report) and exits 0
-when the release may go ahead (every CRD ``absent`` or ``same``, or ``differs`` and upgraded
-with ``--apply``; no compatibility problem), 1 when one stops it (the cause and the fix on
-stderr: without ``--apply`` the ``kubectl apply`` to run), 2 on usage errors.
+``created``, ``blocked``; with ``--values``, ``compat``: :mod:`gpulab.kube.compat`'s report) and
+exits 0 when the release may go ahead (every CRD ``absent`` or ``same``, or ``differs`` and
+upgraded with ``--apply``; no compatibility problem), 1 when one stops it (the cause and the
+fix on stderr: without ``--apply`` the ``kubectl apply`` to run), 2 on usage errors.
+
+``--apply`` (a cluster the lab owns) also creates the ``absent`` CRDs once nothing stops the
+release: the chart's files as they are, as Helm's ``crds/`` install would create them (no
+release labels: Helm v3.18.6 ``action/install.go`` ``installCRDs``), each waited for until its
+``Established`` condition is ``True``, read every 50 ms (:func:`create_absent`). Helm then
+skips them ("already present") and with them its own wait, which polls every 2 s
+(``kube/wait.go``) and then rebuilds its REST mapper: up to 2.6 s of the sim lab's `up`.
 
 ``--values`` is the JSON of the chart values the lab sets (``helm_values``): the compatibility
 checks (:mod:`gpulab.kube.compat`: the chart's ``kubeVersion``, the APIs its templates
@@ -51,7 +58,8 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -72,6 +80,7 @@ __all__ = [
     "CrdVerdict",
     "chart_crds",
     "compare",
+    "create_absent",
     "fingerprint",
     "main",
 ]
@@ -83,6 +92,10 @@ _GEN_ANNOTATION: Final = "controller-gen.kubebuilder.io/version"
 _VERSION_RE: Final = re.compile(r"v?(\d+(?:\.\d+)*)")
 #: Labels and annotations that name the chart version a CRD came with.
 _VERSION_TAGS: Final = ("helm.sh/chart", "app.kubernetes.io/version")
+#: How long a created CRD may take to be Established: Helm's own bound for the CRDs it
+#: creates (``installCRDs``: ``Wait(totalItems, 60*time.Second)``), and how often it is read.
+ESTABLISHED_TIMEOUT: Final = 60.0
+_ESTABLISHED_EVERY: Final = 0.05
 
 Json = Mapping[str, Any]
 
@@ -292,10 +305,10 @@ def _upgraded(chart: ChartCrd, live: Json) -> dict[str, Any]:
 
 def run(
     api: Any, chart_dir: Path, nfd: bool, apply: bool, release: str, namespace: str
-) -> tuple[dict[str, Any], int]:
+) -> tuple[dict[str, Any], int, list[ChartCrd]]:
     """Read the cluster's copies, compare, upgrade the ``differs`` ones when ``apply``.
 
-    Returns ``(report, exit code)``.
+    Returns ``(report, exit code, the chart's CRDs the cluster does not have)``.
 
     Raises:
         CrdCheckError: the API server refused a read or an update.
@@ -341,9 +354,69 @@ def run(
         "chartVersion": version,
         "crds": [v.to_json() for v in verdicts],
         "applied": applied,
+        "created": [],
         "blocked": [v.name for v in blocked],
     }
-    return report, 1 if blocked else 0
+    absent = [lives[v.name][0] for v in verdicts if v.state == "absent"]
+    return report, 1 if blocked else 0, absent
+
+
+def create_absent(
+    api: Any,
+    crds: Sequence[ChartCrd],
+    timeout: float = ESTABLISHED_TIMEOUT,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[str]:
+    """Create each of ``crds`` from the chart's file as it is, then wait until every one is
+    ``Established`` (module docstring). Returns their names, in order.
+
+    Raises:
+        CrdCheckError: the API server refused a create or a read, a CRD's names conflict with
+            another's (``NamesAccepted`` ``False``: the API server will not serve it), or one
+            was not Established within ``timeout`` seconds.
+    """
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    ext = client.ApiextensionsV1Api(api)
+    for crd in crds:
+        try:
+            # The client sends a plain dict as is (no model round trip drops a field).
+            body: Any = json.loads(json.dumps(crd.doc))
+            ext.create_custom_resource_definition(body)
+        except ApiException as exc:
+            raise CrdCheckError(
+                f"creating CRD {crd.name} from the chart's {crd.file} failed: {exc.status} {exc.reason}"
+            ) from exc
+        print(f"created customresourcedefinition/{crd.name}", file=sys.stderr)
+    deadline = clock() + timeout
+    waiting = [crd.name for crd in crds]
+    while waiting:
+        for name in list(waiting):
+            try:
+                conditions = (read_json(ext.read_custom_resource_definition, name).get("status") or {}).get(
+                    "conditions"
+                ) or []
+            except ApiException as exc:
+                raise CrdCheckError(f"reading CRD {name} failed: {exc.status} {exc.reason}") from exc
+            state = {c.get("type"): c for c in conditions}
+            if (state.get("Established") or {}).get("status") == "True":
+                waiting.remove(name)
+            elif (state.get("NamesAccepted") or {}).get("status") == "False":
+                said = state["NamesAccepted"].get("message") or "no message"
+                raise CrdCheckError(
+                    f"CRD {name}: its names are not accepted ({said}); find the CRD that holds them: "
+                    "scripts/kubectl get crd"
+                )
+        if waiting and clock() >= deadline:
+            raise CrdCheckError(
+                f"CRD(s) {', '.join(waiting)} not Established within {timeout:.0f}s; "
+                f"scripts/kubectl get crd {waiting[0]} -o yaml (status.conditions)"
+            )
+        if waiting:
+            sleep(_ESTABLISHED_EVERY)
+    return [crd.name for crd in crds]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -351,7 +424,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m gpulab.kube.crd_check")
     ap.add_argument("--chart", help="the gpu-operator chart directory (a local chart)")
     ap.add_argument("--nfd", action="store_true", help="the node-feature-discovery subchart is on")
-    ap.add_argument("--apply", action="store_true", help="upgrade CRDs that differ (never newer ones)")
+    ap.add_argument(
+        "--apply",
+        action="store_true",
+        help="upgrade CRDs that differ (never newer ones); create absent ones once the release may go ahead",
+    )
     ap.add_argument("--release", default=OPERATOR_RELEASE)
     ap.add_argument("--namespace", default=OPERATOR_NAMESPACE)
     ap.add_argument("--values", help="the chart values the lab sets, as JSON (compatibility checks)")
@@ -371,16 +448,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         api = load_clients()
-        report: dict[str, Any] = {"chart": None, "crds": [], "applied": [], "blocked": []}
+        report: dict[str, Any] = {"chart": None, "crds": [], "applied": [], "created": [], "blocked": []}
         code = 0
+        absent: list[ChartCrd] = []
         if chart_dir is not None:
-            report, code = run(api, chart_dir, args.nfd, args.apply, args.release, args.namespace)
+            report, code, absent = run(api, chart_dir, args.nfd, args.apply, args.release, args.namespace)
         if values is not None:
             compat_report, problems = _compat(api, chart_dir, values, args.namespace)
             report["compat"] = compat_report
             if problems:
                 print(compat.describe(problems), file=sys.stderr)
                 code = 1
+        # Only once nothing stops the release: a stopped one leaves nothing made.
+        if args.apply and code == 0 and absent:
+            report["created"] = create_absent(api, absent)
     except GpuLabError as exc:
         print(f"crd_check: {exc}", file=sys.stderr)
         return 1

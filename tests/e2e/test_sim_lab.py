@@ -42,6 +42,8 @@ import yaml
 from gpulab import diagnose
 from gpulab.core import outputs as out
 from gpulab.core.outputs import LabOutputs
+from gpulab.core.rawapi import read_json
+from gpulab.kube import crd_check
 from gpulab.verdict import card, checklist
 from tests import chromium
 from tests.support.sandbox import Project, kube_api, shared_chart
@@ -103,13 +105,13 @@ def test_the_lab_up_verify_noop_contention_bundle_html_then_destroy_after_deleti
     project.init("sim", chartPath=chart, profile=PROFILE)
     project.pulumi("config", "set", "--secret", "--stack", "sim", "e2e:sentinel", CONFIG_SENTINEL)
     try:
-        _the_whole_life(project)
+        _the_whole_life(project, chart)
     finally:
         # Whatever failed above, leave no cluster running behind.
         project.pulumi("destroy", "--yes", "--skip-preview", "--stack", "sim", check=False)
 
 
-def _the_whole_life(project: Project) -> None:
+def _the_whole_life(project: Project, chart: str) -> None:
     timings: dict[str, float] = {}
     t0 = time.monotonic()
     up = project.lab("up")
@@ -120,6 +122,7 @@ def _the_whole_life(project: Project) -> None:
     o = project.outputs("sim")
     kubeconfig = project.secret_outputs("sim")[out.KUBECONFIG]  # the same for the lab's whole life
     _compute_check_and_the_pack(kubeconfig, up, o)
+    _the_charts_crds_made_before_the_release(kubeconfig, chart, up.stdout + up.stderr)
     assert o[out.SIMULATED] is True
     assert o[out.ALLOCATABLE_GPUS] == 1 and o[out.CAPACITY_GPUS] == 1
     assert o[out.HOST_DRIVER_VERSION] == "580.159.04"
@@ -353,6 +356,24 @@ def _topology_shown_dcgm_not_observable(o: dict[str, Any]) -> None:
     assert "## Node runtime (below NVML)" in md and "Read under `capture:h200-1gpu/root` *(simulated)*" in md
     census = "1 NVIDIA GPU(s) on the bus, 1 of them listed by NVML; 0 NVSwitch(es) *(simulated)*"
     assert f"| PCI census | {census} |" in md
+
+
+def _the_charts_crds_made_before_the_release(kubeconfig: str, chart: str, said: str) -> None:
+    """The pre-release check created the chart's CRDs (crd_check.create_absent, the lab's own
+    cluster), so Helm skipped them and its 2-s wait: on the API server each is Established,
+    compares ``same`` with the chart's file, and no release owns it (as Helm's crds/ install)."""
+    from kubernetes import client
+
+    ext = client.ApiextensionsV1Api(kube_api(kubeconfig))
+    crds = crd_check.chart_crds(Path(chart), nfd=True)
+    assert crds
+    for crd in crds:
+        assert f"created customresourcedefinition/{crd.name}" in said, said[-4000:]
+        live = read_json(ext.read_custom_resource_definition, crd.name)
+        assert crd_check.compare(crd, live, crd_check.chart_version(Path(chart))).state == "same", crd.name
+        conditions = {c["type"]: c["status"] for c in live["status"]["conditions"]}
+        assert conditions["Established"] == "True", (crd.name, conditions)
+        assert "meta.helm.sh/release-name" not in (live["metadata"].get("annotations") or {}), crd.name
 
 
 def _compute_check_and_the_pack(

@@ -226,7 +226,8 @@ def make_project(base: Path, env: dict[str, str] | None = None) -> Project:
     for name in COPY:
         src = ROOT / name
         if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+            # With the bytecode `make venv` compiled (copy2 keeps the sources' times: still valid).
+            shutil.copytree(src, dest / name)
         elif src.exists():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)

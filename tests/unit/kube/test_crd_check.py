@@ -153,3 +153,121 @@ def test_a_directory_without_crds_is_a_usage_error(
 ) -> None:
     assert cc.main(["--chart", str(tmp_path)]) == 2
     assert "no crds/ directory" in capsys.readouterr().err
+
+
+class _Raw:
+    """What the client returns with ``_preload_content=False``: the bytes sent."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        import json
+
+        self.data = json.dumps(doc).encode()
+
+
+class _Ext:
+    """An ``ApiextensionsV1Api`` over a dict of CRDs; a created CRD is Established after
+    ``reads_until_established`` reads (``None``: never; ``"conflict"``: its names refused)."""
+
+    def __init__(self, reads_until_established: int | str | None = 1) -> None:
+        self.created: list[dict[str, Any]] = []
+        self.reads: dict[str, int] = {}
+        self.after = reads_until_established
+
+    def create_custom_resource_definition(self, body: dict[str, Any]) -> None:
+        self.created.append(body)
+
+    def read_custom_resource_definition(self, name: str, **params: Any) -> _Raw:
+        assert params.get("_preload_content") is False
+        n = self.reads[name] = self.reads.get(name, 0) + 1
+        doc = copy.deepcopy(next(b for b in self.created if b["metadata"]["name"] == name))
+        if self.after == "conflict":
+            cond = [
+                {"type": "NamesAccepted", "status": "False", "message": '"clusterpolicies" is already in use'}
+            ]
+        elif self.after is not None and n >= int(self.after):
+            cond = [{"type": "NamesAccepted", "status": "True"}, {"type": "Established", "status": "True"}]
+        else:
+            cond = [{"type": "NamesAccepted", "status": "True"}, {"type": "Established", "status": "False"}]
+        doc["status"] = {"conditions": cond}
+        return _Raw(doc)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def ext(monkeypatch: pytest.MonkeyPatch) -> _Ext:
+    from kubernetes import client
+
+    fake = _Ext(reads_until_established=3)
+    monkeypatch.setattr(client, "ApiextensionsV1Api", lambda api: fake)
+    return fake
+
+
+def test_absent_crds_are_created_as_the_charts_files_and_waited_for_until_established(ext: _Ext) -> None:
+    # Helm v3.18.6 (action/install.go installCRDs) creates a crds/ file as it is and skips one
+    # already present, with its wait (kube/wait.go: every 2 s); the lab's create matches it.
+    other = cc.ChartCrd(
+        "nodefeatures.nfd.k8s-sigs.io", "charts/nfd/crds/nfd.yaml", _crd("nodefeatures.nfd.k8s-sigs.io")
+    )
+    clock = _Clock()
+    assert cc.create_absent(None, [CHART, other], clock=clock, sleep=clock.sleep) == [CHART.name, other.name]
+    assert ext.created == [CHART.doc, other.doc]  # as the chart has them: no labels added
+    assert ext.reads == {CHART.name: 3, other.name: 3}  # read until Established, no longer
+    assert clock.now == pytest.approx(0.1)  # two pauses of 50 ms, not Helm's 2 s
+
+
+def test_a_crd_never_established_or_whose_names_are_refused_stops_the_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kubernetes import client
+
+    for after, said in ((None, "not Established within 60s"), ("conflict", "is already in use")):
+        fake = _Ext(reads_until_established=after)
+        monkeypatch.setattr(client, "ApiextensionsV1Api", lambda api, fake=fake: fake)
+        clock = _Clock()
+        with pytest.raises(cc.CrdCheckError, match=said):
+            cc.create_absent(None, [CHART], clock=clock, sleep=clock.sleep)
+        assert clock.now <= cc.ESTABLISHED_TIMEOUT + 0.1
+
+
+@pytest.mark.parametrize(
+    ("argv", "problems", "created"),
+    [
+        (["--apply"], [], [CHART.name]),
+        ([], [], []),  # not the lab's cluster: Helm creates them
+        (["--apply"], ["a ConfigMap is missing"], []),  # the release will not go ahead: nothing made
+    ],
+)
+def test_main_creates_absent_crds_only_with_apply_and_once_nothing_stops_the_release(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    argv: list[str],
+    problems: list[str],
+    created: list[str],
+) -> None:
+    import json
+
+    made: list[str] = []
+    monkeypatch.setattr(cc, "load_clients", lambda: None)
+    monkeypatch.setattr(
+        cc, "run", lambda api, chart, nfd, apply, release, ns: ({"crds": [], "created": []}, 0, [CHART])
+    )
+    monkeypatch.setattr(cc, "_compat", lambda api, chart, values, ns: ({}, problems))
+    monkeypatch.setattr(cc.compat, "describe", lambda p: "; ".join(p))
+    monkeypatch.setattr(cc, "create_absent", lambda api, crds: made.extend(c.name for c in crds) or made)
+    (tmp_path / "crds").mkdir()
+    code = cc.main(["--chart", str(tmp_path), "--values", "{}", *argv])
+    assert made == created
+    assert code == (1 if problems else 0)
+    if not problems:
+        assert json.loads(capsys.readouterr().out)["created"] == created
