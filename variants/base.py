@@ -138,6 +138,69 @@ def as_root(argv: Sequence[str], euid: int | None = None) -> list[str]:
     return list(argv) if uid == 0 else ["sudo", "-n", "--", *argv]
 
 
+@dataclass(frozen=True)
+class RootSteps:
+    """The host steps a variant runs as root through ``sudo -n`` (:func:`as_root`: k3s's
+    installer, the MicroK8s snap), and its two preflight checks on them, worded once.
+
+    ``stack``: the ``GPULAB_STACK`` value the fixes name; ``steps``: what runs as root, in
+    words; ``why_root``: why those steps need root (said when sudo is missing);
+    ``sudo_check``/``not_under_sudo_check``: the findings' check ids."""
+
+    stack: str
+    steps: str
+    why_root: str
+    sudo_check: str
+    not_under_sudo_check: str
+
+    def check_sudo(self, euid: int, run: cmd.Probe = cmd.probe) -> preflight.Finding:
+        """The root steps can run without a prompt: the helper is root (``euid`` 0), or
+        ``sudo -n true`` succeeds (credentials cached by ``sudo -v``, or a NOPASSWD rule).
+        ``run`` runs it; its exit code ``None`` means sudo is not installed."""
+        if euid == 0:
+            return preflight.Finding(self.sudo_check, True, f"running as root: {self.steps} need no sudo")
+        rc, _, err = run(["sudo", "-n", "true"])
+        if rc == 0:
+            return preflight.Finding(
+                self.sudo_check,
+                True,
+                f"sudo -n works: only {self.steps} run as root; Pulumi, .venv and .state stay yours",
+            )
+        if rc is None:
+            return preflight.Finding(
+                self.sudo_check,
+                False,
+                f"sudo is not installed: {self.why_root}",
+                "install sudo, or run the lab as root itself (not through sudo)",
+            )
+        said = err.strip().splitlines()[0] if err.strip() else f"exit {rc}"
+        return preflight.Finding(
+            self.sudo_check,
+            False,
+            f"sudo asks for a password (sudo -n true: {said}); the lab runs {self.steps} as root "
+            "with sudo -n, which never prompts",
+            "sudo -v (sudo keeps your credentials for its timestamp_timeout, 15 minutes by default), then "
+            f"GPULAB_STACK={self.stack} make lab as yourself; not sudo make lab",
+        )
+
+    def check_not_under_sudo(self, euid: int, sudo_user: str | None) -> preflight.Finding:
+        """The lab itself is not run through sudo (root, ``euid`` 0, with ``SUDO_USER`` set):
+        sudo's ``secure_path`` drops the user's PATH (their ``pulumi`` would look missing and
+        the offline toolchain would be built instead), and what the lab writes in the checkout
+        (``.venv``, ``.state``, ``stacks/``) would become root's."""
+        if euid != 0 or not sudo_user:
+            return preflight.Finding(self.not_under_sudo_check, True, "not run through sudo")
+        return preflight.Finding(
+            self.not_under_sudo_check,
+            False,
+            f"the lab runs as root through sudo (SUDO_USER={sudo_user}): sudo's secure_path dropped your "
+            "PATH (your pulumi) and the checkout's .venv and .state would become root's",
+            f"run it as {sudo_user}: GPULAB_STACK={self.stack} make lab (its root steps ask sudo -n "
+            f"themselves); if an earlier sudo run left root-owned files: sudo chown -R {sudo_user}: "
+            ".venv .state stacks",
+        )
+
+
 def ready_nodes(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
     """Names of the nodes (JSON dicts, ``kubectl get nodes -o json``'s items) whose Ready
     condition is True."""

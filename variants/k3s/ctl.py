@@ -50,7 +50,7 @@ from gpulab.core.names import PROJECT
 from gpulab.host import preflight
 from gpulab.host.preflight import Finding, PreflightError, raise_on_failures
 from gpulab.kube.client import load_clients
-from variants.base import Action, as_root, ctl_main, ready_nodes
+from variants.base import Action, RootSteps, as_root, ctl_main, ready_nodes
 
 INSTALL_SCRIPT_URL: Final = "https://get.k3s.io"
 K3S_BIN: Final = Path("/usr/local/bin/k3s")
@@ -113,57 +113,17 @@ def root_env_argv(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     return ["env", *(f"{k}={v}" for k, v in env.items()), *argv]
 
 
-def check_sudo(euid: int, run: cmd.Probe = cmd.probe) -> Finding:
-    """Check the steps that need root can run without a prompt: the helper is root, or
-    ``sudo -n true`` succeeds (credentials cached by ``sudo -v``, or a NOPASSWD rule).
-
-    ``run`` runs ``sudo -n true``; its exit code ``None`` means sudo is not installed."""
-    if euid == 0:
-        return Finding(
-            CHECK_SUDO, True, "running as root: the installer, uninstaller and k3s.yaml need no sudo"
-        )
-    rc, _, err = run(["sudo", "-n", "true"])
-    if rc == 0:
-        return Finding(
-            CHECK_SUDO,
-            True,
-            "sudo -n works: only the installer, the uninstaller, the marker and reading "
-            f"{KUBECONFIG} run as root; Pulumi, .venv and .state stay yours",
-        )
-    if rc is None:
-        return Finding(
-            CHECK_SUDO,
-            False,
-            "sudo is not installed: the k3s installer writes /usr/local/bin and a systemd unit, and "
-            f"{KUBECONFIG} is readable by root only",
-            "install sudo, or run the lab as root itself (not through sudo)",
-        )
-    said = err.strip().splitlines()[0] if err.strip() else f"exit {rc}"
-    return Finding(
-        CHECK_SUDO,
-        False,
-        f"sudo asks for a password (sudo -n true: {said}); the lab runs its root steps (the k3s installer, "
-        f"the uninstaller, reading {KUBECONFIG}) with sudo -n, which never prompts",
-        "sudo -v (sudo keeps your credentials for its timestamp_timeout, 15 minutes by default), then "
-        "GPULAB_STACK=k3s make lab as yourself; not sudo make lab",
-    )
-
-
-def check_not_under_sudo(euid: int, sudo_user: str | None) -> Finding:
-    """Check the lab itself is not run through sudo (root with ``SUDO_USER`` set): sudo's
-    ``secure_path`` replaced the user's PATH (their ``pulumi`` would look missing and the
-    offline toolchain would be built instead), and what the lab writes in the checkout
-    (``.venv``, ``.state``, ``stacks/Pulumi.k3s.yaml``) would become root's."""
-    if euid != 0 or not sudo_user:
-        return Finding(CHECK_NOT_UNDER_SUDO, True, "not run through sudo")
-    return Finding(
-        CHECK_NOT_UNDER_SUDO,
-        False,
-        f"the lab runs as root through sudo (SUDO_USER={sudo_user}): sudo's secure_path dropped your PATH "
-        "(your pulumi) and the checkout's .venv and .state would become root's",
-        f"run it as {sudo_user}: GPULAB_STACK=k3s make lab (the k3s steps ask sudo -n themselves); if an "
-        f"earlier sudo run left root-owned files: sudo chown -R {sudo_user}: .venv .state stacks",
-    )
+#: The installer, the uninstaller, the marker and k3s.yaml: the steps run as root.
+ROOT_STEPS: Final = RootSteps(
+    stack="k3s",
+    steps=f"the installer, the uninstaller, the marker and reading {KUBECONFIG}",
+    why_root=f"the k3s installer writes /usr/local/bin and a systemd unit, and {KUBECONFIG} is "
+    "readable by root only",
+    sudo_check=CHECK_SUDO,
+    not_under_sudo_check=CHECK_NOT_UNDER_SUDO,
+)
+check_sudo = ROOT_STEPS.check_sudo
+check_not_under_sudo = ROOT_STEPS.check_not_under_sudo
 
 
 def check_init(systemd: bool, openrc: bool) -> Finding:

@@ -48,6 +48,7 @@ from gpulab.core import run as cmd
 from gpulab.host.preflight import Finding
 from variants.base import (
     Getter,
+    RootSteps,
     Runner,
     Status,
     Tool,
@@ -236,37 +237,16 @@ def plan(tracking: str | None, ours: bool, wanted: str) -> str:
     return "refresh" if ours else "refuse"
 
 
-def check_not_under_sudo(euid: int, sudo_user: str | None) -> Finding:
-    """The lab itself is not run through sudo (root with ``SUDO_USER``): sudo's ``secure_path``
-    drops the user's PATH, and the checkout's ``.venv`` and ``.state`` would become root's."""
-    if euid != 0 or not sudo_user:
-        return Finding(CHECK_NOT_UNDER_SUDO, True, "not run through sudo")
-    return Finding(
-        CHECK_NOT_UNDER_SUDO,
-        False,
-        f"the lab runs as root through sudo (SUDO_USER={sudo_user}): sudo's secure_path dropped your "
-        "PATH and the checkout's .venv and .state would become root's",
-        f"run it as {sudo_user}: GPULAB_STACK=microk8s make lab (the snap steps ask sudo -n themselves)",
-    )
-
-
-def check_sudo(euid: int, run: cmd.Probe = cmd.probe) -> Finding:
-    """The root steps (``snap install``/``refresh``/``remove``, ``microk8s status|config``, the
-    marker) can run without a prompt: the helper is root, or ``sudo -n true`` succeeds."""
-    if euid == 0:
-        return Finding(CHECK_SUDO, True, "running as root: the snap steps need no sudo")
-    rc, _, err = run(["sudo", "-n", "true"])
-    if rc == 0:
-        return Finding(CHECK_SUDO, True, "sudo -n works: only the snap steps run as root")
-    said = (err.strip().splitlines() or [f"exit {rc}"])[0] if rc is not None else "sudo is not installed"
-    return Finding(
-        CHECK_SUDO,
-        False,
-        f"the lab runs the snap steps (snap install, microk8s config) as root with sudo -n, which failed: "
-        f"{said}",
-        "sudo -v (sudo keeps your credentials for its timestamp_timeout), then GPULAB_STACK=microk8s "
-        "make lab as yourself; not sudo make lab",
-    )
+#: The snap's install, refresh and removal, ``microk8s status|config`` and the marker: as root.
+ROOT_STEPS: Final = RootSteps(
+    stack="microk8s",
+    steps="the snap steps (snap install/refresh/remove, microk8s status and config, the marker)",
+    why_root="snap installs, refreshes and removes snaps as root only",
+    sudo_check=CHECK_SUDO,
+    not_under_sudo_check=CHECK_NOT_UNDER_SUDO,
+)
+check_sudo = ROOT_STEPS.check_sudo
+check_not_under_sudo = ROOT_STEPS.check_not_under_sudo
 
 
 def check_installed(tracking: str | None, ours: bool, wanted: str) -> Finding:

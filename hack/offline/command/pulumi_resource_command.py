@@ -344,14 +344,16 @@ def main(argv: list[str]) -> int:
     provider_pb2_grpc.add_ResourceProviderServicer_to_server(provider, server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
-    print(port, flush=True)
 
     def stop(signum: int, frame: Any) -> None:
         provider.runs.kill_all()
         server.stop(0)
 
+    # Before the port is printed: the engine may stop the plugin (SIGINT, then SIGKILL 5 s
+    # later) as soon as it has read it, and a SIGINT ignored at start stays ignored otherwise.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    print(port, flush=True)
     threading.Thread(target=_watch_parent, args=(provider, server), daemon=True).start()
     server.wait_for_termination()
     return 0

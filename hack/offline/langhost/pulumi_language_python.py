@@ -369,7 +369,6 @@ def main(argv: list[str]) -> int:
     language_pb2_grpc.add_LanguageRuntimeServicer_to_server(host, server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
-    print(port, flush=True)
 
     def stop(signum: int, frame: Any) -> None:
         host.terminate_children()
@@ -378,9 +377,11 @@ def main(argv: list[str]) -> int:
     # The engine shuts a plugin down with SIGINT and kills it 5 s later (plugin.go, since
     # pulumi#19603). Handled here, not left to Python's default: a process started with SIGINT
     # ignored (a `make lab &` from a script; POSIX shells ignore it in background jobs) keeps
-    # it ignored, and every `pulumi` run would wait out those 5 s.
+    # it ignored, and every `pulumi` run would wait out those 5 s. Before the port is printed:
+    # the engine may signal as soon as it has read it.
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    print(port, flush=True)
     threading.Thread(target=_watch_parent, args=(host, server), daemon=True).start()
     server.wait_for_termination()
     return 0
