@@ -71,7 +71,7 @@ from gpulab.core.errors import GpuLabError
 from gpulab.core.names import OPERATOR_NAMESPACE, OPERATOR_RELEASE
 from gpulab.core.rawapi import read_json
 from gpulab.kube import chart_apis, compat
-from gpulab.kube.client import load_clients
+from gpulab.kube.client import GateError, Waiter, load_clients
 
 __all__ = [
     "STATES",
@@ -369,7 +369,8 @@ def create_absent(
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[str]:
     """Create each of ``crds`` from the chart's file as it is, then wait until every one is
-    ``Established`` (module docstring). Returns their names, in order.
+    ``Established`` (module docstring), with the lab's own wait (:class:`gpulab.kube.client.Waiter`:
+    a transient API error is retried, progress goes to stderr). Returns their names, in order.
 
     Raises:
         CrdCheckError: the API server refused a create or a read, a CRD's names conflict with
@@ -383,39 +384,51 @@ def create_absent(
     for crd in crds:
         try:
             # The client sends a plain dict as is (no model round trip drops a field).
-            body: Any = json.loads(json.dumps(crd.doc))
-            ext.create_custom_resource_definition(body)
+            ext.create_custom_resource_definition(dict(crd.doc))
         except ApiException as exc:
             raise CrdCheckError(
                 f"creating CRD {crd.name} from the chart's {crd.file} failed: {exc.status} {exc.reason}"
             ) from exc
         print(f"created customresourcedefinition/{crd.name}", file=sys.stderr)
-    deadline = clock() + timeout
     waiting = [crd.name for crd in crds]
-    while waiting:
+    refused: list[str] = []
+
+    def established() -> bool | None:
         for name in list(waiting):
-            try:
-                conditions = (read_json(ext.read_custom_resource_definition, name).get("status") or {}).get(
-                    "conditions"
-                ) or []
-            except ApiException as exc:
-                raise CrdCheckError(f"reading CRD {name} failed: {exc.status} {exc.reason}") from exc
-            state = {c.get("type"): c for c in conditions}
+            status = read_json(ext.read_custom_resource_definition, name).get("status") or {}
+            state = {c.get("type"): c for c in status.get("conditions") or []}
             if (state.get("Established") or {}).get("status") == "True":
                 waiting.remove(name)
             elif (state.get("NamesAccepted") or {}).get("status") == "False":
                 said = state["NamesAccepted"].get("message") or "no message"
-                raise CrdCheckError(
+                refused.append(
                     f"CRD {name}: its names are not accepted ({said}); find the CRD that holds them: "
                     "scripts/kubectl get crd"
                 )
-        if waiting and clock() >= deadline:
-            raise CrdCheckError(
+        return True if not waiting else None
+
+    wait = Waiter(
+        timeout,
+        interval=_ESTABLISHED_EVERY,
+        first_interval=_ESTABLISHED_EVERY,
+        clock=clock,
+        sleep=sleep,
+        api=api,
+    )
+    try:
+        wait.until(
+            "the chart's CRDs to be Established",
+            established,
+            lambda: (
                 f"CRD(s) {', '.join(waiting)} not Established within {timeout:.0f}s; "
                 f"scripts/kubectl get crd {waiting[0]} -o yaml (status.conditions)"
-            )
-        if waiting:
-            sleep(_ESTABLISHED_EVERY)
+            ),
+            stop=lambda _: refused[0] if refused else None,
+        )
+    except ApiException as exc:
+        raise CrdCheckError(f"reading CRD {waiting[0]} failed: {exc.status} {exc.reason}") from exc
+    except GateError as exc:
+        raise CrdCheckError(str(exc)) from exc
     return [crd.name for crd in crds]
 
 
