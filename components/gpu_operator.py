@@ -138,9 +138,9 @@ def chart_source(op: OperatorConfig) -> str:
 def crd_check_args(op: OperatorConfig, owns_cluster: bool, values_json: str = "{}") -> list[str]:
     """The pre-release check's module and arguments (``gpulab.kube.crd_check``, run by the
     cluster-identity command: ``identity record --then ...``): for a local chart at
-    ``op.chart_path`` ``--chart``, ``--nfd`` with NFD on and ``--apply`` (upgrade stale CRDs)
-    only on a cluster the lab owns; always ``--values`` (the release's values as JSON, whose
-    ConfigMap references are checked)."""
+    ``op.chart_path`` ``--chart``, ``--nfd`` with NFD on and ``--apply`` (upgrade stale CRDs,
+    create absent ones) only on a cluster the lab owns; always ``--values`` (the release's
+    values as JSON, whose ConfigMap references are checked)."""
     local = bool(op.chart_path)
     return [
         "gpulab.kube.crd_check",
