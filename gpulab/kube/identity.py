@@ -423,4 +423,7 @@ def _run_then(then: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
+    from gpulab.core.shutdown import skip_final_collection
+
+    skip_final_collection()
     sys.exit(main())

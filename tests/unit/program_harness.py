@@ -18,6 +18,7 @@ import pulumi
 from pulumi.runtime import mocks as pmocks
 from pulumi.runtime import rpc
 
+from gpulab.core import shutdown
 from gpulab.core.argv import decode
 from gpulab.kube import takeover
 from program import edge
@@ -70,6 +71,9 @@ class Run:
     error: BaseException | None = None
     #: The program had made SIGINT end it quietly (program.edge.stop_quietly_on_interrupt).
     sigint_quiet: bool = False
+    #: The program had asked to skip the last garbage collections at its exit
+    #: (gpulab.core.shutdown.skip_final_collection), before anything could fail.
+    final_collection_skipped: bool = False
 
     def by_name(self, name: str) -> Registration:
         for r in self.registrations:
@@ -237,6 +241,9 @@ def _run_program(config: dict[str, Any], preview: bool) -> Run:
         # The program makes SIGINT end its process (program.edge.stop_quietly_on_interrupt):
         # asserted here, then pytest's own handler is put back.
         sigint = signal.getsignal(signal.SIGINT)
+        # Recorded, not done: the test process' own exit is not the program's.
+        real_skip = shutdown.skip_final_collection
+        shutdown.skip_final_collection = lambda: setattr(run, "final_collection_skipped", True)
         try:
             runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
         except BaseException as exc:  # recorded for the test to assert on
@@ -244,6 +251,7 @@ def _run_program(config: dict[str, Any], preview: bool) -> Run:
             run.error = exc.__cause__ if isinstance(exc, pulumi.RunError) and exc.__cause__ else exc
         finally:
             pulumi.export = real_export
+            shutdown.skip_final_collection = real_skip
             run.sigint_quiet = signal.getsignal(signal.SIGINT) is edge._stop_quietly
             signal.signal(signal.SIGINT, sigint)
 
