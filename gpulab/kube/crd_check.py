@@ -392,9 +392,12 @@ def create_absent(
         print(f"created customresourcedefinition/{crd.name}", file=sys.stderr)
     waiting = [crd.name for crd in crds]
     refused: list[str] = []
+    reading = ""  # the CRD read last: the one a refused read names
 
     def established() -> bool | None:
+        nonlocal reading
         for name in list(waiting):
+            reading = name
             status = read_json(ext.read_custom_resource_definition, name).get("status") or {}
             state = {c.get("type"): c for c in status.get("conditions") or []}
             if (state.get("Established") or {}).get("status") == "True":
@@ -426,7 +429,7 @@ def create_absent(
             stop=lambda _: refused[0] if refused else None,
         )
     except ApiException as exc:
-        raise CrdCheckError(f"reading CRD {waiting[0]} failed: {exc.status} {exc.reason}") from exc
+        raise CrdCheckError(f"reading CRD {reading} failed: {exc.status} {exc.reason}") from exc
     except GateError as exc:
         raise CrdCheckError(str(exc)) from exc
     return [crd.name for crd in crds]

@@ -239,6 +239,27 @@ def test_a_crd_never_established_or_whose_names_are_refused_stops_the_release(
         assert clock.now <= cc.ESTABLISHED_TIMEOUT + 0.1
 
 
+def test_a_refused_read_names_the_crd_it_was_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    other = cc.ChartCrd(
+        "nodefeatures.nfd.k8s-sigs.io", "charts/nfd/crds/nfd.yaml", _crd("nodefeatures.nfd.k8s-sigs.io")
+    )
+
+    class _Refusing(_Ext):
+        def read_custom_resource_definition(self, name: str, **params: Any) -> _Raw:
+            if name == other.name:  # 403 is not transient: the wait stops at once
+                raise ApiException(status=403, reason="Forbidden")
+            return super().read_custom_resource_definition(name, **params)
+
+    fake = _Refusing(reads_until_established=None)  # the first CRD is still waiting
+    monkeypatch.setattr(client, "ApiextensionsV1Api", lambda api: fake)
+    clock = _Clock()
+    with pytest.raises(cc.CrdCheckError, match=f"^reading CRD {other.name} failed: 403 Forbidden$"):
+        cc.create_absent(None, [CHART, other], clock=clock, sleep=clock.sleep)
+
+
 @pytest.mark.parametrize(
     ("argv", "problems", "created"),
     [
